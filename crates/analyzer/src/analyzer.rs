@@ -1,0 +1,422 @@
+//! The replay engine: records in, findings out.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rf_format::{Header, Kind, Op, Record, Timestamp};
+
+use crate::detectors::{self, Detector};
+use crate::finding::Finding;
+use crate::report::{FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window};
+use crate::rollout::{At, RolloutTrack, Transition};
+use crate::time::rfc3339;
+use crate::timeline::Timeline;
+use crate::view::{ReplicaSetView, RolloutView};
+
+/// Warnings kept verbatim in the report; beyond this they are only counted.
+const MAX_WARNINGS: usize = 50;
+
+/// What to analyze.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Only findings and timelines of this rollout (namespace, name).
+    pub rollout: Option<(String, String)>,
+    /// Findings before this time are not reported (records before it are still replayed).
+    pub since: Option<Timestamp>,
+    /// Records after this time are ignored; end-of-recording checks run at this time.
+    pub until: Option<Timestamp>,
+    /// Keep per-rollout timelines for the report.
+    pub timelines: bool,
+}
+
+type Key = (String, String);
+
+/// Replays records through the per-rollout state machines and the detectors.
+///
+/// Streaming: memory grows with the live objects and the rollouts' state changes, not with the
+/// number of records. Feed files with [`begin_file`](Analyzer::begin_file), records with
+/// [`push`](Analyzer::push) (which returns the findings that became true with that record, for
+/// live output), then call [`finish`](Analyzer::finish).
+#[derive(Debug)]
+pub struct Analyzer {
+    opts: Options,
+    detectors: Vec<Box<dyn Detector>>,
+    tracks: BTreeMap<Key, RolloutTrack>,
+    live: HashMap<Kind, HashMap<Key, ()>>,
+    findings: Vec<Finding>,
+    summary: RecordingSummary,
+    warnings_dropped: u64,
+    file: u32,
+    last_seq: Option<u64>,
+    first_at: Option<Timestamp>,
+    last_pos: Option<At>,
+    past_until: bool,
+}
+
+impl Analyzer {
+    /// An analyzer with every detector.
+    pub fn new(opts: Options) -> Self {
+        let mut summary = RecordingSummary {
+            complete: true,
+            ..RecordingSummary::default()
+        };
+        summary.window = Window {
+            since: opts.since.map(rfc3339),
+            until: opts.until.map(rfc3339),
+        };
+        Analyzer {
+            opts,
+            detectors: detectors::all(),
+            tracks: BTreeMap::new(),
+            live: HashMap::new(),
+            findings: Vec::new(),
+            summary,
+            warnings_dropped: 0,
+            file: 0,
+            last_seq: None,
+            first_at: None,
+            last_pos: None,
+            past_until: false,
+        }
+    }
+
+    /// Starts the next file: records pushed from now on belong to it.
+    pub fn begin_file(&mut self, name: &str, format_version: u32, header: &Header) {
+        let index = u32::try_from(self.summary.files.len()).unwrap_or(u32::MAX);
+        if index > 0 {
+            self.file = index;
+            // Between two files nothing was recorded: every watch has a hole there.
+            for track in self.tracks.values_mut() {
+                track.gap_pending = true;
+            }
+        }
+        self.last_seq = None;
+        self.summary
+            .files
+            .push(FileSummary::from_header(index, name, format_version, header));
+    }
+
+    /// Records how the current file ended, and the error that ended it if any.
+    pub fn end_file(&mut self, end: FileEnd, error: Option<String>) {
+        if end != FileEnd::Closed {
+            self.summary.complete = false;
+        }
+        if let Some(f) = self.summary.files.last_mut() {
+            f.end = Some(end);
+            f.error = error;
+        }
+    }
+
+    /// True once a record after `until` was pushed: the caller can stop reading.
+    pub fn past_until(&self) -> bool {
+        self.past_until
+    }
+
+    fn warn(&mut self, text: String) {
+        if self.summary.warnings.len() < MAX_WARNINGS {
+            self.summary.warnings.push(text);
+        } else {
+            self.warnings_dropped += 1;
+        }
+    }
+
+    /// Replays one record. Returns the findings it made true (within the window and rollout
+    /// filter), in the order found.
+    pub fn push(&mut self, rec: &Record) -> Vec<Finding> {
+        if self.opts.until.is_some_and(|u| rec.observed_at > u) {
+            self.past_until = true;
+            return Vec::new();
+        }
+        if self.summary.files.is_empty() {
+            self.summary.files.push(FileSummary::from_header(
+                0,
+                "(stream)",
+                rf_format::FORMAT_VERSION,
+                &Header::new("", rec.observed_at, rf_format::Source::default()),
+            ));
+        }
+        self.count(rec);
+        let pos = At {
+            file: self.file,
+            seq: rec.seq,
+            at: rec.observed_at,
+        };
+        self.last_pos = Some(pos);
+        self.first_at.get_or_insert(rec.observed_at);
+
+        let before = self.findings.len();
+        match &rec.op {
+            Op::Gap { reason } => {
+                self.summary.complete = false;
+                self.summary.gaps.push(GapInfo {
+                    file: self.file,
+                    seq: rec.seq,
+                    at: rec.observed_at,
+                    kind: rec.kind.name().to_owned(),
+                    namespace: rec.namespace.clone(),
+                    reason: reason.clone(),
+                });
+                if matches!(rec.kind, Kind::Rollout | Kind::ReplicaSet) {
+                    for track in self.tracks.values_mut() {
+                        if rec.namespace.is_empty() || rec.namespace == track.namespace {
+                            track.gap_pending = true;
+                        }
+                    }
+                }
+            }
+            Op::ListBegin | Op::ListEnd => {}
+            Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
+                self.track_live(rec);
+                match rec.kind {
+                    Kind::Rollout => self.on_rollout(rec, pos),
+                    Kind::ReplicaSet => self.on_replicaset(rec, pos),
+                    _ => {}
+                }
+            }
+        }
+        self.findings[before..]
+            .iter()
+            .filter(|f| self.wanted(f))
+            .cloned()
+            .collect()
+    }
+
+    fn wanted(&self, f: &Finding) -> bool {
+        self.opts.since.is_none_or(|s| f.at >= s)
+            && self
+                .opts
+                .rollout
+                .as_ref()
+                .is_none_or(|(ns, name)| f.rollout.namespace == *ns && f.rollout.name == *name)
+    }
+
+    fn count(&mut self, rec: &Record) {
+        self.summary.records += 1;
+        if let Some(f) = self.summary.files.last_mut() {
+            f.records += 1;
+        }
+        *self.summary.by_kind.entry(rec.kind.name().to_owned()).or_default() += 1;
+        *self.summary.by_op.entry(rec.op.name().to_owned()).or_default() += 1;
+        if let Some(prev) = self.last_seq {
+            if rec.seq <= prev {
+                self.warn(format!(
+                    "record seq {} follows seq {prev} in file {}: out of order",
+                    rec.seq, self.file
+                ));
+            }
+        }
+        self.last_seq = Some(rec.seq);
+        if let Some(last) = self.last_pos {
+            if rec.observed_at < last.at {
+                self.warn(format!(
+                    "record seq {} at {} is earlier than the record before it ({})",
+                    rec.seq,
+                    rfc3339(rec.observed_at),
+                    rfc3339(last.at)
+                ));
+            }
+        }
+    }
+
+    fn track_live(&mut self, rec: &Record) {
+        let objects = self.live.entry(rec.kind.clone()).or_default();
+        let key = (rec.namespace.clone(), rec.name.clone());
+        if matches!(rec.op, Op::Deleted { .. }) {
+            objects.remove(&key);
+        } else {
+            objects.insert(key, ());
+        }
+    }
+
+    fn track(&mut self, namespace: &str, name: &str) -> &mut RolloutTrack {
+        let keep = self.opts.timelines;
+        self.tracks
+            .entry((namespace.to_owned(), name.to_owned()))
+            .or_insert_with(|| RolloutTrack::new(namespace, name, keep))
+    }
+
+    fn on_rollout(&mut self, rec: &Record, pos: At) {
+        if matches!(rec.op, Op::Deleted { .. }) {
+            self.track(&rec.namespace, &rec.name).deleted = true;
+            return;
+        }
+        let view: RolloutView = match serde_json::from_slice(&rec.object) {
+            Ok(v) => v,
+            Err(e) => {
+                self.warn(format!(
+                    "record seq {} (Rollout {}/{}): unreadable object: {e}",
+                    rec.seq, rec.namespace, rec.name
+                ));
+                return;
+            }
+        };
+        let track = self.track(&rec.namespace, &rec.name);
+        let Some(prev) = track.observe_rollout(&view, pos, rec.actor.as_deref()) else {
+            return;
+        };
+        let track = &self.tracks[&(rec.namespace.clone(), rec.name.clone())];
+        let Some(cur) = track.last.as_ref() else { return };
+        let transition = Transition {
+            track,
+            prev: &prev,
+            cur,
+            revision: track.last_revision_change.as_ref(),
+            jump: track.last_jump.as_ref(),
+        };
+        for d in &mut self.detectors {
+            d.on_transition(&transition, &mut self.findings);
+        }
+    }
+
+    fn on_replicaset(&mut self, rec: &Record, pos: At) {
+        let view: ReplicaSetView = match serde_json::from_slice(&rec.object) {
+            Ok(v) => v,
+            Err(e) => {
+                self.warn(format!(
+                    "record seq {} (ReplicaSet {}/{}): unreadable object: {e}",
+                    rec.seq, rec.namespace, rec.name
+                ));
+                return;
+            }
+        };
+        let owner = match view.rollout_owner() {
+            Some((name, _)) => name.to_owned(),
+            None => {
+                // Released from its rollout (no owner): still the rollout's by name and label.
+                let Some(hash) = view.hash() else { return };
+                let Some(name) = rec.name.strip_suffix(&format!("-{hash}")) else {
+                    return;
+                };
+                if !self.tracks.contains_key(&(rec.namespace.clone(), name.to_owned())) {
+                    return;
+                }
+                name.to_owned()
+            }
+        };
+        let deleted = matches!(rec.op, Op::Deleted { .. });
+        let added = matches!(rec.op, Op::Added);
+        let track = self.track(&rec.namespace, &owner);
+        track.observe_replicaset(&view, &rec.object, pos, deleted, added);
+        let track = &self.tracks[&(rec.namespace.clone(), owner)];
+        for d in &mut self.detectors {
+            d.on_replicaset(track, &mut self.findings);
+        }
+    }
+
+    /// Ends the analysis: runs the end-of-recording checks and returns the report.
+    pub fn finish(mut self) -> Report {
+        let last = self.last_pos;
+        if let Some(last) = last {
+            let end = At {
+                at: match self.opts.until {
+                    Some(u) if self.past_until => u,
+                    _ => last.at,
+                },
+                ..last
+            };
+            let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
+            for d in &mut self.detectors {
+                d.on_end(&tracks, end, &mut self.findings);
+            }
+        }
+        let mut findings: Vec<Finding> = std::mem::take(&mut self.findings)
+            .into_iter()
+            .filter(|f| self.wanted(f))
+            .collect();
+        findings.sort_by(|a, b| {
+            (a.at, std::cmp::Reverse(a.severity), a.rule, &a.subject)
+                .cmp(&(b.at, std::cmp::Reverse(b.severity), b.rule, &b.subject))
+        });
+
+        let timelines = if self.opts.timelines {
+            self.tracks
+                .values_mut()
+                .filter(|t| {
+                    self.opts
+                        .rollout
+                        .as_ref()
+                        .is_none_or(|(ns, name)| t.namespace == *ns && t.name == *name)
+                })
+                .filter(|t| t.last.is_some())
+                .map(|t| Timeline {
+                    rollout: t.subject(),
+                    entries: std::mem::take(&mut t.timeline),
+                    truncated: t.timeline_truncated,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+
+        if self.warnings_dropped > 0 {
+            self.summary
+                .warnings
+                .push(format!("... and {} more warnings", self.warnings_dropped));
+        }
+        self.summary.set_span(self.first_at, last.map(|p| p.at));
+        self.summary.live_objects = self
+            .live
+            .iter()
+            .filter(|(_, objs)| !objs.is_empty())
+            .map(|(k, objs)| (k.name().to_owned(), objs.len() as u64))
+            .collect();
+        if self
+            .summary
+            .files
+            .iter()
+            .any(|f| f.end.is_some_and(|e| e != FileEnd::Closed))
+        {
+            self.summary.complete = false;
+        }
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "rollout-forensics".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            recording: self.summary,
+            findings,
+            timelines,
+        }
+    }
+
+    /// Live objects and retained rollout state, for checking that memory follows the world and
+    /// not the number of records.
+    pub fn retained(&self) -> Retained {
+        Retained {
+            live_objects: self.live.values().map(HashMap::len).sum(),
+            rollouts: self.tracks.len(),
+            replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
+            timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),
+            findings: self.findings.len(),
+        }
+    }
+}
+
+/// What an [`Analyzer`] holds, by count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retained {
+    /// Objects present now, all kinds.
+    pub live_objects: usize,
+    /// Rollouts followed.
+    pub rollouts: usize,
+    /// ReplicaSets followed (including deleted ones, for diffs).
+    pub replicasets: usize,
+    /// Timeline entries kept.
+    pub timeline_entries: usize,
+    /// Findings so far.
+    pub findings: usize,
+}
+
+/// Analyzes `records` (one recording) in one call.
+pub fn analyze(header: &Header, records: impl IntoIterator<Item = Record>, opts: Options) -> Report {
+    let mut a = Analyzer::new(opts);
+    a.begin_file("(memory)", rf_format::FORMAT_VERSION, header);
+    for rec in records {
+        a.push(&rec);
+        if a.past_until() {
+            break;
+        }
+    }
+    a.end_file(FileEnd::Closed, None);
+    a.finish()
+}

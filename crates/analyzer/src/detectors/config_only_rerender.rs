@@ -1,0 +1,149 @@
+//! `config-only-rerender` (warning).
+//!
+//! # What it detects
+//! A canary restart (see `rerender-restart`) whose two revisions' pod templates differ only in
+//! `metadata.annotations` (the `rollouts-pod-template-hash` label ignored): typically a
+//! `checksum/config` annotation that a Helm chart computes from rendered config.
+//!
+//! # Why it matters
+//! Nothing about the application changed: the same release was rendered twice with different
+//! config inputs (inline values first, then a values file from a lagging checkout), and the
+//! second render restarted the canary. Image-only releases render identically twice, which is
+//! why the race looks intermittent.
+//!
+//! # Example
+//! `checkout-api-7b4c9f5d86` and `checkout-api-5d98c7bf64` differ only in
+//! `metadata.annotations["checksum/config"]`: `9a41…` -> `c07e…`.
+
+use crate::detectors::{Detector, PendingDiff, drain_pending};
+use crate::diff::{Change, only_annotations};
+use crate::finding::{Finding, Rule};
+use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
+
+#[derive(Debug, Default)]
+pub(crate) struct ConfigOnlyRerender {
+    pending: Vec<PendingDiff>,
+}
+
+fn emit(p: &PendingDiff, track: &RolloutTrack, changes: Vec<Change>, source: &'static str, out: &mut Vec<Finding>) {
+    if !only_annotations(&changes) {
+        return;
+    }
+    let (from, to) = (&p.change.from, &p.change.to);
+    let (rs_a, rs_b) = (track.rs_name(from), track.rs_name(to));
+    let keys: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} -> {}",
+                c.path.last_key().map_or_else(|| c.path.to_string(), str::to_owned),
+                Change::show(c.old.as_ref()),
+                Change::show(c.new.as_ref())
+            )
+        })
+        .collect();
+    let summary = format!("the re-render changed only pod-template annotations: {}", keys.join("; "));
+    let explanation = format!(
+        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): image, env, resources and everything else are identical. The canary restart came from rendering one release twice with different config inputs, not from a change to the application."
+    );
+    let mut evidence = Vec::new();
+    for (hash, rs_name) in [(from, &rs_a), (to, &rs_b)] {
+        if let Some(rs) = track.rs_by_hash(hash) {
+            let pos = rs.created.unwrap_or(rs.last);
+            evidence.push(track.rs_evidence(rs, pos, format!("ReplicaSet {rs_name}: pod template of revision {hash}")));
+        }
+    }
+    evidence.push(track.evidence(p.pos, format!("currentPodHash {from} -> {to}")));
+    out.push(
+        Finding::new(Rule::ConfigOnlyRerender, track.subject(), track.subject(), p.pos.at, summary)
+            .explain(explanation)
+            .with_evidence(evidence)
+            .remedy(
+                format!("Nothing about the application changed: do not roll back. Let the canary on {to} proceed and do not re-run the pipeline."),
+                vec![format!(
+                    "kubectl -n {} get rs {rs_a} {rs_b} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.spec.template.metadata.annotations}}{{\"\\n\"}}{{end}}'",
+                    track.namespace
+                )],
+                "Resolve the values revision before the image tag is written: render the image tag and every values file from one Git revision (pin the values source to the same commit as the chart and image), so a release renders once.".to_owned(),
+            ),
+    );
+}
+
+impl ConfigOnlyRerender {
+    fn drain(&mut self, tracks: &[&RolloutTrack], out: &mut Vec<Finding>) {
+        drain_pending(&mut self.pending, tracks, out, emit);
+    }
+}
+
+impl Detector for ConfigOnlyRerender {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let Some(change) = t.revision else { return };
+        if change.class != RevisionClass::Restart {
+            return;
+        }
+        self.pending.push(PendingDiff::of(t.track, change, t.cur.pos));
+        self.drain(&[t.track], out);
+    }
+
+    fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
+        if self.pending.iter().any(|p| p.is_for(track)) {
+            self.drain(&[track], out);
+        }
+    }
+
+    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+        self.drain(tracks, findings);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rf_format::Op;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    #[test]
+    fn a_checksum_only_rerender_names_the_annotation_and_both_values() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::ConfigOnlyRerender).collect();
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("checksum/config: c1 -> c2"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn a_rerender_that_changes_the_image_is_not_config_only() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        kit.new_revision("h2", template("app:3", "c2"));
+        assert!(kit.rules().contains(&Rule::RerenderRestart));
+        assert!(!kit.rules().contains(&Rule::ConfigOnlyRerender), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn the_diff_waits_for_a_replicaset_that_arrives_after_the_status() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        // The status names h2 before its ReplicaSet is seen.
+        let tpl = template("app:2", "c2");
+        kit.spec(|s| {
+            s.insert("template".into(), tpl.clone());
+        });
+        kit.status(|s| {
+            s.insert("currentPodHash".into(), serde_json::json!("h2"));
+            s.insert("currentStepIndex".into(), serde_json::json!(0));
+            s.remove("pauseConditions");
+        });
+        assert!(!kit.rules().contains(&Rule::ConfigOnlyRerender));
+        kit.replicaset("h2", 0, tpl, Op::Added);
+        assert!(kit.rules().contains(&Rule::ConfigOnlyRerender), "{:?}", kit.rules());
+        let f = kit.found.iter().find(|f| f.rule == Rule::ConfigOnlyRerender).unwrap();
+        let restart = kit.found.iter().find(|f| f.rule == Rule::RerenderRestart).unwrap();
+        assert_eq!(f.at, restart.at, "the finding is dated at the restart, not when resolved");
+    }
+}

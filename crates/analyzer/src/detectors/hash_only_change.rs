@@ -1,0 +1,108 @@
+//! `hash-only-change` (warning).
+//!
+//! # What it detects
+//! `status.currentPodHash` changed although the two revisions' pod templates are semantically
+//! identical (compared as JSON, the `rollouts-pod-template-hash` label ignored).
+//!
+//! # Why it matters
+//! The stored hash cannot be trusted to mean "the template changed": upgrades of the Argo
+//! Rollouts controller changed the hash function (upstream issues #4696, #1356), so every rollout
+//! ran a canary with nothing changed, and a pipeline that keys on the hash sees a release nobody
+//! made.
+//!
+//! # Example
+//! After a controller upgrade, `checkout-api-6d8f7c9b54` replaced `checkout-api-5f7d9c8b46`
+//! with an identical template.
+
+use crate::detectors::{Detector, PendingDiff, argo, drain_pending};
+use crate::diff::Change;
+use crate::finding::{Finding, Rule};
+use crate::rollout::{At, RolloutTrack, Transition};
+
+#[derive(Debug, Default)]
+pub(crate) struct HashOnlyChange {
+    pending: Vec<PendingDiff>,
+}
+
+fn emit(p: &PendingDiff, track: &RolloutTrack, changes: Vec<Change>, source: &'static str, out: &mut Vec<Finding>) {
+    if !changes.is_empty() {
+        return;
+    }
+    let (from, to) = (&p.change.from, &p.change.to);
+    let (rs_a, rs_b) = (track.rs_name(from), track.rs_name(to));
+    let mut evidence = Vec::new();
+    for hash in [from, to] {
+        if let Some(rs) = track.rs_by_hash(hash) {
+            let pos = rs.created.unwrap_or(rs.last);
+            evidence.push(track.rs_evidence(rs, pos, format!("ReplicaSet {}: pod template of revision {hash}", rs.name)));
+        }
+    }
+    evidence.push(track.evidence(p.pos, format!("currentPodHash {from} -> {to}")));
+    out.push(
+        Finding::new(
+            Rule::HashOnlyChange,
+            track.subject(),
+            track.subject(),
+            p.pos.at,
+            format!("new pod-template hash {to} for an identical template (was {from})"),
+        )
+        .explain(format!(
+            "{rs_a} and {rs_b} have semantically identical pod templates ({source} compared, hash label ignored), yet the controller computed a different hash and started a new revision. Controller upgrades have changed the hash function (upstream issues #4696, #1356): nothing about the application changed."
+        ))
+        .with_evidence(evidence)
+        .remedy(
+            "Nothing changed in the application: the steps of this canary test nothing new; promote it fully once you have checked the templates match.".to_owned(),
+            vec![format!("kubectl argo rollouts promote {} --full", argo(track))],
+            "Before upgrading the Argo Rollouts controller, read its release notes for pod-template-hash changes and plan for every rollout to run one no-op canary; do not key pipeline logic on the hash alone.".to_owned(),
+        ),
+    );
+}
+
+impl HashOnlyChange {
+    fn drain(&mut self, tracks: &[&RolloutTrack], out: &mut Vec<Finding>) {
+        drain_pending(&mut self.pending, tracks, out, emit);
+    }
+}
+
+impl Detector for HashOnlyChange {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let Some(change) = t.revision else { return };
+        self.pending.push(PendingDiff::of(t.track, change, t.cur.pos));
+        self.drain(&[t.track], out);
+    }
+
+    fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
+        if self.pending.iter().any(|p| p.is_for(track)) {
+            self.drain(&[track], out);
+        }
+    }
+
+    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+        self.drain(tracks, findings);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    #[test]
+    fn a_new_hash_for_an_identical_template_is_reported() {
+        let mut kit = Kit::new();
+        kit.advance(10);
+        kit.new_revision("h9", template("app:1", "c0"));
+        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::HashOnlyChange).collect();
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("h9") && f[0].summary.contains("stable0"));
+        assert!(f[0].remedy.commands[0].contains("promote checkout-api -n payments --full"));
+    }
+
+    #[test]
+    fn a_real_template_change_is_not_hash_only() {
+        let mut kit = Kit::new();
+        kit.new_revision("h1", template("app:2", "c0"));
+        kit.new_revision("h2", template("app:2", "c9"));
+        assert!(!kit.rules().contains(&Rule::HashOnlyChange), "{:?}", kit.rules());
+    }
+}

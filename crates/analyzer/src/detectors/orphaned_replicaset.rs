@@ -1,0 +1,195 @@
+//! `orphaned-replicaset` (error).
+//!
+//! # What it detects
+//! At the end of the analysis (the last record, or `--at`), a ReplicaSet of a rollout that is
+//! neither the current (`status.currentPodHash`) nor the stable (`status.stableRS`) revision
+//! still has replicas, has been in that state for at least [`GRACE_SECONDS`], and has no
+//! `scale-down-deadline` still in the future. A ReplicaSet is the rollout's when its controlling
+//! ownerReference names the rollout, or, released from it (no owner), when it carries the
+//! `rollouts-pod-template-hash` label and is named `<rollout>-<hash>`.
+//!
+//! # Why it matters
+//! Its pods keep running and, with a plain canary, keep serving: Services that select the app
+//! label send them traffic. The re-render race leaves one behind per pipeline run; an empty or
+//! expired `scale-down-deadline` is reported upstream to leave old ReplicaSets running.
+//!
+//! # Example
+//! `checkout-api-7b4c9f5d86` (the first render) still runs 1 pod at the end of the recording,
+//! with `scale-down-deadline: ""`, while the rollout is on `5d98c7bf64` and stable on `68f6c5dd9b`.
+
+use rf_format::Kind;
+
+use crate::detectors::Detector;
+use crate::finding::{Finding, Rule, Subject};
+use crate::rollout::{At, RolloutTrack, RsTrack};
+use crate::time::{human_duration, parse_rfc3339, rfc3339};
+
+/// How long a ReplicaSet may stay up after it stopped being current or stable before it counts
+/// as orphaned: the controller scales it down within a few syncs.
+pub(crate) const GRACE_SECONDS: i64 = 30;
+
+#[derive(Debug)]
+pub(crate) struct OrphanedReplicaSet;
+
+fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
+    match &rs.owner_uid {
+        Some(uid) => track.uid.is_empty() || *uid == track.uid,
+        None => rs
+            .hash
+            .as_ref()
+            .is_some_and(|h| rs.name == format!("{}-{h}", track.name)),
+    }
+}
+
+fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
+    let last = track.last.as_ref()?;
+    let hash = rs.hash.as_deref()?;
+    if rs.deleted
+        || last.pod_hash.as_deref() == Some(hash)
+        || last.stable_rs.as_deref() == Some(hash)
+        || !belongs(track, rs)
+    {
+        return None;
+    }
+    let replicas = rs.replicas.max(rs.status_replicas);
+    if replicas <= 0 {
+        return None;
+    }
+    let since = rs.other_since?;
+    if end.at.0 - since.at.0 < GRACE_SECONDS * 1_000_000_000 {
+        return None;
+    }
+    let deadline_note = match rs.deadline.as_deref() {
+        None => String::new(),
+        Some("") => "; its scale-down-deadline annotation is empty, which the controller never acts on".to_owned(),
+        Some(d) => match parse_rfc3339(d) {
+            Some(t) if t > end.at => return None,
+            Some(t) => format!(
+                "; its scale-down-deadline {d} passed {} before the end",
+                human_duration(end.at.0 - t.0)
+            ),
+            None => format!("; its scale-down-deadline {d:?} is not a time"),
+        },
+    };
+    let owner_note = if rs.owner_uid.is_none() {
+        "; it has no ownerReference to the rollout: nothing manages it"
+    } else {
+        ""
+    };
+    let subject = Subject::new(Kind::ReplicaSet, &track.namespace, &rs.name);
+    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "none".to_owned());
+    let summary = format!(
+        "ReplicaSet {} still runs {replicas} pod(s) although it is neither the current ({}) nor the stable ({}) revision",
+        rs.name,
+        opt(&last.pod_hash),
+        opt(&last.stable_rs)
+    );
+    let explanation = format!(
+        "It has been neither current nor stable since {} ({} before the end of the analysis at {}) and was not scaled down{deadline_note}{owner_note}. Its pods keep running, and a Service that selects the rollout's app label keeps sending them traffic.",
+        rfc3339(since.at),
+        human_duration(end.at.0 - since.at.0),
+        rfc3339(end.at)
+    );
+    let mut evidence = Vec::new();
+    if let Some(created) = rs.created {
+        evidence.push(track.rs_evidence(rs, created, format!("ReplicaSet {} created (revision {hash})", rs.name)));
+    }
+    evidence.push(track.evidence(since, format!("{hash} is no longer current or stable")));
+    evidence.push(track.rs_evidence(
+        rs,
+        rs.last,
+        format!(
+            "last seen: spec.replicas {}, ready {}{}",
+            rs.replicas,
+            rs.ready,
+            rs.deadline
+                .as_ref()
+                .map(|d| format!(", scale-down-deadline {d:?}"))
+                .unwrap_or_default()
+        ),
+    ));
+    Some(
+        Finding::new(Rule::OrphanedReplicaSet, subject, track.subject(), end.at, summary)
+            .explain(explanation)
+            .with_evidence(evidence)
+            .remedy(
+                "Scale it down now. If the rollout was aborted, let the abort converge, then do one clean full run of the pipeline instead of re-running it.".to_owned(),
+                vec![format!("kubectl -n {} scale rs {} --replicas=0", track.namespace, rs.name)],
+                "Do not re-run a pipeline whose canary a re-render restarted: each run can leave another ReplicaSet behind. Render once per release.".to_owned(),
+            ),
+    )
+}
+
+impl Detector for OrphanedReplicaSet {
+    fn on_end(&mut self, tracks: &[&RolloutTrack], end: At, findings: &mut Vec<Finding>) {
+        for track in tracks {
+            for rs in track.replicasets.values() {
+                findings.extend(check(track, rs, end));
+            }
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    fn race(keep_h1: i64, annotate: Option<&str>) -> Kit {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        if keep_h1 == 0 {
+            kit.scale("h1", 0, template("app:2", "c1"));
+        }
+        if let Some(deadline) = annotate {
+            let mut tpl = template("app:2", "c1");
+            tpl["metadata"]["labels"]["rollouts-pod-template-hash"] = json!("h1");
+            // Re-send h1 with a deadline annotation.
+            kit.replicaset_with_deadline("h1", keep_h1, tpl, deadline);
+        }
+        kit
+    }
+
+    #[test]
+    fn a_replaced_canary_left_running_is_orphaned_with_its_scale_command() {
+        let mut kit = race(1, Some(""));
+        kit.advance(120);
+        kit.step(1);
+        let report = kit.finish();
+        let f: Vec<_> = report.findings.iter().filter(|f| f.rule == Rule::OrphanedReplicaSet).collect();
+        assert_eq!(f.len(), 1, "{:?}", report.findings);
+        assert_eq!(f[0].subject.name, "checkout-api-h1");
+        assert_eq!(f[0].remedy.commands, vec!["kubectl -n payments scale rs checkout-api-h1 --replicas=0"]);
+        assert!(f[0].explanation.contains("scale-down-deadline annotation is empty"));
+        assert!(f[0].remedy.summary.contains("one clean full run"));
+    }
+
+    #[test]
+    fn a_replaced_canary_scaled_to_zero_is_not_orphaned() {
+        let mut kit = race(0, None);
+        kit.advance(120);
+        kit.step(1);
+        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+    }
+
+    #[test]
+    fn a_scale_down_deadline_in_the_future_is_pending_not_orphaned() {
+        let mut kit = race(1, Some("2030-01-01T00:00:00Z"));
+        kit.advance(120);
+        kit.step(1);
+        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+    }
+
+    #[test]
+    fn an_old_replicaset_within_the_grace_period_is_not_orphaned_yet() {
+        let mut kit = race(1, None);
+        kit.advance(5);
+        kit.step(1);
+        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+    }
+}

@@ -1,0 +1,104 @@
+//! `pause-lost` (error).
+//!
+//! # What it detects
+//! A canary pause step was reached (a `CanaryPauseStep` pause condition was seen for the
+//! revision) and then lost: a new pod template restarted the canary at step 0.
+//!
+//! # Why it matters
+//! A pipeline step that waits for that pause (a poll for `phase: Paused` at step N, or
+//! `kubectl argo rollouts status`) times out although the rollout had reached it: the pause is
+//! gone and comes back only after the earlier steps run again on the new revision. The wait should
+//! reset its timer when the pod-template hash changes.
+//!
+//! # Example
+//! Paused at step 1 on `7b4c9f5d86` since 13:02:56; at 13:03:26 `currentPodHash: 5d98c7bf64`,
+//! `currentStepIndex: 0`, `pauseConditions` removed.
+
+use crate::detectors::{Detector, argo, step_words};
+use crate::finding::{Finding, Rule};
+use crate::rollout::{RevisionClass, Transition};
+use crate::time::{human_duration, rfc3339};
+
+#[derive(Debug)]
+pub(crate) struct PauseLost;
+
+impl Detector for PauseLost {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let Some(change) = t.revision else { return };
+        if change.class != RevisionClass::Restart {
+            return;
+        }
+        let Some((pause, reached)) = change.old_progress.last_pause() else {
+            return;
+        };
+        let track = t.track;
+        let still_paused = t.prev.at_pause_step() && t.prev.step_index == pause;
+        let summary = format!(
+            "the pause at step {pause} was lost: {} had {} it since {} ({}) when a new pod template restarted the canary",
+            change.from,
+            if still_paused { "been paused at" } else { "reached" },
+            rfc3339(reached.at),
+            human_duration(t.cur.pos.at.0 - reached.at.0)
+        );
+        let explanation = format!(
+            "A pipeline step waiting for this pause would time out although the rollout had reached it: after the reset the rollout pauses at {} again only once steps 0 to {} have run anew on {}. A wait should reset its timer when status.currentPodHash changes.",
+            step_words(track, pause),
+            (pause - 1).max(0),
+            change.to
+        );
+        out.push(
+            Finding::new(Rule::PauseLost, track.subject(), track.subject(), t.cur.pos.at, summary)
+                .explain(explanation)
+                .with_evidence([
+                    track.evidence(reached, format!("paused at step {pause} (CanaryPauseStep) on {}", change.from)),
+                    track.evidence(
+                        t.cur.pos,
+                        format!(
+                            "pause conditions cleared; currentPodHash {} -> {}, currentStepIndex {} -> {}",
+                            change.from, change.to, t.prev.step_index, t.cur.step_index
+                        ),
+                    ),
+                ])
+                .remedy(
+                    format!(
+                        "Do not time out and re-run: watch the rollout reach the pause at step {pause} again on {}, then continue the release as planned.",
+                        change.to
+                    ),
+                    vec![format!("kubectl argo rollouts get rollout {} --watch", argo(track))],
+                    "Make the pipeline's wait follow the pod-template hash: restart its timer when status.currentPodHash changes (rollout-forensics wait does), and render once per release.".to_owned(),
+                ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    #[test]
+    fn a_restart_while_paused_loses_the_pause() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::PauseLost).collect();
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("pause at step 1"), "{}", f[0].summary);
+        assert!(f[0].explanation.contains("time out"), "{}", f[0].explanation);
+        assert!(f[0].remedy.prevention.contains("currentPodHash"));
+    }
+
+    #[test]
+    fn a_restart_before_any_pause_was_reached_loses_no_pause() {
+        let mut kit = Kit::new();
+        kit.advance(5);
+        kit.new_revision("h1", template("app:2", "c1"));
+        kit.scale("h1", 1, template("app:2", "c1"));
+        kit.step(1); // reached the pause step, but the controller has not paused yet
+        kit.advance(3);
+        kit.new_revision("h2", template("app:2", "c2"));
+        assert!(kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+        assert!(!kit.rules().contains(&Rule::PauseLost), "{:?}", kit.rules());
+    }
+}

@@ -1,0 +1,221 @@
+//! `rerender-restart` (error).
+//!
+//! # What it detects
+//! `status.currentPodHash` changed while a canary was in progress and had progressed (reached a
+//! step past 0 or a pause), and `status.currentStepIndex` dropped back (to 0): the controller saw a
+//! new pod template and restarted the canary. Never raised for an abort (the index drops, the hash
+//! stays), a steps-only change (`currentStepHash` changes, the hash stays), a rollback to stable
+//! (the new hash is `stableRS`: the index jumps to the end), or a new release from a completed
+//! rollout.
+//!
+//! # Why it matters
+//! A GitOps re-render that changes anything in the pod template, even only a `checksum/config`
+//! annotation, creates a new revision. A canary that had reached its pause starts over; the
+//! pipeline waiting for that pause times out; re-running it renders twice again.
+//!
+//! # Example
+//! `checkout-api` paused at step 1 on `7b4c9f5d86`; 30 s after the first render a second render
+//! of the same release changed `checksum/config`; the status then read `currentPodHash:
+//! 5d98c7bf64, currentStepIndex: 0`.
+
+use crate::detectors::{Detector, argo, step_words};
+use crate::finding::{Finding, Rule};
+use crate::rollout::{RevisionClass, Transition};
+use crate::time::{human_duration, rfc3339};
+
+#[derive(Debug)]
+pub(crate) struct RerenderRestart;
+
+impl Detector for RerenderRestart {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let Some(change) = t.revision else { return };
+        if change.class != RevisionClass::Restart {
+            return;
+        }
+        let track = t.track;
+        let lost = t.prev.step_index;
+        let since = match (&change.render, &change.previous_render) {
+            (Some(r), Some(p)) => format!(
+                ", {} after the previous render",
+                human_duration(r.pos.at.0 - p.pos.at.0)
+            ),
+            _ => String::new(),
+        };
+        let summary = format!(
+            "canary restarted at step {}: {} of {} was lost to a new pod template {}{}",
+            t.cur.step_index,
+            step_words(track, lost),
+            change.from,
+            change.to,
+            since
+        );
+        let paused_note = if t.prev.at_pause_step() {
+            format!(", paused at step {lost}")
+        } else {
+            String::new()
+        };
+        let mut explanation = format!(
+            "status.currentPodHash changed {} ({}) -> {} ({}) while the canary was in progress: it had reached step {} of {}{}. The controller reset status.currentStepIndex to {}.",
+            change.from,
+            track.rs_name(&change.from),
+            change.to,
+            track.rs_name(&change.to),
+            change.old_progress.max_index,
+            t.prev.steps_len,
+            paused_note,
+            t.cur.step_index
+        );
+        if let Some(r) = &change.render {
+            explanation.push_str(&format!(
+                " The new template came from a spec change at {} (generation {}{}).",
+                rfc3339(r.pos.at),
+                r.generation.unwrap_or(0),
+                r.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+            ));
+        }
+        if let (Some(r), Some(p)) = (&change.render, &change.previous_render) {
+            explanation.push_str(&format!(
+                " The previous template change was {} earlier (generation {}{}): two renders of one release in quick succession is the re-render race.",
+                human_duration(r.pos.at.0 - p.pos.at.0),
+                p.generation.unwrap_or(0),
+                p.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+            ));
+        }
+        explanation.push_str(" This was not an abort, a steps-only change or a rollback to stable.");
+
+        let mut evidence = Vec::new();
+        if let Some(at) = change.old_progress.max_at {
+            evidence.push(track.evidence(
+                at,
+                format!("{} reached {}", change.from, step_words(track, change.old_progress.max_index)),
+            ));
+        }
+        if let Some((p, at)) = change.old_progress.last_pause() {
+            evidence.push(track.evidence(at, format!("paused at step {p} (CanaryPauseStep) on {}", change.from)));
+        }
+        for (label, r) in [("previous render", &change.previous_render), ("render", &change.render)] {
+            if let Some(r) = r {
+                evidence.push(track.evidence(
+                    r.pos,
+                    format!(
+                        "{label}: pod template changed, generation {}{}",
+                        r.generation.unwrap_or(0),
+                        r.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        if let Some(rs) = track.rs_by_hash(&change.to) {
+            if let Some(created) = rs.created {
+                evidence.push(track.rs_evidence(rs, created, format!("ReplicaSet {} created", rs.name)));
+            }
+        }
+        evidence.push(track.evidence(
+            t.cur.pos,
+            format!(
+                "currentPodHash {} -> {}, currentStepIndex {} -> {}",
+                change.from, change.to, lost, t.cur.step_index
+            ),
+        ));
+
+        out.push(
+            Finding::new(Rule::RerenderRestart, track.subject(), track.subject(), t.cur.pos.at, summary)
+                .explain(explanation)
+                .with_evidence(evidence)
+                .remedy(
+                    format!(
+                        "Do not re-run the pipeline: every run renders twice and restarts the canary again. Let the canary on {} progress, or abort it and do one clean run.",
+                        change.to
+                    ),
+                    vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
+                    "Render once per release: take the image tag and the values that feed checksum/config from the same Git revision (resolve the values revision before the image tag is written), and make the pipeline's wait reset its timer when status.currentPodHash changes.".to_owned(),
+                ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, rules_of, template};
+
+    fn race() -> Kit {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        kit
+    }
+
+    #[test]
+    fn a_second_render_after_the_pause_restarts_the_canary() {
+        let kit = race();
+        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::RerenderRestart).collect();
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        let f = f[0];
+        assert!(f.summary.contains("h1") && f.summary.contains("h2"), "{}", f.summary);
+        assert!(f.summary.contains("step 1"), "{}", f.summary);
+        assert!(f.summary.contains("after the previous render"), "{}", f.summary);
+        assert!(f.explanation.contains("checkout-api-h1") && f.explanation.contains("checkout-api-h2"));
+        assert!(f.evidence.iter().any(|e| e.detail.contains("ReplicaSet checkout-api-h2 created")));
+        assert!(f.evidence.iter().any(|e| e.detail.contains("currentStepIndex 1 -> 0")));
+    }
+
+    #[test]
+    fn abort_resets_step_index_without_a_rerender_finding() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.status(|s| {
+            s.insert("abort".into(), json!(true));
+            s.insert("currentStepIndex".into(), json!(0));
+            s.insert("phase".into(), json!("Degraded"));
+            s.remove("pauseConditions");
+        });
+        // A later render after the abort is not a restart either.
+        kit.new_revision("h2", template("app:3", "c1"));
+        assert!(!kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_steps_only_change_gets_no_rerender_finding() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.spec(|s| {
+            s.insert("strategy".into(), json!({"canary": {"steps": [{"setWeight": 10}, {"pause": {}}]}}));
+        });
+        kit.status(|s| {
+            s.insert("currentStepHash".into(), json!("steps1"));
+            s.insert("currentStepIndex".into(), json!(0));
+            s.remove("pauseConditions");
+        });
+        assert!(kit.rules().is_empty(), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_rollback_to_stable_is_not_a_restart() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.new_revision("stable0", template("app:1", "c0"));
+        kit.scale("h1", 0, template("app:2", "c1"));
+        let report = kit.finish();
+        assert!(rules_of(&report).is_empty(), "{:?}", rules_of(&report));
+    }
+
+    #[test]
+    fn a_new_release_from_a_healthy_rollout_is_not_a_restart() {
+        let mut kit = Kit::new();
+        kit.new_revision("h1", template("app:2", "c1"));
+        assert!(kit.rules().is_empty(), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_render_before_the_canary_progressed_is_not_a_restart() {
+        let mut kit = Kit::new();
+        kit.new_revision("h1", template("app:2", "c1"));
+        kit.advance(2);
+        kit.new_revision("h2", template("app:2", "c2"));
+        assert!(!kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+    }
+}

@@ -1,0 +1,119 @@
+//! `restart-churn` (warning).
+//!
+//! # What it detects
+//! The same rollout's canary restarted (see `rerender-restart`) two or more times within the
+//! analysis. The finding appears at the second restart and, at the end, counts all of them.
+//!
+//! # Why it matters
+//! Re-running a pipeline whose release renders twice re-triggers the race every time: each run
+//! restarts the canary, churns production pods and can leave another ReplicaSet running.
+//!
+//! # Example
+//! `checkout-api` restarted at 13:03:26, 13:09:01 and 13:14:36: three pipeline runs, three
+//! double renders.
+
+use crate::detectors::{Detector, argo};
+use crate::finding::{Finding, Rule};
+use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
+use crate::time::{human_duration, rfc3339};
+
+#[derive(Debug)]
+pub(crate) struct RestartChurn;
+
+fn describe(track: &RolloutTrack, upto: usize) -> (String, String, Vec<crate::finding::Evidence>) {
+    let restarts = &track.restarts[..upto];
+    let first = restarts[0].0.at;
+    let last = restarts[upto - 1].0.at;
+    let summary = format!(
+        "the canary restarted {upto} times in {}",
+        human_duration(last.0 - first.0)
+    );
+    let times: Vec<String> = restarts.iter().map(|(p, _)| rfc3339(p.at)).collect();
+    let explanation = format!(
+        "Restarts at {}. Each began the canary again at step 0 on a new pod template; re-running the pipeline re-renders and re-triggers the restart.",
+        times.join(", ")
+    );
+    let evidence = restarts
+        .iter()
+        .map(|(p, c)| track.evidence(*p, format!("restart: {} -> {}", c.from, c.to)))
+        .collect();
+    (summary, explanation, evidence)
+}
+
+impl Detector for RestartChurn {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let Some(change) = t.revision else { return };
+        if change.class != RevisionClass::Restart || t.track.restarts.len() != 2 {
+            return;
+        }
+        let track = t.track;
+        let (summary, explanation, evidence) = describe(track, 2);
+        out.push(
+            Finding::new(Rule::RestartChurn, track.subject(), track.subject(), t.cur.pos.at, summary)
+                .explain(explanation)
+                .with_evidence(evidence)
+                .remedy(
+                    "Stop re-running the pipeline: let the current canary finish, or abort it and do one clean full run once the renders are fixed.".to_owned(),
+                    vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
+                    "Render once per release (image tag and values from one Git revision) and make the pipeline's wait reset on a pod-template-hash change instead of timing out.".to_owned(),
+                ),
+        );
+    }
+
+    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+        for track in tracks {
+            let n = track.restarts.len();
+            if n <= 2 {
+                continue;
+            }
+            let subject = track.subject();
+            if let Some(f) = findings
+                .iter_mut()
+                .find(|f| f.rule == Rule::RestartChurn && f.subject == subject)
+            {
+                let (summary, explanation, evidence) = describe(track, n);
+                f.summary = summary;
+                f.explanation = explanation;
+                f.evidence = evidence;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    fn restarts(n: usize) -> Kit {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h0", template("app:2", "c0x"));
+        for i in 1..=n {
+            kit.advance(30);
+            let hash = format!("h{i}");
+            let tpl = template("app:2", &format!("c{i}"));
+            kit.new_revision(&hash, tpl.clone());
+            kit.scale(&hash, 1, tpl);
+            kit.step(1);
+            kit.pause();
+        }
+        kit
+    }
+
+    #[test]
+    fn one_restart_is_not_churn() {
+        let kit = restarts(1);
+        assert!(!kit.rules().contains(&Rule::RestartChurn));
+    }
+
+    #[test]
+    fn three_restarts_give_one_churn_finding_that_counts_all_of_them() {
+        let kit = restarts(3);
+        assert_eq!(kit.rules().iter().filter(|r| **r == Rule::RestartChurn).count(), 1);
+        let report = kit.finish();
+        let f: Vec<_> = report.findings.iter().filter(|f| f.rule == Rule::RestartChurn).collect();
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.contains("restarted 3 times"), "{}", f[0].summary);
+        assert_eq!(f[0].evidence.len(), 3);
+    }
+}

@@ -1,0 +1,237 @@
+//! What detectors report: [`Finding`]s with evidence and a remedy.
+
+use std::fmt;
+
+use rf_format::{Kind, Timestamp};
+use serde::Serialize;
+
+use crate::time::rfc3339;
+
+/// How bad a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing to do.
+    Info,
+    /// Something to fix so it does not recur.
+    Warning,
+    /// Something broke, or is breaking now.
+    Error,
+}
+
+impl Severity {
+    /// `info`, `warning`, `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stable identity of a detector. Ids never change once released; see `docs/rules.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// `rerender-restart`
+    RerenderRestart,
+    /// `pause-lost`
+    PauseLost,
+    /// `config-only-rerender`
+    ConfigOnlyRerender,
+    /// `hash-only-change`
+    HashOnlyChange,
+    /// `orphaned-replicaset`
+    OrphanedReplicaSet,
+    /// `manual-step-jump`
+    ManualStepJump,
+    /// `restart-churn`
+    RestartChurn,
+}
+
+impl Rule {
+    /// Every rule, in the order they are documented.
+    pub const ALL: [Rule; 7] = [
+        Rule::RerenderRestart,
+        Rule::PauseLost,
+        Rule::ConfigOnlyRerender,
+        Rule::HashOnlyChange,
+        Rule::OrphanedReplicaSet,
+        Rule::ManualStepJump,
+        Rule::RestartChurn,
+    ];
+
+    /// The kebab-case id, as in reports and `--fail-on` output.
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::RerenderRestart => "rerender-restart",
+            Rule::PauseLost => "pause-lost",
+            Rule::ConfigOnlyRerender => "config-only-rerender",
+            Rule::HashOnlyChange => "hash-only-change",
+            Rule::OrphanedReplicaSet => "orphaned-replicaset",
+            Rule::ManualStepJump => "manual-step-jump",
+            Rule::RestartChurn => "restart-churn",
+        }
+    }
+
+    /// The rule's severity.
+    pub fn severity(self) -> Severity {
+        match self {
+            Rule::RerenderRestart | Rule::PauseLost | Rule::OrphanedReplicaSet => Severity::Error,
+            Rule::ConfigOnlyRerender
+            | Rule::HashOnlyChange
+            | Rule::ManualStepJump
+            | Rule::RestartChurn => Severity::Warning,
+        }
+    }
+
+    /// The rule with this id.
+    pub fn from_id(id: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.id() == id)
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+/// A Kubernetes object a finding is about.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Subject {
+    /// `Rollout`, `ReplicaSet`, ...
+    #[serde(serialize_with = "serialize_kind")]
+    pub kind: Kind,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+fn serialize_kind<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.name())
+}
+
+impl Subject {
+    /// A subject of `kind` in `namespace` named `name`.
+    pub fn new(kind: Kind, namespace: &str, name: &str) -> Self {
+        Subject {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// One record that proves part of a finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// Index of the recording among the files analyzed (0 for the first or only one).
+    pub file: u32,
+    /// The record's `seq` in that file.
+    pub seq: u64,
+    /// When it was observed.
+    #[serde(serialize_with = "serialize_time")]
+    pub at: Timestamp,
+    /// The object the record is about.
+    pub object: Subject,
+    /// What it shows, in words.
+    pub detail: String,
+}
+
+/// What to do about a finding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Remedy {
+    /// What to do now, in words.
+    pub summary: String,
+    /// Exact commands to run now, in order.
+    pub commands: Vec<String>,
+    /// What to change so it does not happen again.
+    pub prevention: String,
+}
+
+/// One thing the analyzer found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The rule that found it.
+    pub rule: Rule,
+    /// How bad it is.
+    pub severity: Severity,
+    /// The object it is about.
+    pub subject: Subject,
+    /// The rollout it concerns (the subject itself, or the rollout owning it).
+    pub rollout: Subject,
+    /// When it became true.
+    #[serde(serialize_with = "serialize_time")]
+    pub at: Timestamp,
+    /// One line: what happened.
+    pub summary: String,
+    /// More: why it matters, what the evidence shows.
+    pub explanation: String,
+    /// The records that prove it, in order.
+    pub evidence: Vec<Evidence>,
+    /// What to run now and what to change.
+    pub remedy: Remedy,
+}
+
+pub(crate) fn serialize_time<S: serde::Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*t))
+}
+
+impl Finding {
+    /// A finding of `rule` about `subject` (which concerns `rollout`), with no evidence yet.
+    pub(crate) fn new(rule: Rule, subject: Subject, rollout: Subject, at: Timestamp, summary: String) -> Self {
+        Finding {
+            rule,
+            severity: rule.severity(),
+            subject,
+            rollout,
+            at,
+            summary,
+            explanation: String::new(),
+            evidence: Vec::new(),
+            remedy: Remedy::default(),
+        }
+    }
+
+    pub(crate) fn explain(mut self, text: String) -> Self {
+        self.explanation = text;
+        self
+    }
+
+    /// Adds evidence, kept in record order.
+    pub(crate) fn with_evidence(mut self, evidence: impl IntoIterator<Item = Evidence>) -> Self {
+        self.evidence.extend(evidence);
+        self.evidence.sort_by_key(|e| (e.file, e.seq));
+        self.evidence.dedup_by(|a, b| a.file == b.file && a.seq == b.seq && a.detail == b.detail);
+        self
+    }
+
+    pub(crate) fn remedy(mut self, summary: String, commands: Vec<String>, prevention: String) -> Self {
+        self.remedy = Remedy {
+            summary,
+            commands,
+            prevention,
+        };
+        self
+    }
+}

@@ -1,0 +1,688 @@
+//! The per-rollout state machine: consecutive observations of a Rollout become domain
+//! transitions (a revision change and its class, a step jump) that detectors read.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rf_format::{Kind, Timestamp};
+use serde_json::Value;
+
+use crate::finding::{Evidence, Subject};
+use crate::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
+use crate::view::{ReplicaSetView, RolloutView, Step};
+
+/// Where a record sits: file index, seq, time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct At {
+    pub file: u32,
+    pub seq: u64,
+    pub at: Timestamp,
+}
+
+/// The fields of one observation of a Rollout that the state machine follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub pos: At,
+    pub generation: Option<i64>,
+    pub observed_generation: Option<String>,
+    pub pod_hash: Option<String>,
+    pub step_hash: Option<String>,
+    pub step_index: i64,
+    pub steps_len: usize,
+    pub stable_rs: Option<String>,
+    pub phase: Option<String>,
+    pub message: Option<String>,
+    pub pause_reasons: Vec<String>,
+    pub controller_pause: bool,
+    pub abort: bool,
+    pub promote_full: bool,
+    pub spec_paused: bool,
+    pub progressing_reason: Option<String>,
+    pub canary_weight: Option<i64>,
+    pub revision: Option<String>,
+    pub actor: Option<String>,
+}
+
+impl Snapshot {
+    pub fn from_view(v: &RolloutView, pos: At, record_actor: Option<&str>, spec_changed: bool) -> Self {
+        let st = &v.status;
+        Snapshot {
+            pos,
+            generation: v.metadata.generation,
+            observed_generation: st.observed_generation.clone(),
+            pod_hash: st.current_pod_hash.clone().filter(|h| !h.is_empty()),
+            step_hash: st.current_step_hash.clone(),
+            step_index: st.current_step_index.unwrap_or(0),
+            steps_len: v.steps().len(),
+            stable_rs: v.stable_rs().map(str::to_owned),
+            phase: st.phase.clone(),
+            message: st.message.clone(),
+            pause_reasons: st
+                .pause_conditions
+                .iter()
+                .flatten()
+                .map(|p| p.reason.clone())
+                .collect(),
+            controller_pause: st.controller_pause.unwrap_or(false),
+            abort: st.abort.unwrap_or(false),
+            promote_full: st.promote_full.unwrap_or(false),
+            spec_paused: v.spec.paused.unwrap_or(false),
+            progressing_reason: v.progressing_reason().map(str::to_owned),
+            canary_weight: v.canary_weight(),
+            revision: v
+                .metadata
+                .annotations
+                .get("rollout.argoproj.io/revision")
+                .cloned(),
+            actor: record_actor
+                .map(str::to_owned)
+                .or_else(|| v.metadata.last_manager(!spec_changed).map(str::to_owned)),
+        }
+    }
+
+    /// True when paused at a canary pause step.
+    pub fn at_pause_step(&self) -> bool {
+        self.pause_reasons.iter().any(|r| r == "CanaryPauseStep")
+    }
+
+    /// Same state apart from where and by whom it was observed.
+    fn same_state(&self, other: &Snapshot) -> bool {
+        let strip = |s: &Snapshot| Snapshot {
+            pos: At {
+                file: 0,
+                seq: 0,
+                at: Timestamp(0),
+            },
+            actor: None,
+            ..s.clone()
+        };
+        strip(self) == strip(other)
+    }
+}
+
+/// What one revision (pod-template hash) reached while it was the rollout's current one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Progress {
+    /// The highest step index reached, and where.
+    pub max_index: i64,
+    pub max_at: Option<At>,
+    /// Pause steps reached (a `CanaryPauseStep` condition seen at that index), and when first.
+    pub pauses: BTreeMap<i64, At>,
+}
+
+impl Progress {
+    pub fn progressed(&self) -> bool {
+        self.max_index > 0 || !self.pauses.is_empty()
+    }
+
+    /// The last pause reached, by step index.
+    pub fn last_pause(&self) -> Option<(i64, At)> {
+        self.pauses.iter().next_back().map(|(i, at)| (*i, *at))
+    }
+}
+
+/// Why `status.currentPodHash` changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RevisionClass {
+    /// An in-progress canary that had progressed was replaced and its steps restarted.
+    Restart,
+    /// An in-progress canary that had not progressed yet was replaced.
+    Superseded,
+    /// The previous revision was complete (stable): an ordinary new release.
+    NewRelease,
+    /// Back to the stable revision: the index jumps to the end, nothing restarts.
+    RollbackToStable,
+    /// The previous canary had been aborted.
+    AfterAbort,
+}
+
+/// A spec change of the rollout (a `metadata.generation` bump).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SpecChange {
+    pub pos: At,
+    pub generation: Option<i64>,
+    pub actor: Option<String>,
+    pub template_changed: bool,
+}
+
+/// A change of `status.currentPodHash`.
+#[derive(Clone, Debug)]
+pub(crate) struct RevisionChange {
+    pub from: String,
+    pub to: String,
+    pub class: RevisionClass,
+    /// What the old revision reached.
+    pub old_progress: Progress,
+    /// The template change that brought the new revision, and the one before it.
+    pub render: Option<SpecChange>,
+    pub previous_render: Option<SpecChange>,
+}
+
+/// A forward move of the step index that skipped pause steps never reached.
+#[derive(Clone, Debug)]
+pub(crate) struct StepJump {
+    pub from: i64,
+    pub to: i64,
+    pub skipped_pauses: Vec<i64>,
+}
+
+/// What one observation changed, for detectors.
+#[derive(Debug)]
+pub(crate) struct Transition<'a> {
+    pub track: &'a RolloutTrack,
+    pub prev: &'a Snapshot,
+    pub cur: &'a Snapshot,
+    pub revision: Option<&'a RevisionChange>,
+    pub jump: Option<&'a StepJump>,
+}
+
+/// One ReplicaSet of a rollout, as last seen.
+#[derive(Clone, Debug)]
+pub(crate) struct RsTrack {
+    pub name: String,
+    pub hash: Option<String>,
+    pub owner_uid: Option<String>,
+    pub created: Option<At>,
+    pub last: At,
+    pub replicas: i64,
+    pub status_replicas: i64,
+    pub ready: i64,
+    pub deadline: Option<String>,
+    pub deleted: bool,
+    /// The latest object, for template diffs.
+    pub raw: Vec<u8>,
+    /// When it stopped being the new or the stable one.
+    pub other_since: Option<At>,
+}
+
+impl RsTrack {
+    pub fn template(&self) -> Option<Value> {
+        let v: Value = serde_json::from_slice(&self.raw).ok()?;
+        v.pointer("/spec/template").cloned()
+    }
+}
+
+/// Everything known about one rollout.
+#[derive(Debug)]
+pub(crate) struct RolloutTrack {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub last: Option<Snapshot>,
+    pub steps: Vec<Step>,
+    pub progress: BTreeMap<String, Progress>,
+    pub template_changes: VecDeque<SpecChange>,
+    last_template: Option<Value>,
+    /// Templates from the rollout's own spec, by hash, when status and spec agreed.
+    pub spec_templates: BTreeMap<String, Value>,
+    pub replicasets: BTreeMap<String, RsTrack>,
+    pub restarts: Vec<(At, RevisionChange)>,
+    pub gap_pending: bool,
+    pub deleted: bool,
+    pub timeline: Vec<TimelineEntry>,
+    pub timeline_truncated: bool,
+    pub keep_timeline: bool,
+    pub last_revision_change: Option<RevisionChange>,
+    pub last_jump: Option<StepJump>,
+}
+
+impl RolloutTrack {
+    pub fn new(namespace: &str, name: &str, keep_timeline: bool) -> Self {
+        RolloutTrack {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            uid: String::new(),
+            last: None,
+            steps: Vec::new(),
+            progress: BTreeMap::new(),
+            template_changes: VecDeque::new(),
+            last_template: None,
+            spec_templates: BTreeMap::new(),
+            replicasets: BTreeMap::new(),
+            restarts: Vec::new(),
+            gap_pending: false,
+            deleted: false,
+            timeline: Vec::new(),
+            timeline_truncated: false,
+            keep_timeline,
+            last_revision_change: None,
+            last_jump: None,
+        }
+    }
+
+    pub fn subject(&self) -> Subject {
+        Subject::new(Kind::Rollout, &self.namespace, &self.name)
+    }
+
+    /// The name of the ReplicaSet with this hash: the one seen, or the controller's naming.
+    pub fn rs_name(&self, hash: &str) -> String {
+        self.rs_by_hash(hash)
+            .map(|rs| rs.name.clone())
+            .unwrap_or_else(|| format!("{}-{}", self.name, hash))
+    }
+
+    pub fn rs_by_hash(&self, hash: &str) -> Option<&RsTrack> {
+        // Prefer a live one; a hash can be reused by a recreated RS.
+        let mut found = None;
+        for rs in self.replicasets.values() {
+            if rs.hash.as_deref() == Some(hash) {
+                if !rs.deleted {
+                    return Some(rs);
+                }
+                found = Some(rs);
+            }
+        }
+        found
+    }
+
+    /// The pod template of a revision, comparable with `other`'s: both from ReplicaSets when
+    /// both exist (the API server defaults their fields the same way), else both from the
+    /// rollout's spec.
+    pub fn comparable_templates(&self, a: &str, b: &str) -> Option<(Value, Value, &'static str)> {
+        let rs = |h: &str| self.rs_by_hash(h).and_then(RsTrack::template);
+        if let (Some(x), Some(y)) = (rs(a), rs(b)) {
+            return Some((x, y, "ReplicaSet templates"));
+        }
+        match (self.spec_templates.get(a), self.spec_templates.get(b)) {
+            (Some(x), Some(y)) => Some((x.clone(), y.clone(), "Rollout spec templates")),
+            _ => None,
+        }
+    }
+
+    pub fn evidence(&self, pos: At, detail: impl Into<String>) -> Evidence {
+        Evidence {
+            file: pos.file,
+            seq: pos.seq,
+            at: pos.at,
+            object: self.subject(),
+            detail: detail.into(),
+        }
+    }
+
+    pub fn rs_evidence(&self, rs: &RsTrack, pos: At, detail: impl Into<String>) -> Evidence {
+        Evidence {
+            file: pos.file,
+            seq: pos.seq,
+            at: pos.at,
+            object: Subject::new(Kind::ReplicaSet, &self.namespace, &rs.name),
+            detail: detail.into(),
+        }
+    }
+
+    fn role_of(&self, hash: Option<&str>) -> Role {
+        let Some(last) = &self.last else {
+            return Role::Other;
+        };
+        match hash {
+            Some(h) if last.pod_hash.as_deref() == Some(h) => Role::New,
+            Some(h) if last.stable_rs.as_deref() == Some(h) => Role::Stable,
+            _ => Role::Other,
+        }
+    }
+
+    /// Applies one observation of the Rollout. Returns true when its state changed, after which
+    /// `last_revision_change` / `last_jump` describe the transition from the previous state.
+    pub fn observe_rollout(&mut self, view: &RolloutView, pos: At, actor: Option<&str>) -> Option<Snapshot> {
+        self.uid.clone_from(&view.metadata.uid);
+        self.deleted = false;
+        let prev_generation = self.last.as_ref().and_then(|s| s.generation);
+        let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
+        let cur = Snapshot::from_view(view, pos, actor, spec_changed);
+        self.steps = view.steps().to_vec();
+        self.track_template(view, &cur, spec_changed);
+
+        let prev = self.last.take();
+        self.last_revision_change = None;
+        self.last_jump = None;
+        let after_gap = std::mem::take(&mut self.gap_pending);
+        if let Some(prev) = &prev {
+            if prev.same_state(&cur) {
+                self.last = Some(cur);
+                return None;
+            }
+            self.classify(prev, &cur, after_gap);
+        } else if let Some(h) = &cur.pod_hash {
+            self.progress.entry(h.clone()).or_default();
+        }
+        self.update_progress(prev.as_ref(), &cur);
+        self.last = Some(cur.clone());
+        self.update_roles(pos);
+        let changes = describe_changes(prev.as_ref(), &cur, &self.steps);
+        self.push_timeline(pos, "Rollout", changes, cur.actor.clone(), None);
+        Some(prev.unwrap_or(cur))
+    }
+
+    fn track_template(&mut self, view: &RolloutView, cur: &Snapshot, spec_changed: bool) {
+        let needs_template = spec_changed || self.last_template.is_none() || {
+            let in_sync = cur.generation.map(|g| g.to_string()) == cur.observed_generation;
+            in_sync && cur.pod_hash.as_ref().is_some_and(|h| !self.spec_templates.contains_key(h))
+        };
+        if !needs_template {
+            return;
+        }
+        let Some(template) = view
+            .spec
+            .template
+            .as_ref()
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+        else {
+            return;
+        };
+        if spec_changed {
+            let template_changed = self.last_template.as_ref() != Some(&template);
+            self.template_changes.push_back(SpecChange {
+                pos: cur.pos,
+                generation: cur.generation,
+                actor: cur.actor.clone(),
+                template_changed,
+            });
+            if self.template_changes.len() > 16 {
+                self.template_changes.pop_front();
+            }
+        }
+        let in_sync = cur.generation.map(|g| g.to_string()) == cur.observed_generation;
+        if in_sync {
+            if let Some(h) = &cur.pod_hash {
+                self.spec_templates
+                    .entry(h.clone())
+                    .or_insert_with(|| template.clone());
+            }
+        }
+        self.last_template = Some(template);
+    }
+
+    /// The last two template changes at or before `pos`.
+    fn renders_before(&self, pos: At) -> (Option<SpecChange>, Option<SpecChange>) {
+        let mut it = self
+            .template_changes
+            .iter()
+            .rev()
+            .filter(|c| c.template_changed && (c.pos.file, c.pos.seq) <= (pos.file, pos.seq));
+        (it.next().cloned(), it.next().cloned())
+    }
+
+    fn classify(&mut self, prev: &Snapshot, cur: &Snapshot, after_gap: bool) {
+        match (&prev.pod_hash, &cur.pod_hash) {
+            (Some(from), Some(to)) if from != to => {
+                let old_progress = self.progress.get(from).cloned().unwrap_or_default();
+                let is_stable = |h: &String| {
+                    cur.stable_rs.as_ref() == Some(h) || prev.stable_rs.as_ref() == Some(h)
+                };
+                let class = if is_stable(to) {
+                    RevisionClass::RollbackToStable
+                } else if prev.abort {
+                    RevisionClass::AfterAbort
+                } else if is_stable(from) || prev.steps_len == 0 || prev.step_index >= prev.steps_len as i64 {
+                    RevisionClass::NewRelease
+                } else if old_progress.progressed()
+                    && (cur.step_index == 0 || cur.step_index < old_progress.max_index)
+                {
+                    RevisionClass::Restart
+                } else {
+                    RevisionClass::Superseded
+                };
+                let (render, previous_render) = self.renders_before(cur.pos);
+                let change = RevisionChange {
+                    from: from.clone(),
+                    to: to.clone(),
+                    class,
+                    old_progress,
+                    render,
+                    previous_render,
+                };
+                if class == RevisionClass::Restart {
+                    self.restarts.push((cur.pos, change.clone()));
+                }
+                self.last_revision_change = Some(change);
+            }
+            (Some(h), Some(_)) if cur.step_index > prev.step_index && !after_gap => {
+                if cur.promote_full || prev.promote_full {
+                    return;
+                }
+                let reached = self.progress.get(h);
+                let skipped: Vec<i64> = (prev.step_index..cur.step_index)
+                    .filter(|&k| {
+                        usize::try_from(k)
+                            .ok()
+                            .and_then(|k| self.steps.get(k))
+                            .is_some_and(Step::is_pause)
+                    })
+                    .filter(|k| !reached.is_some_and(|p| p.pauses.contains_key(k)))
+                    .collect();
+                if !skipped.is_empty() {
+                    self.last_jump = Some(StepJump {
+                        from: prev.step_index,
+                        to: cur.step_index,
+                        skipped_pauses: skipped,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn update_progress(&mut self, prev: Option<&Snapshot>, cur: &Snapshot) {
+        let Some(h) = &cur.pod_hash else { return };
+        if self.last_revision_change.is_some() {
+            // The revision became current now: what it reached in an earlier life does not count.
+            self.progress.insert(h.clone(), Progress::default());
+        }
+        let p = self.progress.entry(h.clone()).or_default();
+        let same_hash = prev.is_some_and(|s| s.pod_hash.as_ref() == Some(h));
+        if same_hash && prev.is_some_and(|s| cur.step_index < s.step_index) {
+            // Abort, steps change, retry: this revision starts over.
+            p.max_index = cur.step_index;
+            p.pauses.retain(|k, _| *k < cur.step_index);
+        }
+        if cur.step_index > p.max_index || p.max_at.is_none() {
+            p.max_index = p.max_index.max(cur.step_index);
+            p.max_at = Some(cur.pos);
+        }
+        if cur.at_pause_step() {
+            p.pauses.entry(cur.step_index).or_insert(cur.pos);
+        }
+    }
+
+    fn update_roles(&mut self, pos: At) {
+        let roles: Vec<(String, Role)> = self
+            .replicasets
+            .values()
+            .map(|rs| (rs.name.clone(), self.role_of(rs.hash.as_deref())))
+            .collect();
+        for (name, role) in roles {
+            if let Some(rs) = self.replicasets.get_mut(&name) {
+                if role == Role::Other {
+                    rs.other_since.get_or_insert(pos);
+                } else {
+                    rs.other_since = None;
+                }
+            }
+        }
+    }
+
+    /// Applies one observation of a ReplicaSet this rollout owns.
+    pub fn observe_replicaset(&mut self, view: &ReplicaSetView, raw: &[u8], pos: At, deleted: bool, added: bool) {
+        let name = view.metadata.name.clone();
+        let role = self.role_of(view.hash());
+        let replicas = view.spec.replicas.unwrap_or(1);
+        let ready = view.status.ready_replicas.unwrap_or(0);
+        let status_replicas = view.status.replicas.unwrap_or(0);
+        let (changes, is_new) = match self.replicasets.get(&name) {
+            None => (
+                vec![if deleted {
+                    format!("rs {name} deleted")
+                } else {
+                    format!("rs {name} {} (replicas {replicas})", if added { "created" } else { "seen" })
+                }],
+                true,
+            ),
+            Some(old) => {
+                let mut c = Vec::new();
+                if deleted && !old.deleted {
+                    c.push(format!("rs {name} deleted"));
+                }
+                if old.replicas != replicas {
+                    c.push(format!("rs {name} replicas {} -> {replicas}", old.replicas));
+                }
+                if old.ready != ready {
+                    c.push(format!("rs {name} ready {} -> {ready}", old.ready));
+                }
+                (c, false)
+            }
+        };
+        let entry = self.replicasets.entry(name.clone()).or_insert_with(|| RsTrack {
+            name: name.clone(),
+            hash: None,
+            owner_uid: None,
+            created: None,
+            last: pos,
+            replicas,
+            status_replicas,
+            ready,
+            deadline: None,
+            deleted,
+            raw: Vec::new(),
+            other_since: None,
+        });
+        if is_new && added {
+            entry.created = Some(pos);
+        }
+        entry.hash = view.hash().map(str::to_owned);
+        entry.owner_uid = view.rollout_owner().map(|(_, uid)| uid.to_owned());
+        entry.last = pos;
+        entry.replicas = replicas;
+        entry.status_replicas = status_replicas;
+        entry.ready = ready;
+        entry.deadline = view.scale_down_deadline().map(str::to_owned);
+        entry.deleted = deleted;
+        if !raw.is_empty() {
+            entry.raw = raw.to_vec();
+        }
+        if role == Role::Other && self.last.is_some() {
+            entry.other_since.get_or_insert(pos);
+        } else if role != Role::Other {
+            entry.other_since = None;
+        }
+        if !changes.is_empty() {
+            self.push_timeline(pos, "ReplicaSet", changes, None, Some(&name));
+        }
+    }
+
+    fn push_timeline(&mut self, pos: At, source: &str, changes: Vec<String>, actor: Option<String>, touched: Option<&str>) {
+        if !self.keep_timeline {
+            return;
+        }
+        if self.timeline.len() >= MAX_TIMELINE_ENTRIES {
+            self.timeline_truncated = true;
+            return;
+        }
+        let Some(s) = &self.last else { return };
+        let replicasets = self
+            .replicasets
+            .values()
+            .filter(|rs| {
+                (!rs.deleted && (rs.replicas > 0 || rs.status_replicas > 0)) || Some(rs.name.as_str()) == touched
+            })
+            .map(|rs| ReplicaSetState {
+                name: rs.name.clone(),
+                hash: rs.hash.clone().unwrap_or_default(),
+                role: self.role_of(rs.hash.as_deref()),
+                replicas: if rs.deleted { 0 } else { rs.replicas },
+                ready: if rs.deleted { 0 } else { rs.ready },
+            })
+            .collect();
+        let mut pause = s.pause_reasons.clone();
+        if s.spec_paused {
+            pause.push("spec.paused".to_owned());
+        }
+        self.timeline.push(TimelineEntry {
+            at: pos.at,
+            file: pos.file,
+            seq: pos.seq,
+            source: source.to_owned(),
+            changes,
+            actor,
+            generation: s.generation,
+            observed_generation: s.observed_generation.clone(),
+            pod_hash: s.pod_hash.clone(),
+            stable_rs: s.stable_rs.clone(),
+            step_index: s.step_index,
+            step_count: s.steps_len,
+            phase: s.phase.clone(),
+            pause,
+            abort: s.abort,
+            message: s.message.clone(),
+            replicasets,
+        });
+    }
+}
+
+fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> Vec<String> {
+    let Some(prev) = prev else {
+        return vec!["first seen".to_owned()];
+    };
+    let mut c = Vec::new();
+    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".to_owned());
+    if prev.generation != cur.generation {
+        c.push(format!(
+            "generation {} -> {}",
+            prev.generation.unwrap_or(0),
+            cur.generation.unwrap_or(0)
+        ));
+    }
+    if prev.revision != cur.revision {
+        c.push(format!("revision {} -> {}", opt(&prev.revision), opt(&cur.revision)));
+    }
+    if prev.pod_hash != cur.pod_hash {
+        c.push(format!("pod hash {} -> {}", opt(&prev.pod_hash), opt(&cur.pod_hash)));
+    }
+    if prev.step_hash != cur.step_hash {
+        c.push(format!("steps hash {} -> {}", opt(&prev.step_hash), opt(&cur.step_hash)));
+    }
+    if prev.step_index != cur.step_index {
+        let what = usize::try_from(cur.step_index)
+            .ok()
+            .and_then(|i| steps.get(i))
+            .map(|s| format!(" ({})", s.describe()))
+            .unwrap_or_default();
+        c.push(format!("step {} -> {}{what}", prev.step_index, cur.step_index));
+    }
+    if prev.stable_rs != cur.stable_rs {
+        c.push(format!("stable {} -> {}", opt(&prev.stable_rs), opt(&cur.stable_rs)));
+    }
+    if prev.phase != cur.phase {
+        c.push(format!("phase {} -> {}", opt(&prev.phase), opt(&cur.phase)));
+    }
+    if prev.pause_reasons != cur.pause_reasons {
+        let show = |r: &[String]| if r.is_empty() { "none".to_owned() } else { r.join(",") };
+        c.push(format!("pause {} -> {}", show(&prev.pause_reasons), show(&cur.pause_reasons)));
+    }
+    if prev.abort != cur.abort {
+        c.push(if cur.abort { "abort requested".to_owned() } else { "abort cleared".to_owned() });
+    }
+    if prev.spec_paused != cur.spec_paused {
+        c.push(format!("spec.paused {}", cur.spec_paused));
+    }
+    if prev.promote_full != cur.promote_full {
+        c.push(format!("promoteFull {}", cur.promote_full));
+    }
+    if prev.canary_weight != cur.canary_weight {
+        c.push(format!(
+            "canary weight {} -> {}",
+            prev.canary_weight.unwrap_or(0),
+            cur.canary_weight.unwrap_or(0)
+        ));
+    }
+    if prev.progressing_reason != cur.progressing_reason {
+        c.push(format!("progressing {}", opt(&cur.progressing_reason)));
+    }
+    if prev.observed_generation != cur.observed_generation && c.is_empty() {
+        c.push(format!("observed generation {}", opt(&cur.observed_generation)));
+    }
+    if prev.controller_pause != cur.controller_pause && c.is_empty() {
+        c.push(format!("controllerPause {}", cur.controller_pause));
+    }
+    if c.is_empty() {
+        c.push("status updated".to_owned());
+    }
+    c
+}

@@ -1,0 +1,223 @@
+//! A small scripted cluster for unit tests: builds Rollout and ReplicaSet objects with the
+//! fields the state machine reads and pushes them through an [`Analyzer`] as watch records.
+
+use rf_format::{Header, Kind, Op, Record, Source, Timestamp};
+use serde_json::{Value, json};
+
+use crate::{Analyzer, Finding, Options, Report, Rule};
+
+pub(crate) const NS: &str = "payments";
+pub(crate) const NAME: &str = "checkout-api";
+const T0: i64 = 1_773_493_200; // 2026-03-14T13:00:00Z
+
+pub(crate) fn default_steps() -> Value {
+    json!([{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {"duration": "30s"}}])
+}
+
+pub(crate) fn template(image: &str, checksum: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": NAME}, "annotations": {"checksum/config": checksum}},
+        "spec": {"containers": [{"name": "app", "image": image}]}
+    })
+}
+
+/// A scripted rollout `payments/checkout-api`, Healthy on `stable0` at the start.
+pub(crate) struct Kit {
+    pub analyzer: Analyzer,
+    pub found: Vec<Finding>,
+    seq: u64,
+    t: i64,
+    pub rollout: Value,
+}
+
+impl Kit {
+    pub fn new() -> Self {
+        Self::with_options(Options::default())
+    }
+
+    pub fn with_options(opts: Options) -> Self {
+        let mut analyzer = Analyzer::new(opts);
+        let header = Header::new("test", Timestamp::from_unix_seconds(T0), Source::default());
+        analyzer.begin_file("test", 1, &header);
+        let rollout = json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+            "metadata": {"name": NAME, "namespace": NS, "uid": "uid-rollout", "generation": 1},
+            "spec": {"replicas": 5, "template": template("app:1", "c0"),
+                     "strategy": {"canary": {"steps": default_steps()}}},
+            "status": {"currentPodHash": "stable0", "stableRS": "stable0", "currentStepIndex": 4,
+                       "currentStepHash": "steps0", "phase": "Healthy", "observedGeneration": "1"}
+        });
+        let mut kit = Kit { analyzer, found: Vec::new(), seq: 0, t: T0, rollout };
+        kit.push(Kind::Rollout, Op::Listed, NAME, kit.rollout.clone());
+        kit.replicaset("stable0", 5, template("app:1", "c0"), Op::Listed);
+        kit
+    }
+
+    pub fn advance(&mut self, secs: i64) {
+        self.t += secs;
+    }
+
+    fn push(&mut self, kind: Kind, op: Op, name: &str, obj: Value) {
+        self.seq += 1;
+        self.t += 0;
+        let rec = Record {
+            seq: self.seq,
+            observed_at: Timestamp::from_unix_seconds(self.t).plus_nanos(self.seq as i64 * 1000),
+            kind,
+            op,
+            namespace: NS.to_owned(),
+            name: name.to_owned(),
+            uid: format!("uid-{name}"),
+            resource_version: self.seq.to_string(),
+            actor: None,
+            object: serde_json::to_vec(&obj).unwrap(),
+        };
+        self.found.extend(self.analyzer.push(&rec));
+    }
+
+    /// A status write by the controller (or a user, with `manager`).
+    pub fn status(&mut self, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+        f(self.rollout["status"].as_object_mut().unwrap());
+        self.push(Kind::Rollout, Op::Modified, NAME, self.rollout.clone());
+    }
+
+    /// A spec write (generation + 1).
+    pub fn spec(&mut self, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+        f(self.rollout["spec"].as_object_mut().unwrap());
+        let g = self.rollout["metadata"]["generation"].as_i64().unwrap() + 1;
+        self.rollout["metadata"]["generation"] = json!(g);
+        self.push(Kind::Rollout, Op::Modified, NAME, self.rollout.clone());
+    }
+
+    pub fn set_managed(&mut self, manager: &str, status: bool) {
+        let time = crate::time::rfc3339(Timestamp::from_unix_seconds(self.t));
+        let mut entry = json!({"manager": manager, "operation": "Update", "time": time});
+        if status {
+            entry["subresource"] = json!("status");
+        }
+        self.rollout["metadata"]["managedFields"] = json!([entry]);
+    }
+
+    pub fn replicaset(&mut self, hash: &str, replicas: i64, template: Value, op: Op) {
+        let mut template = template;
+        template["metadata"]["labels"]["rollouts-pod-template-hash"] = json!(hash);
+        let name = format!("{NAME}-{hash}");
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
+                "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                    "name": NAME, "uid": "uid-rollout", "controller": true}]},
+            "spec": {"replicas": replicas, "template": template},
+            "status": {"replicas": replicas, "readyReplicas": replicas}
+        });
+        self.push(Kind::ReplicaSet, op, &name, obj);
+    }
+
+    pub fn scale(&mut self, hash: &str, replicas: i64, template: Value) {
+        self.replicaset(hash, replicas, template, Op::Modified);
+    }
+
+    pub fn gap(&mut self) {
+        self.seq += 1;
+        let rec = Record {
+            seq: self.seq,
+            observed_at: Timestamp::from_unix_seconds(self.t),
+            kind: Kind::Rollout,
+            op: Op::Gap { reason: "watch closed: 410 Gone".to_owned() },
+            namespace: NS.to_owned(),
+            name: String::new(),
+            uid: String::new(),
+            resource_version: String::new(),
+            actor: None,
+            object: Vec::new(),
+        };
+        self.found.extend(self.analyzer.push(&rec));
+    }
+
+    /// The controller's reaction to a new template `hash`: RS created, then status reset.
+    pub fn new_revision(&mut self, hash: &str, tpl: Value) {
+        self.spec(|s| {
+            s.insert("template".into(), tpl.clone());
+        });
+        self.replicaset(hash, 0, tpl.clone(), Op::Added);
+        let stable = self.rollout["status"]["stableRS"].clone();
+        let generation = self.rollout["metadata"]["generation"].to_string();
+        let to_stable = stable == json!(hash);
+        self.status(|s| {
+            s.insert("currentPodHash".into(), json!(hash));
+            s.insert("currentStepIndex".into(), json!(if to_stable { 4 } else { 0 }));
+            s.remove("pauseConditions");
+            s.remove("controllerPause");
+            s.remove("abort");
+            s.insert("phase".into(), json!(if to_stable { "Healthy" } else { "Progressing" }));
+            s.insert("observedGeneration".into(), json!(generation));
+        });
+    }
+
+    pub fn step(&mut self, index: i64) {
+        self.status(|s| {
+            s.insert("currentStepIndex".into(), json!(index));
+        });
+    }
+
+    pub fn pause(&mut self) {
+        self.status(|s| {
+            s.insert("pauseConditions".into(), json!([{"reason": "CanaryPauseStep", "startTime": "2026-03-14T13:01:00Z"}]));
+            s.insert("controllerPause".into(), json!(true));
+            s.insert("phase".into(), json!("Paused"));
+        });
+    }
+
+    pub fn unpause_to(&mut self, index: i64) {
+        self.status(|s| {
+            s.remove("pauseConditions");
+            s.remove("controllerPause");
+            s.insert("phase".into(), json!("Progressing"));
+            s.insert("currentStepIndex".into(), json!(index));
+        });
+    }
+
+    /// Release `hash` (template `tpl`) and take it to the pause at step 1.
+    pub fn release_to_pause(&mut self, hash: &str, tpl: Value) {
+        self.advance(5);
+        self.new_revision(hash, tpl.clone());
+        self.advance(5);
+        self.scale(hash, 1, tpl);
+        self.step(1);
+        self.advance(1);
+        self.pause();
+    }
+
+    pub fn rules(&self) -> Vec<Rule> {
+        self.found.iter().map(|f| f.rule).collect()
+    }
+
+    pub fn finish(self) -> Report {
+        let mut a = self.analyzer;
+        a.end_file(crate::FileEnd::Closed, None);
+        a.finish()
+    }
+}
+
+pub(crate) fn rules_of(report: &Report) -> Vec<Rule> {
+    report.findings.iter().map(|f| f.rule).collect()
+}
+
+impl Kit {
+    /// Re-sends ReplicaSet `hash` with a `scale-down-deadline` annotation.
+    pub fn replicaset_with_deadline(&mut self, hash: &str, replicas: i64, template: Value, deadline: &str) {
+        let name = format!("{NAME}-{hash}");
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
+                "annotations": {"scale-down-deadline": deadline},
+                "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+                    "name": NAME, "uid": "uid-rollout", "controller": true}]},
+            "spec": {"replicas": replicas, "template": template},
+            "status": {"replicas": replicas, "readyReplicas": replicas}
+        });
+        self.push(Kind::ReplicaSet, Op::Modified, &name, obj);
+    }
+}

@@ -1,0 +1,88 @@
+//! Per-rollout timelines: one entry per state change, each with the whole state after it.
+
+use rf_format::Timestamp;
+use serde::Serialize;
+
+use crate::finding::{Subject, serialize_time};
+
+/// Entries kept per rollout before the timeline is cut (the report says so); keeps memory bounded
+/// on day-long recordings of a busy rollout.
+pub const MAX_TIMELINE_ENTRIES: usize = 20_000;
+
+/// The role of a ReplicaSet relative to its Rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Its hash is `status.currentPodHash`.
+    New,
+    /// Its hash is `status.stableRS`.
+    Stable,
+    /// Neither: should be scaled to zero.
+    Other,
+}
+
+/// One ReplicaSet in a timeline entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReplicaSetState {
+    /// Its name.
+    pub name: String,
+    /// Its pod-template-hash.
+    pub hash: String,
+    /// Its role at that moment.
+    pub role: Role,
+    /// `spec.replicas`.
+    pub replicas: i64,
+    /// `status.readyReplicas`.
+    pub ready: i64,
+}
+
+/// One state change of a rollout or one of its ReplicaSets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TimelineEntry {
+    /// When it was observed.
+    #[serde(serialize_with = "serialize_time")]
+    pub at: Timestamp,
+    /// Which recording (index among the files analyzed).
+    pub file: u32,
+    /// The record's seq.
+    pub seq: u64,
+    /// `Rollout` or `ReplicaSet`: which object changed.
+    pub source: String,
+    /// What changed, in words (`step 1 -> 0`, `rs checkout-api-5d98c7bf64 replicas 0 -> 1`).
+    pub changes: Vec<String>,
+    /// Who made the change, when known (record actor or managedFields manager).
+    pub actor: Option<String>,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`.
+    pub observed_generation: Option<String>,
+    /// `status.currentPodHash`.
+    pub pod_hash: Option<String>,
+    /// `status.stableRS`.
+    pub stable_rs: Option<String>,
+    /// `status.currentStepIndex` (absent = 0).
+    pub step_index: i64,
+    /// Number of canary steps.
+    pub step_count: usize,
+    /// `status.phase`.
+    pub phase: Option<String>,
+    /// Reasons of `status.pauseConditions`, plus `spec.paused` when set.
+    pub pause: Vec<String>,
+    /// `status.abort`.
+    pub abort: bool,
+    /// `status.message`.
+    pub message: Option<String>,
+    /// The rollout's ReplicaSets that have replicas, or just changed.
+    pub replicasets: Vec<ReplicaSetState>,
+}
+
+/// The timeline of one rollout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    /// The rollout.
+    pub rollout: Subject,
+    /// Entries in record order.
+    pub entries: Vec<TimelineEntry>,
+    /// True when entries beyond [`MAX_TIMELINE_ENTRIES`] were dropped.
+    pub truncated: bool,
+}

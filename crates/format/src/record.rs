@@ -1,0 +1,259 @@
+//! The values a recording holds: one [`Header`], then [`Record`]s.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A point in time: nanoseconds since the Unix epoch, UTC.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// From whole seconds since the epoch.
+    pub const fn from_unix_seconds(secs: i64) -> Self {
+        Timestamp(secs.saturating_mul(1_000_000_000))
+    }
+
+    /// Nanoseconds since the epoch.
+    pub const fn as_unix_nanos(self) -> i64 {
+        self.0
+    }
+
+    /// This time plus `nanos` nanoseconds (saturating).
+    #[must_use]
+    pub const fn plus_nanos(self, nanos: i64) -> Self {
+        Timestamp(self.0.saturating_add(nanos))
+    }
+}
+
+/// The kind of a recorded object.
+///
+/// The kinds the analyzer reads have their own variant; anything else is kept as [`Kind::Other`]
+/// with its group, version and kind, so a recording never loses what it was given.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// `argoproj.io/v1alpha1` Rollout.
+    Rollout,
+    /// `apps/v1` ReplicaSet.
+    ReplicaSet,
+    /// `v1` Service.
+    Service,
+    /// `discovery.k8s.io/v1` EndpointSlice.
+    EndpointSlice,
+    /// `v1` Pod.
+    Pod,
+    /// `argoproj.io/v1alpha1` Application (Argo CD).
+    Application,
+    /// `v1` Event (core events; `events.k8s.io/v1` events are recorded as this kind too).
+    Event,
+    /// Any other resource, by group, version and kind.
+    Other {
+        /// API group, empty for the core group.
+        group: String,
+        /// API version within the group.
+        version: String,
+        /// Kind, as in the object's `kind` field.
+        kind: String,
+    },
+}
+
+impl Kind {
+    /// Every kind with its own variant, in the order the recorder lists them.
+    pub const KNOWN: [Kind; 7] = [
+        Kind::Rollout,
+        Kind::ReplicaSet,
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Pod,
+        Kind::Application,
+        Kind::Event,
+    ];
+
+    /// The kind's name as in an object's `kind` field.
+    pub fn name(&self) -> &str {
+        match self {
+            Kind::Rollout => "Rollout",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Pod => "Pod",
+            Kind::Application => "Application",
+            Kind::Event => "Event",
+            Kind::Other { kind, .. } => kind,
+        }
+    }
+
+    /// The `apiVersion` objects of this kind carry (`group/version`, or `version` for core).
+    pub fn api_version(&self) -> String {
+        match self {
+            Kind::Rollout | Kind::Application => "argoproj.io/v1alpha1".to_owned(),
+            Kind::ReplicaSet => "apps/v1".to_owned(),
+            Kind::EndpointSlice => "discovery.k8s.io/v1".to_owned(),
+            Kind::Service | Kind::Pod | Kind::Event => "v1".to_owned(),
+            Kind::Other { group, version, .. } if group.is_empty() => version.clone(),
+            Kind::Other { group, version, .. } => format!("{group}/{version}"),
+        }
+    }
+
+    /// The kind of an object from its `apiVersion` and `kind` fields.
+    pub fn from_api(api_version: &str, kind: &str) -> Kind {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        match (group, kind) {
+            ("argoproj.io", "Rollout") => Kind::Rollout,
+            ("argoproj.io", "Application") => Kind::Application,
+            ("apps", "ReplicaSet") => Kind::ReplicaSet,
+            ("discovery.k8s.io", "EndpointSlice") => Kind::EndpointSlice,
+            ("", "Service") => Kind::Service,
+            ("", "Pod") => Kind::Pod,
+            ("", "Event") | ("events.k8s.io", "Event") => Kind::Event,
+            _ => Kind::Other {
+                group: group.to_owned(),
+                version: version.to_owned(),
+                kind: kind.to_owned(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a record says happened.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// A watch ADDED event.
+    Added,
+    /// A watch MODIFIED event.
+    Modified,
+    /// A watch DELETED event (`inferred: false`), or an object absent from a relist that was
+    /// present before it (`inferred: true`): deleted at some time during the gap.
+    Deleted {
+        /// True when no DELETED event was seen and the deletion was inferred from a relist.
+        inferred: bool,
+    },
+    /// A (re)list of `kind` in `namespace` (empty: all namespaces) begins.
+    ListBegin,
+    /// An object seen in a (re)list.
+    Listed,
+    /// The (re)list ends; the record's `resource_version` is the list's.
+    ListEnd,
+    /// The recorder's view of `kind` in `namespace` has a hole: the watch broke, the server
+    /// answered 410 Gone, or the recorder restarted. Events in the hole are unknown.
+    Gap {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+impl Op {
+    /// A short lowercase name: `added`, `modified`, `deleted`, `deleted-inferred`, `list-begin`,
+    /// `listed`, `list-end`, `gap`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Added => "added",
+            Op::Modified => "modified",
+            Op::Deleted { inferred: false } => "deleted",
+            Op::Deleted { inferred: true } => "deleted-inferred",
+            Op::ListBegin => "list-begin",
+            Op::Listed => "listed",
+            Op::ListEnd => "list-end",
+            Op::Gap { .. } => "gap",
+        }
+    }
+
+    /// True for the ops that carry an object.
+    pub fn has_object(&self) -> bool {
+        matches!(
+            self,
+            Op::Added | Op::Modified | Op::Deleted { .. } | Op::Listed
+        )
+    }
+}
+
+/// One observed change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Position in the recording, strictly increasing from 1.
+    pub seq: u64,
+    /// When the recorder received it (for imports: when the source says it happened).
+    pub observed_at: Timestamp,
+    /// The object's kind.
+    pub kind: Kind,
+    /// What happened.
+    pub op: Op,
+    /// Namespace; empty for cluster-scoped objects and all-namespace list markers.
+    pub namespace: String,
+    /// Object name; empty for list markers and gaps.
+    pub name: String,
+    /// `metadata.uid`; empty when not known.
+    pub uid: String,
+    /// `metadata.resourceVersion` (for list markers: the list's).
+    pub resource_version: String,
+    /// Who made the change, when the source knows it (an audit log's user, say).
+    pub actor: Option<String>,
+    /// The object as the API server sent it, as JSON; empty for markers and gaps.
+    #[serde(with = "serde_bytes")]
+    pub object: Vec<u8>,
+}
+
+/// How values that could hold secrets were treated when recording.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Redaction {
+    /// Nothing was redacted (`record --no-redact`).
+    Disabled,
+    /// Every `env[].value` in pod templates and pods was replaced by `sha256:` and the first 12
+    /// hex digits of its SHA-256, so a diff still shows that a value changed.
+    EnvValueDigests,
+}
+
+/// Where a recording came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// kubeconfig context, or the generator (`rf-scenarios rerender-race`).
+    pub context: Option<String>,
+    /// The API server's URL.
+    pub server: Option<String>,
+    /// Namespaces watched; empty: all.
+    pub namespaces: Vec<String>,
+    /// Label selector applied to every watch.
+    pub label_selector: Option<String>,
+    /// Kinds watched.
+    pub kinds: Vec<Kind>,
+}
+
+/// The first frame of every recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The format version the file was written with.
+    pub format_version: u32,
+    /// The version of the tool that wrote it.
+    pub tool_version: String,
+    /// When recording began.
+    pub started_at: Timestamp,
+    /// What was recorded.
+    pub source: Source,
+    /// How secrets were kept out.
+    pub redaction: Redaction,
+    /// Free-form notes (`times: approximate` for imports whose source has no receive times).
+    pub notes: BTreeMap<String, String>,
+}
+
+impl Header {
+    /// A header for the current format version.
+    pub fn new(tool_version: impl Into<String>, started_at: Timestamp, source: Source) -> Self {
+        Header {
+            format_version: crate::FORMAT_VERSION,
+            tool_version: tool_version.into(),
+            started_at,
+            source,
+            redaction: Redaction::EnvValueDigests,
+            notes: BTreeMap::new(),
+        }
+    }
+}

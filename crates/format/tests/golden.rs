@@ -1,0 +1,326 @@
+//! Golden files of format version 1.
+//!
+//! `tests/golden/v1.rfr` is a small recording written once and committed; `tests/golden/v1.raw`
+//! is its decompressed bytes, which *are* the format. The tests check that today's writer
+//! produces exactly `v1.raw` for the same values (so any change to the encoding, such as a move
+//! off bincode 2.0.1, is caught), and that today's reader reads the committed `v1.rfr` back to
+//! the same values. The compressed bytes are never compared: deflate output may change between
+//! flate2 versions without changing the format.
+//!
+//! The files are generated once, by hand, with
+//!
+//! ```text
+//! RF_BLESS_GOLDEN=1 CARGO_TARGET_DIR=/work/target-fmt cargo test -p rf-format --test golden bless
+//! ```
+//!
+//! Without `RF_BLESS_GOLDEN=1` no test writes them. Even with it, blessing refuses to overwrite
+//! an existing golden file whose decompressed bytes differ: a released version is never silently
+//! regenerated. A new encoding is a new format version with its own `vN` files.
+
+use std::collections::BTreeMap;
+use std::io::{Cursor, Read};
+use std::path::PathBuf;
+
+use flate2::read::MultiGzDecoder;
+use rf_format::{
+    End, FORMAT_VERSION, Header, Kind, MAGIC, Op, Reader, Record, Redaction, Source, Timestamp,
+    Writer,
+};
+
+const BLESS_VAR: &str = "RF_BLESS_GOLDEN";
+
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("golden")
+        .join(name)
+}
+
+fn read_golden(name: &str) -> Vec<u8> {
+    let path = golden_path(name);
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e} (generate it once with {BLESS_VAR}=1, see golden.rs)",
+            path.display()
+        )
+    })
+}
+
+/// 2024-05-01T12:00:00Z.
+const T0: i64 = 1_714_564_800_000_000_000;
+
+fn fixed_header() -> Header {
+    let mut notes = BTreeMap::new();
+    notes.insert("purpose".to_owned(), "golden file".to_owned());
+    notes.insert("times".to_owned(), "exact".to_owned());
+    Header {
+        format_version: 1,
+        tool_version: "0.1.0".to_owned(),
+        started_at: Timestamp(T0),
+        source: Source {
+            context: Some("kind-dev".to_owned()),
+            server: Some("https://127.0.0.1:6443".to_owned()),
+            namespaces: vec!["shop".to_owned(), "argocd".to_owned()],
+            label_selector: Some("app=web".to_owned()),
+            kinds: vec![
+                Kind::Rollout,
+                Kind::ReplicaSet,
+                Kind::Service,
+                Kind::EndpointSlice,
+                Kind::Pod,
+                Kind::Application,
+                Kind::Event,
+                Kind::Other {
+                    group: "networking.k8s.io".to_owned(),
+                    version: "v1".to_owned(),
+                    kind: "Ingress".to_owned(),
+                },
+            ],
+        },
+        redaction: Redaction::EnvValueDigests,
+        notes,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    seq: u64,
+    kind: Kind,
+    op: Op,
+    name: &str,
+    uid: &str,
+    rv: &str,
+    actor: Option<&str>,
+    object: &[u8],
+) -> Record {
+    Record {
+        seq,
+        observed_at: Timestamp(T0 + (seq as i64) * 250_000_000),
+        kind,
+        op,
+        namespace: "shop".to_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        resource_version: rv.to_owned(),
+        actor: actor.map(str::to_owned),
+        object: object.to_vec(),
+    }
+}
+
+/// Eight records: every `Op` variant (both `Deleted` flavours) and every `Kind` variant once.
+fn fixed_records() -> Vec<Record> {
+    vec![
+        record(1, Kind::Rollout, Op::ListBegin, "", "", "100", None, b""),
+        record(
+            2,
+            Kind::Rollout,
+            Op::Listed,
+            "web",
+            "u-1",
+            "99",
+            None,
+            br#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","metadata":{"name":"web"}}"#,
+        ),
+        record(3, Kind::ReplicaSet, Op::ListEnd, "", "", "100", None, b""),
+        record(
+            4,
+            Kind::Service,
+            Op::Added,
+            "web-canary",
+            "u-2",
+            "101",
+            None,
+            br#"{"kind":"Service"}"#,
+        ),
+        record(
+            5,
+            Kind::EndpointSlice,
+            Op::Modified,
+            "web-canary-x",
+            "u-3",
+            "102",
+            Some("system:serviceaccount:kube-system:endpointslice-controller"),
+            br#"{"kind":"EndpointSlice"}"#,
+        ),
+        record(
+            6,
+            Kind::Pod,
+            Op::Deleted { inferred: false },
+            "web-1",
+            "u-4",
+            "103",
+            None,
+            br#"{"kind":"Pod"}"#,
+        ),
+        record(
+            7,
+            Kind::Application,
+            Op::Gap {
+                reason: "410 Gone".to_owned(),
+            },
+            "",
+            "",
+            "",
+            None,
+            b"",
+        ),
+        record(
+            8,
+            Kind::Other {
+                group: "networking.k8s.io".to_owned(),
+                version: "v1".to_owned(),
+                kind: "Ingress".to_owned(),
+            },
+            Op::Deleted { inferred: true },
+            "web",
+            "u-5",
+            "104",
+            None,
+            br#"{"kind":"Ingress"}"#,
+        ),
+        record(
+            9,
+            Kind::Event,
+            Op::Added,
+            "web.1",
+            "u-6",
+            "105",
+            None,
+            b"{}",
+        ),
+    ]
+}
+
+/// Writes the fixed recording: a member for the header, one after the first list, one for the
+/// rest and the end marker.
+fn write_fixed() -> Vec<u8> {
+    let mut writer = Writer::new(Vec::new(), &fixed_header()).expect("writer starts");
+    for (i, record) in fixed_records().iter().enumerate() {
+        writer.write(record).expect("record is written");
+        if i == 2 {
+            writer.flush().expect("flush succeeds");
+        }
+    }
+    writer.finish().expect("finish succeeds")
+}
+
+fn decompress(bytes: &[u8]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    MultiGzDecoder::new(bytes)
+        .read_to_end(&mut raw)
+        .expect("valid gzip");
+    raw
+}
+
+#[test]
+fn the_fixed_values_cover_every_op_and_kind_variant() {
+    let records = fixed_records();
+    for op in [
+        "added",
+        "modified",
+        "deleted",
+        "deleted-inferred",
+        "list-begin",
+        "listed",
+        "list-end",
+        "gap",
+    ] {
+        assert!(records.iter().any(|r| r.op.name() == op), "no {op} record");
+    }
+    for kind in Kind::KNOWN {
+        assert!(records.iter().any(|r| r.kind == kind), "no {kind} record");
+    }
+    assert!(records.iter().any(|r| matches!(r.kind, Kind::Other { .. })));
+    assert!(records.iter().any(|r| r.actor.is_some()));
+}
+
+#[test]
+fn encoding_the_fixed_recording_today_gives_the_v1_golden_bytes() {
+    let today = decompress(&write_fixed());
+    let golden = read_golden("v1.raw");
+    assert_eq!(
+        today.len(),
+        golden.len(),
+        "the decompressed length changed: the v1 encoding is frozen"
+    );
+    if let Some(at) = today.iter().zip(&golden).position(|(a, b)| a != b) {
+        panic!("the v1 encoding changed: first difference at decompressed byte {at}");
+    }
+}
+
+#[test]
+fn the_committed_v1_recording_decompresses_to_the_v1_golden_bytes() {
+    assert_eq!(decompress(&read_golden("v1.rfr")), read_golden("v1.raw"));
+}
+
+#[test]
+fn the_committed_v1_recording_reads_back_to_the_fixed_values() {
+    let mut reader = Reader::new(Cursor::new(read_golden("v1.rfr"))).unwrap();
+    assert_eq!(reader.format_version(), 1);
+    assert_eq!(reader.header(), &fixed_header());
+    let records: Vec<Record> = (&mut reader).collect::<Result<_, _>>().unwrap();
+    assert_eq!(records, fixed_records());
+    assert_eq!(reader.end(), Some(End::Closed));
+}
+
+#[test]
+fn the_v1_raw_bytes_start_with_the_magic_and_version_1_little_endian() {
+    let raw = read_golden("v1.raw");
+    assert_eq!(&raw[..8], &MAGIC);
+    assert_eq!(&raw[..8], b"RFORENSI");
+    assert_eq!(&raw[8..12], &[1, 0, 0, 0]);
+    // ...and end with the zero-length end-of-recording frame.
+    assert_eq!(&raw[raw.len() - 4..], &[0, 0, 0, 0]);
+}
+
+#[test]
+fn the_v1_recording_is_several_gzip_members() {
+    let rfr = read_golden("v1.rfr");
+    let members = rfr
+        .windows(4)
+        .filter(|w| w == &[0x1f, 0x8b, 0x08, 0x00])
+        .count();
+    assert!(
+        members >= 3,
+        "expected at least 3 gzip members, found {members}"
+    );
+}
+
+/// Writes the golden files of the current version, only when `RF_BLESS_GOLDEN=1`. Never
+/// overwrites a golden file whose decompressed content differs.
+#[test]
+fn bless_writes_the_golden_files_only_when_rf_bless_golden_is_set() {
+    if std::env::var(BLESS_VAR).as_deref() != Ok("1") {
+        return;
+    }
+    assert_eq!(
+        FORMAT_VERSION, 1,
+        "these fixed values are the v1 golden file; add vN files for a new version"
+    );
+    let rfr = write_fixed();
+    let raw = decompress(&rfr);
+    let raw_path = golden_path("v1.raw");
+    let rfr_path = golden_path("v1.rfr");
+    for path in [&raw_path, &rfr_path] {
+        if let Ok(existing) = std::fs::read(path) {
+            let existing_raw = if path == &rfr_path {
+                decompress(&existing)
+            } else {
+                existing
+            };
+            assert_eq!(
+                existing_raw,
+                raw,
+                "{} exists with different content: v1 is frozen, not regenerated",
+                path.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(golden_path("")).unwrap();
+    if !raw_path.exists() {
+        std::fs::write(&raw_path, &raw).unwrap();
+    }
+    if !rfr_path.exists() {
+        std::fs::write(&rfr_path, &rfr).unwrap();
+    }
+}
