@@ -3,7 +3,8 @@
 //! A recording is a gzip stream of one or more members. Decompressed, it is an 8-byte magic, a
 //! little-endian `u32` format version, then frames: a little-endian `u32` length followed by the
 //! bincode encoding of one value. The first frame is the [`Header`]; every later frame is a
-//! [`Record`]; a zero-length frame marks a recording that was closed cleanly. See
+//! [`Record`]; a zero-length frame followed by one [`Trailer`] frame (when recording stopped, how
+//! many records) marks a recording that was closed cleanly. See
 //! `docs/format.md` for the full specification.
 //!
 //! This crate reads any [`std::io::Read`] and writes any [`std::io::Write`]. It never opens a
@@ -31,7 +32,7 @@ mod writer;
 
 pub use error::{Error, Result};
 pub use reader::{End, Reader};
-pub use record::{Header, Kind, Op, Record, Redaction, Source, Timestamp};
+pub use record::{Header, Kind, Op, Record, Redaction, Source, Timestamp, Trailer};
 pub use writer::Writer;
 
 /// The eight bytes every decompressed recording starts with.

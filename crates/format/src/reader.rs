@@ -7,13 +7,13 @@ use flate2::bufread::MultiGzDecoder;
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::record::{Header, Record};
+use crate::record::{Header, Record, Trailer};
 use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
 
 /// How the stream ended, once the reader has reached its end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
-    /// The end-of-recording marker was read: the writer closed the file.
+    /// The end-of-recording marker and its trailer were read: the writer closed the file.
     Closed,
     /// The stream ended between two frames without the marker: the writer was killed after a
     /// flush, or is still writing. Every record is complete.
@@ -37,6 +37,7 @@ pub struct Reader<R: Read> {
     records: u64,
     state: State,
     buf: Vec<u8>,
+    trailer: Option<Trailer>,
 }
 
 impl<R: Read> fmt::Debug for Reader<R> {
@@ -73,6 +74,7 @@ impl<R: Read> Reader<R> {
             records: 0,
             state: State::Reading,
             buf: Vec::new(),
+            trailer: None,
         };
         let mut preamble = [0u8; 12];
         let got = reader.read_fully(&mut preamble, "the preamble")?;
@@ -137,6 +139,11 @@ impl<R: Read> Reader<R> {
         self.offset
     }
 
+    /// The trailer of a cleanly closed recording, once the end was reached.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
     /// How the stream ended; `None` while records remain or after an error.
     pub fn end(&self) -> Option<End> {
         match self.state {
@@ -174,13 +181,34 @@ impl<R: Read> Reader<R> {
     }
 
     /// Reads one frame into `self.buf`. Returns its start offset, or `None` at a clean end
-    /// (the marker, or the end of the stream on a frame boundary), having set `self.state`.
+    /// (the marker and trailer, or the end of the stream on a frame boundary), having set
+    /// `self.state`.
     fn read_frame(&mut self, what: &str) -> Result<Option<u64>> {
+        let Some((frame_start, len)) = self.read_len(what)? else {
+            self.state = State::Ended(End::Unclosed);
+            return Ok(None);
+        };
+        if len == 0 {
+            self.read_trailer()?;
+            let mut probe = [0u8; 1];
+            if self.read_fully(&mut probe, "the end of the recording")? != 0 {
+                return Err(Error::TrailingData {
+                    offset: self.offset - 1,
+                });
+            }
+            self.state = State::Ended(End::Closed);
+            return Ok(None);
+        }
+        self.read_body(what, len)?;
+        Ok(Some(frame_start))
+    }
+
+    /// Reads a frame's length field: `None` when the stream ends right there.
+    fn read_len(&mut self, what: &str) -> Result<Option<(u64, u32)>> {
         let frame_start = self.offset;
         let mut len_bytes = [0u8; 4];
         let got = self.read_fully(&mut len_bytes, what)?;
         if got == 0 {
-            self.state = State::Ended(End::Unclosed);
             return Ok(None);
         }
         if got < len_bytes.len() {
@@ -191,16 +219,6 @@ impl<R: Read> Reader<R> {
             });
         }
         let len = u32::from_le_bytes(len_bytes);
-        if len == 0 {
-            let mut probe = [0u8; 1];
-            if self.read_fully(&mut probe, "the end of the recording")? != 0 {
-                return Err(Error::TrailingData {
-                    offset: self.offset - 1,
-                });
-            }
-            self.state = State::Ended(End::Closed);
-            return Ok(None);
-        }
         if len > MAX_FRAME_LEN {
             return Err(Error::FrameTooLarge {
                 what: what.to_owned(),
@@ -209,6 +227,11 @@ impl<R: Read> Reader<R> {
                 limit: MAX_FRAME_LEN,
             });
         }
+        Ok(Some((frame_start, len)))
+    }
+
+    /// Reads a frame's `len` bytes into `self.buf`.
+    fn read_body(&mut self, what: &str, len: u32) -> Result<()> {
         // Grows with the bytes that actually arrive, never from the claimed length alone.
         self.buf.clear();
         let got = (&mut self.src)
@@ -223,7 +246,53 @@ impl<R: Read> Reader<R> {
                 detail: format!("the frame says {len} bytes, only {got} are present"),
             });
         }
+        Ok(())
+    }
+
+    /// Reads a frame that must not be the end marker (the trailer): `None` at the end of the
+    /// stream.
+    fn read_frame_body(&mut self, what: &str) -> Result<Option<u64>> {
+        let Some((frame_start, len)) = self.read_len(what)? else {
+            return Ok(None);
+        };
+        if len == 0 {
+            return Err(Error::Decode {
+                what: what.to_owned(),
+                offset: frame_start,
+                detail: "a second end marker instead of the trailer".to_owned(),
+            });
+        }
+        self.read_body(what, len)?;
         Ok(Some(frame_start))
+    }
+
+    /// Reads the trailer frame that follows the end marker and checks its record count.
+    fn read_trailer(&mut self) -> Result<()> {
+        let what = "the trailer";
+        let Some(frame_start) = self.read_frame_body(what)? else {
+            return Err(Error::Truncated {
+                what: what.to_owned(),
+                offset: self.offset,
+                detail: "the end marker is not followed by its trailer".to_owned(),
+            });
+        };
+        let trailer: Trailer = codec::decode_exact(&self.buf).map_err(|detail| Error::Decode {
+            what: what.to_owned(),
+            offset: frame_start,
+            detail,
+        })?;
+        if trailer.records != self.records {
+            return Err(Error::Decode {
+                what: what.to_owned(),
+                offset: frame_start,
+                detail: format!(
+                    "it counts {} records, the file holds {}",
+                    trailer.records, self.records
+                ),
+            });
+        }
+        self.trailer = Some(trailer);
+        Ok(())
     }
 
     /// Fills `buf` as far as the stream allows; returns how many bytes were read (fewer only at

@@ -257,3 +257,13 @@ impl Header {
         }
     }
 }
+
+/// The last frame of a cleanly closed recording, right after the zero-length end marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trailer {
+    /// When recording stopped: the end of the observed span, which can be well after the last
+    /// record (nothing changed in between).
+    pub closed_at: Timestamp,
+    /// How many records the file holds; a reader checks it.
+    pub records: u64,
+}

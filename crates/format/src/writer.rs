@@ -8,7 +8,7 @@ use flate2::write::GzEncoder;
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::record::{Header, Record};
+use crate::record::{Header, Record, Timestamp, Trailer};
 use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
 
 enum State<W: Write> {
@@ -32,6 +32,7 @@ pub struct Writer<W: Write> {
     frame: Vec<u8>,
     records: u64,
     raw_bytes: u64,
+    last_observed: Timestamp,
 }
 
 impl<W: Write> fmt::Debug for Writer<W> {
@@ -58,6 +59,7 @@ impl<W: Write> Writer<W> {
             frame: Vec::with_capacity(4096),
             records: 0,
             raw_bytes: 0,
+            last_observed: header.started_at,
         };
         let mut preamble = Vec::with_capacity(12);
         preamble.extend_from_slice(&MAGIC);
@@ -77,6 +79,7 @@ impl<W: Write> Writer<W> {
         let what = format!("record {}", self.records + 1);
         self.write_frame(&what, record)?;
         self.records += 1;
+        self.last_observed = self.last_observed.max(record.observed_at);
         Ok(())
     }
 
@@ -100,9 +103,22 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Writes the end-of-recording marker, closes the last member and returns the writer.
-    pub fn finish(mut self) -> Result<W> {
+    /// Closes the recording as of its last record: see [`finish_at`](Writer::finish_at).
+    pub fn finish(self) -> Result<W> {
+        let at = self.last_observed;
+        self.finish_at(at)
+    }
+
+    /// Writes the end-of-recording marker and the [`Trailer`] saying recording stopped at
+    /// `closed_at` (never earlier than the last record), closes the last member and returns the
+    /// writer.
+    pub fn finish_at(mut self, closed_at: Timestamp) -> Result<W> {
         self.write_raw(&0u32.to_le_bytes())?;
+        let trailer = Trailer {
+            closed_at: closed_at.max(self.last_observed),
+            records: self.records,
+        };
+        self.write_frame("trailer", &trailer)?;
         self.flush()?;
         match std::mem::replace(&mut self.state, State::Poisoned) {
             State::Idle(w) => Ok(w),

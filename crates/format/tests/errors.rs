@@ -200,18 +200,57 @@ fn a_frame_length_of_exactly_the_limit_is_not_too_large() {
 }
 
 #[test]
-fn bytes_after_the_end_marker_are_trailing_data() {
-    let mut raw = raw_preamble_and_header();
-    let marker_end = raw.len() as u64 + 4;
-    raw.extend_from_slice(&0u32.to_le_bytes());
+fn bytes_after_the_trailer_are_trailing_data() {
+    let writer = Writer::new(Vec::new(), &header()).unwrap();
+    let mut raw = gunzip(&writer.finish().unwrap());
+    let trailer_end = raw.len() as u64;
     raw.extend_from_slice(b"junk");
     let mut reader = open(gzip(&raw)).expect("the header is fine");
     let (records, e) = read_until_error(&mut reader);
     assert!(records.is_empty());
     let e = e.expect("an error");
     assert!(
-        matches!(e, Error::TrailingData { offset } if offset == marker_end),
+        matches!(e, Error::TrailingData { offset } if offset == trailer_end),
         "{e:?}"
+    );
+}
+
+#[test]
+fn an_end_marker_without_its_trailer_is_truncated() {
+    let mut raw = raw_preamble_and_header();
+    raw.extend_from_slice(&0u32.to_le_bytes());
+    let mut reader = open(gzip(&raw)).expect("the header is fine");
+    let (_, e) = read_until_error(&mut reader);
+    let e = e.expect("an error");
+    assert!(e.is_truncation(), "{e:?}");
+    assert!(e.to_string().contains("trailer"), "{e}");
+}
+
+#[test]
+fn a_trailer_that_miscounts_the_records_is_an_error() {
+    let mut writer = Writer::new(Vec::new(), &header()).unwrap();
+    writer.write(&record(1)).unwrap();
+    let finished = gunzip(&writer.finish().unwrap());
+    // Drop record 1's frame but keep the trailer that counts it.
+    let header_only = gunzip(
+        Writer::new(Vec::new(), &header())
+            .unwrap()
+            .get_ref()
+            .unwrap(),
+    );
+    let mut writer = Writer::new(Vec::new(), &header()).unwrap();
+    writer.write(&record(1)).unwrap();
+    writer.flush().unwrap();
+    let with_record = gunzip(writer.get_ref().unwrap());
+    let mut raw = header_only.clone();
+    raw.extend_from_slice(&finished[with_record.len()..]);
+    let mut reader = open(gzip(&raw)).unwrap();
+    let (records, e) = read_until_error(&mut reader);
+    assert!(records.is_empty());
+    let e = e.expect("an error");
+    assert!(
+        e.to_string().contains("counts 1 records, the file holds 0"),
+        "{e}"
     );
 }
 

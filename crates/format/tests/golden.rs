@@ -201,7 +201,17 @@ fn write_fixed() -> Vec<u8> {
             writer.flush().expect("flush succeeds");
         }
     }
-    writer.finish().expect("finish succeeds")
+    writer.finish_at(closed_at()).expect("finish succeeds")
+}
+
+/// When the fixed recording was closed: a minute after its last record.
+fn closed_at() -> Timestamp {
+    fixed_records()
+        .iter()
+        .map(|r| r.observed_at)
+        .max()
+        .expect("records")
+        .plus_nanos(60_000_000_000)
 }
 
 fn decompress(bytes: &[u8]) -> Vec<u8> {
@@ -261,6 +271,9 @@ fn the_committed_v1_recording_reads_back_to_the_fixed_values() {
     let records: Vec<Record> = (&mut reader).collect::<Result<_, _>>().unwrap();
     assert_eq!(records, fixed_records());
     assert_eq!(reader.end(), Some(End::Closed));
+    let trailer = reader.trailer().expect("a trailer");
+    assert_eq!(trailer.closed_at, closed_at());
+    assert_eq!(trailer.records, fixed_records().len() as u64);
 }
 
 #[test]
@@ -269,8 +282,14 @@ fn the_v1_raw_bytes_start_with_the_magic_and_version_1_little_endian() {
     assert_eq!(&raw[..8], &MAGIC);
     assert_eq!(&raw[..8], b"RFORENSI");
     assert_eq!(&raw[8..12], &[1, 0, 0, 0]);
-    // ...and end with the zero-length end-of-recording frame.
-    assert_eq!(&raw[raw.len() - 4..], &[0, 0, 0, 0]);
+    // ...and end with the zero-length end-of-recording frame and the trailer frame.
+    let ends_with_marker_and_trailer = (1..=32).any(|trailer_len: usize| {
+        let marker = raw.len() - 8 - trailer_len;
+        raw[marker..marker + 4] == [0, 0, 0, 0]
+            && u32::from_le_bytes(raw[marker + 4..marker + 8].try_into().unwrap()) as usize
+                == trailer_len
+    });
+    assert!(ends_with_marker_and_trailer);
 }
 
 #[test]
