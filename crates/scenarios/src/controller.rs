@@ -1,0 +1,868 @@
+//! The rollouts controller's canary reconcile loop, modelled on Argo Rollouts v1.9/v1.10
+//! (`rollout/controller.go`, `sync.go`, `canary.go`, `pause.go`): one sync per call, writing the
+//! objects it changes in the order the real controller does.
+
+use rf_format::Op;
+
+use crate::hash::{steps_hash, uid};
+use crate::objects::{
+    DESIRED_REPLICAS, HASH_LABEL, Meta, Owner, REVISION, REVISION_HISTORY, ReplicaSet, RsStatus,
+    SCALE_DOWN_DEADLINE, fields, manager,
+};
+use crate::sim::{Sim, template_labels};
+use crate::spec::{Step, replica_set_template, steps_value};
+use crate::status::{Condition, PauseCondition, RolloutStatus, calculate_phase, reason};
+
+/// What a sync decided about pauses and aborts (`pauseContext`).
+#[derive(Debug, Default, Clone, Copy)]
+struct PauseCtx {
+    add_pause: bool,
+    remove_pause: bool,
+    clear_pause: bool,
+    remove_abort: bool,
+}
+
+impl PauseCtx {
+    fn aborted(self, status: &RolloutStatus) -> bool {
+        !self.remove_abort && status.abort
+    }
+}
+
+impl Sim {
+    /// One reconcile of the Rollout.
+    pub(crate) fn sync_rollout(&mut self) {
+        let hash = self.hash_fn.pod_template_hash(&self.rollout.template, None);
+        if self.rs(&hash).is_none() {
+            // newRolloutContext creates the RS, then reconcile() exits early because the
+            // Rollout was modified.
+            self.create_desired_replica_set(&hash);
+            return;
+        }
+        if self.rollout.status.observed_generation == self.rollout.generation().to_string()
+            && self.check_paused_conditions()
+        {
+            return;
+        }
+        self.sync_replica_set_revision(&hash);
+        if self.pod_template_or_steps_changed(&hash) {
+            self.set_rollout_revision(&hash);
+            self.reset_rollout_status(&hash);
+            return;
+        }
+        self.set_rollout_revision(&hash);
+        self.reconcile_revision_history_limit(&hash);
+        let mut ctx = PauseCtx::default();
+        if !self.reconcile_canary_replica_sets(&hash) {
+            self.reconcile_canary_pause(&mut ctx);
+        }
+        self.sync_rollout_status_canary(&hash, ctx);
+    }
+
+    // ---- ReplicaSet creation and revisions ----------------------------------------------
+
+    fn create_desired_replica_set(&mut self, hash: &str) {
+        let revision = self
+            .replica_sets
+            .iter()
+            .map(ReplicaSet::revision)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let ns = self.config.namespace.clone();
+        let name = format!("{}-{hash}", self.rollout.meta.name);
+        let mut meta = Meta::new(
+            name.clone(),
+            ns.clone(),
+            uid(&format!("{ns}/{name}/replicaset/{}", self.now)),
+            self.now,
+        );
+        meta.generation = Some(1);
+        meta.labels = template_labels(&self.rollout.template);
+        meta.labels.insert(HASH_LABEL.to_owned(), hash.to_owned());
+        meta.annotations.insert(
+            DESIRED_REPLICAS.to_owned(),
+            self.rollout.replicas.to_string(),
+        );
+        meta.annotations
+            .insert(REVISION.to_owned(), revision.to_string());
+        meta.owner = Some(Owner {
+            name: self.rollout.meta.name.clone(),
+            uid: self.rollout.meta.uid.clone(),
+        });
+        self.replica_sets.push(ReplicaSet {
+            meta,
+            hash: hash.to_owned(),
+            replicas: 0,
+            app: self.rollout.app.clone(),
+            template: replica_set_template(&self.rollout.template, hash),
+            status: RsStatus::default(),
+            ready_clock: self.now,
+        });
+        self.touch_replica_set(
+            hash,
+            manager::ROLLOUTS,
+            None,
+            fields::rollouts_replica_set(),
+        );
+        self.write_replica_set(hash, Op::Added);
+        self.set_rollout_revision_to(revision);
+        self.record_event(
+            false,
+            "NewReplicaSetCreated",
+            format!("Created ReplicaSet {name} (revision {revision})"),
+        );
+        let now = self.now;
+        self.rollout.status.set_condition(Condition::new(
+            reason::PROGRESSING,
+            "True",
+            reason::NEW_RS_CREATED,
+            format!("Created new replica set \"{name}\""),
+            now,
+        ));
+        self.touch_rollout(
+            manager::ROLLOUTS,
+            "Update",
+            Some("status"),
+            fields::rollouts_status(),
+        );
+        self.write_rollout(Op::Modified);
+    }
+
+    /// `syncReplicaSetRevision`: a reused RS gets revision max(other revisions) + 1, its old
+    /// number appended to `revision-history`.
+    fn sync_replica_set_revision(&mut self, hash: &str) {
+        let new_revision = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.hash != hash)
+            .map(ReplicaSet::revision)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let Some(rs) = self.rs_mut(hash) else {
+            return;
+        };
+        let old_revision = rs.meta.annotations.get(REVISION).cloned();
+        if rs.revision() >= new_revision {
+            return;
+        }
+        rs.meta
+            .annotations
+            .insert(REVISION.to_owned(), new_revision.to_string());
+        if let Some(old) = old_revision {
+            let history = match rs.meta.annotations.get(REVISION_HISTORY) {
+                Some(h) if !h.is_empty() => format!("{h},{old}"),
+                _ => old,
+            };
+            rs.meta
+                .annotations
+                .insert(REVISION_HISTORY.to_owned(), history);
+        }
+        self.touch_replica_set(
+            hash,
+            manager::ROLLOUTS,
+            None,
+            fields::rollouts_replica_set(),
+        );
+        self.write_replica_set(hash, Op::Modified);
+    }
+
+    fn set_rollout_revision(&mut self, hash: &str) {
+        if let Some(revision) = self.rs(hash).map(ReplicaSet::revision) {
+            self.set_rollout_revision_to(revision);
+        }
+    }
+
+    /// `setRolloutRevision`: an Update of the Rollout's metadata, then `RolloutUpdated`.
+    fn set_rollout_revision_to(&mut self, revision: i64) {
+        if self.rollout.revision() == revision {
+            return;
+        }
+        self.rollout
+            .meta
+            .annotations
+            .insert(REVISION.to_owned(), revision.to_string());
+        self.touch_rollout(
+            manager::ROLLOUTS,
+            "Update",
+            None,
+            fields::rollouts_metadata(),
+        );
+        self.write_rollout(Op::Modified);
+        self.record_event(
+            false,
+            "RolloutUpdated",
+            format!("Rollout updated to revision {revision}"),
+        );
+    }
+
+    // ---- status ---------------------------------------------------------------------------
+
+    fn current_steps_hash(&self) -> String {
+        steps_hash(&steps_value(&self.rollout.steps))
+    }
+
+    fn pod_template_or_steps_changed(&self, hash: &str) -> bool {
+        let status = &self.rollout.status;
+        status.current_step_hash.is_empty()
+            || status.current_step_hash != self.current_steps_hash()
+            || (!status.current_pod_hash.is_empty() && status.current_pod_hash != hash)
+    }
+
+    /// `calculateBaseStatus` and the common part of `syncRolloutStatusCanary`.
+    fn base_status(&self, hash: &str) -> RolloutStatus {
+        let old = &self.rollout.status;
+        let sum = |f: fn(&ReplicaSet) -> i32| self.replica_sets.iter().map(f).sum::<i32>();
+        let replicas = sum(|rs| rs.status.replicas);
+        RolloutStatus {
+            current_pod_hash: hash.to_owned(),
+            replicas,
+            updated_replicas: self.rs(hash).map_or(0, |rs| rs.status.replicas),
+            ready_replicas: sum(|rs| rs.status.ready),
+            available_replicas: sum(|rs| rs.status.available),
+            conditions: old.conditions.clone(),
+            promote_full: hash != old.stable_rs && old.promote_full,
+            hpa_replicas: replicas,
+            selector: format!("app={}", self.rollout.app),
+            stable_rs: old.stable_rs.clone(),
+            current_step_hash: self.current_steps_hash(),
+            ..RolloutStatus::default()
+        }
+    }
+
+    /// The reset after a template or steps change: pause and abort cleared, index 0 (or
+    /// `len(steps)` on a rollback to the stable ReplicaSet).
+    fn reset_rollout_status(&mut self, hash: &str) {
+        let old_pod_hash = self.rollout.status.current_pod_hash.clone();
+        let stable = self.rollout.status.stable_rs.clone();
+        let mut status = self.base_status(hash);
+        let ctx = PauseCtx {
+            clear_pause: true,
+            remove_abort: true,
+            ..PauseCtx::default()
+        };
+        status.promote_full = false;
+        let len = self.steps_len();
+        status.current_step_index = (len > 0).then_some(0);
+        if len > 0 && stable == hash {
+            self.record_event(
+                false,
+                "SkipSteps",
+                "Rollback to stable ReplicaSets".to_owned(),
+            );
+            status.current_step_index = Some(len);
+        }
+        if self.leak && !old_pod_hash.is_empty() && old_pod_hash != hash && old_pod_hash != stable {
+            self.replaced.insert(old_pod_hash);
+        }
+        self.persist_rollout_status(status, ctx, hash);
+    }
+
+    /// `syncRolloutStatusCanary` after the ReplicaSets and pauses were reconciled.
+    fn sync_rollout_status_canary(&mut self, hash: &str, mut ctx: PauseCtx) {
+        let old = self.rollout.status.clone();
+        let mut status = self.base_status(hash);
+        let len = self.steps_len();
+        let old_index = old.current_step_index.unwrap_or(0);
+        let mut index = old_index;
+        if old.promote_full {
+            ctx.clear_pause = true;
+            ctx.remove_abort = true;
+            if len > 0 {
+                index = len;
+            }
+        }
+        if let Some(why) = self.should_full_promote(hash, ctx, old_index) {
+            ctx.clear_pause = true;
+            ctx.remove_abort = true;
+            status.promote_full = false;
+            status.current_step_index = (len > 0).then_some(len);
+            if status.stable_rs != status.current_pod_hash {
+                status.stable_rs = hash.to_owned();
+                let revision = self.rollout.revision();
+                self.record_event(
+                    false,
+                    "RolloutCompleted",
+                    format!("Rollout completed update to revision {revision} ({hash}): {why}"),
+                );
+            }
+            self.persist_rollout_status(status, ctx, hash);
+            return;
+        }
+        if ctx.aborted(&old) {
+            if len > 0 {
+                status.current_step_index = Some(if status.stable_rs == status.current_pod_hash {
+                    len
+                } else {
+                    0
+                });
+            }
+            self.persist_rollout_status(status, ctx, hash);
+            return;
+        }
+        if let Some(step) = self.step(index) {
+            if self.completed_current_canary_step(hash, step) {
+                index += 1;
+                self.record_event(
+                    false,
+                    "RolloutStepCompleted",
+                    format!("Rollout step {index}/{len} completed ({})", step.describe()),
+                );
+                ctx.remove_pause = true;
+            }
+        }
+        status.current_step_index = (len > 0).then_some(index);
+        self.persist_rollout_status(status, ctx, hash);
+    }
+
+    /// `shouldFullPromote` for a canary: the reason to mark the new RS stable, if any.
+    fn should_full_promote(&self, hash: &str, ctx: PauseCtx, index: u32) -> Option<String> {
+        let status = &self.rollout.status;
+        if status.stable_rs.is_empty() || self.rs(&status.stable_rs).is_none() {
+            return Some("Initial deploy".to_owned());
+        }
+        if ctx.aborted(status) {
+            return None;
+        }
+        if self.rs(hash).map_or(0, |rs| rs.status.available) < self.rollout.replicas {
+            return None;
+        }
+        if status.promote_full {
+            return Some("Full promotion requested".to_owned());
+        }
+        if status.stable_rs == hash {
+            return Some("Fast rollback".to_owned());
+        }
+        let len = self.steps_len();
+        (len == 0 || index == len).then(|| format!("Completed all {len} canary steps"))
+    }
+
+    /// `completedCurrentCanaryStep`.
+    fn completed_current_canary_step(&self, hash: &str, step: Step) -> bool {
+        let status = &self.rollout.status;
+        match step {
+            Step::Pause(duration) => {
+                let cond = status.pause_condition(reason::CANARY_PAUSE_STEP);
+                match (cond, duration) {
+                    (None, _) => status.controller_pause,
+                    (Some(cond), Some(secs)) => self.now > cond.start_time + i64::from(secs),
+                    (Some(_), None) => false,
+                }
+            }
+            Step::SetWeight(_) => self.at_desired_replica_counts(hash),
+        }
+    }
+
+    /// `persistRolloutStatus`: pause and abort fields, conditions, phase; a status patch when
+    /// anything changed, then the state-change events.
+    fn persist_rollout_status(&mut self, mut status: RolloutStatus, ctx: PauseCtx, hash: &str) {
+        let old = self.rollout.status.clone();
+        let now = self.now;
+        status.observed_generation = self.rollout.generation().to_string();
+        if ctx.aborted(&old) {
+            status.abort = true;
+            status.aborted_at = Some(old.aborted_at.unwrap_or(now));
+        } else if !ctx.clear_pause {
+            let mut conditions: Vec<PauseCondition> = old
+                .pause_conditions
+                .iter()
+                .filter(|p| !(ctx.remove_pause && p.reason == reason::CANARY_PAUSE_STEP))
+                .cloned()
+                .collect();
+            let mut controller_pause = old.controller_pause;
+            if ctx.add_pause && old.pause_condition(reason::CANARY_PAUSE_STEP).is_none() {
+                conditions.push(PauseCondition {
+                    reason: reason::CANARY_PAUSE_STEP,
+                    start_time: now,
+                });
+                controller_pause = true;
+            }
+            if !conditions.is_empty() {
+                status.controller_pause = controller_pause;
+                status.pause_conditions = conditions;
+            }
+        }
+        self.calculate_rollout_conditions(&mut status, ctx, hash);
+        let (phase, message) = calculate_phase(self.rollout.replicas, &status);
+        status.phase = phase;
+        status.message = message;
+        if status == old {
+            return;
+        }
+        self.rollout.status = status;
+        self.touch_rollout(
+            manager::ROLLOUTS,
+            "Update",
+            Some("status"),
+            fields::rollouts_status(),
+        );
+        self.write_rollout(Op::Modified);
+        self.send_state_change_events(&old);
+    }
+
+    /// `conditions.RolloutHealthy`.
+    fn rollout_healthy(&self, status: &RolloutStatus) -> bool {
+        let replicas = self.rollout.replicas;
+        let len = self.steps_len();
+        let all_steps = len == 0 || status.current_step_index.is_none_or(|i| i == len);
+        let current_is_stable =
+            !status.stable_rs.is_empty() && status.stable_rs == status.current_pod_hash;
+        status.updated_replicas == replicas
+            && status.available_replicas == replicas
+            && self.rollout.status.observed_generation == self.rollout.generation().to_string()
+            && all_steps
+            && current_is_stable
+            && status.replicas == replicas
+    }
+
+    /// `calculateRolloutConditions`.
+    fn calculate_rollout_conditions(
+        &mut self,
+        status: &mut RolloutStatus,
+        ctx: PauseCtx,
+        hash: &str,
+    ) {
+        let old = self.rollout.status.clone();
+        let now = self.now;
+        let revision = self.rollout.revision();
+        let rs_name = format!("{}-{hash}", self.rollout.meta.name);
+        let paused = !status.pause_conditions.is_empty();
+        let aborted = ctx.aborted(&old);
+        let healthy = self.rollout_healthy(status);
+
+        let mut became_unhealthy = false;
+        if !paused && healthy {
+            status.set_condition(Condition::new(
+                reason::HEALTHY,
+                "True",
+                reason::ROLLOUT_HEALTHY,
+                "Rollout is healthy",
+                now,
+            ));
+        } else if old.condition(reason::HEALTHY).is_some() {
+            became_unhealthy = status.set_condition(Condition::new(
+                reason::HEALTHY,
+                "False",
+                reason::ROLLOUT_HEALTHY,
+                "Rollout is not healthy",
+                now,
+            ));
+        }
+        if aborted {
+            let message = format!("Rollout aborted update to revision {revision}");
+            if status.set_condition(Condition::new(
+                reason::PROGRESSING,
+                "False",
+                reason::ROLLOUT_ABORTED,
+                message.clone(),
+                now,
+            )) {
+                self.record_event(true, "RolloutAborted", message);
+            }
+        } else if healthy {
+            status.set_condition(Condition::new(
+                reason::PROGRESSING,
+                "True",
+                reason::NEW_RS_AVAILABLE,
+                format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+                now,
+            ));
+        } else if rollout_progressing(&old, status) || became_unhealthy {
+            let (why, message) = if status.stable_rs == status.current_pod_hash && became_unhealthy
+            {
+                (
+                    reason::RS_NOT_AVAILABLE,
+                    "Rollout does not have minimum availability".to_owned(),
+                )
+            } else {
+                (
+                    reason::RS_UPDATED,
+                    format!("ReplicaSet \"{rs_name}\" is progressing."),
+                )
+            };
+            let mut condition = Condition::new(reason::PROGRESSING, "True", why, message, now);
+            if let Some(current) = old.condition(reason::PROGRESSING) {
+                if current.status == "True" {
+                    condition.last_transition = current.last_transition;
+                }
+                status.remove_condition(reason::PROGRESSING);
+            }
+            status.set_condition(condition);
+        }
+        let available: i32 = self.replica_sets.iter().map(|rs| rs.status.available).sum();
+        status.set_condition(if available >= self.rollout.replicas {
+            Condition::new(
+                reason::AVAILABLE,
+                "True",
+                reason::AVAILABLE_REASON,
+                "Rollout has minimum availability",
+                now,
+            )
+        } else {
+            Condition::new(
+                reason::AVAILABLE,
+                "False",
+                reason::AVAILABLE_REASON,
+                "Rollout does not have minimum availability",
+                now,
+            )
+        });
+        if !status.stable_rs.is_empty() && status.stable_rs == status.current_pod_hash {
+            status.set_condition(Condition::new(
+                reason::COMPLETED,
+                "True",
+                reason::ROLLOUT_COMPLETED,
+                reason::ROLLOUT_COMPLETED,
+                now,
+            ));
+        } else if status.set_condition(Condition::new(
+            reason::COMPLETED,
+            "False",
+            reason::ROLLOUT_COMPLETED,
+            reason::ROLLOUT_COMPLETED,
+            now,
+        )) {
+            self.record_event(
+                false,
+                "RolloutNotCompleted",
+                format!(
+                    "Rollout not completed, started update to revision {revision} ({})",
+                    status.current_pod_hash
+                ),
+            );
+        }
+    }
+
+    /// `sendStateChangeEvents`.
+    fn send_state_change_events(&mut self, old: &RolloutStatus) {
+        let was_paused = !old.pause_conditions.is_empty();
+        let new = &self.rollout.status;
+        let paused = !new.pause_conditions.is_empty();
+        if was_paused == paused {
+            return;
+        }
+        if let Some(first) = new.pause_conditions.first() {
+            let message = format!("Rollout is paused ({})", first.reason);
+            self.record_event(false, "RolloutPaused", message);
+        } else if new.aborted_at.is_none() {
+            self.record_event(false, "RolloutResumed", "Rollout is resumed".to_owned());
+        }
+    }
+
+    /// `checkPausedConditions`: keeps the Progressing and Paused conditions in line with the
+    /// pause state; when it writes, the sync ends there. Returns whether it wrote.
+    fn check_paused_conditions(&mut self) -> bool {
+        let old = self.rollout.status.clone();
+        let now = self.now;
+        let progressing = old.condition(reason::PROGRESSING);
+        let progressing_paused = progressing.is_some_and(|c| c.reason == reason::ROLLOUT_PAUSED);
+        let abort_condition = progressing.is_some_and(|c| c.reason == reason::ROLLOUT_ABORTED);
+        let paused = !old.pause_conditions.is_empty();
+        let completed = !old.stable_rs.is_empty() && old.stable_rs == old.current_pod_hash;
+        let mut updates = Vec::new();
+        if paused != progressing_paused && !abort_condition && !completed {
+            updates.push(if paused {
+                Condition::new(
+                    reason::PROGRESSING,
+                    "Unknown",
+                    reason::ROLLOUT_PAUSED,
+                    "Rollout is paused",
+                    now,
+                )
+            } else {
+                Condition::new(
+                    reason::PROGRESSING,
+                    "Unknown",
+                    reason::ROLLOUT_RESUMED,
+                    "Rollout is resumed",
+                    now,
+                )
+            });
+        }
+        if !old.abort && abort_condition {
+            updates.push(Condition::new(
+                reason::PROGRESSING,
+                "Unknown",
+                reason::ROLLOUT_RETRY,
+                "Retrying Rollout after abort",
+                now,
+            ));
+        }
+        let paused_true = old
+            .condition(reason::PAUSED)
+            .is_some_and(|c| c.status == "True");
+        if paused != paused_true && !abort_condition {
+            updates.push(Condition::new(
+                reason::PAUSED,
+                if paused { "True" } else { "False" },
+                reason::ROLLOUT_PAUSED,
+                "Rollout is paused",
+                now,
+            ));
+        }
+        if updates.is_empty() {
+            return false;
+        }
+        let mut status = old.clone();
+        for condition in updates {
+            status.set_condition(condition);
+        }
+        status.observed_generation = self.rollout.generation().to_string();
+        let (phase, message) = calculate_phase(self.rollout.replicas, &status);
+        status.phase = phase;
+        status.message = message;
+        if status == old {
+            return false;
+        }
+        self.rollout.status = status;
+        self.touch_rollout(
+            manager::ROLLOUTS,
+            "Update",
+            Some("status"),
+            fields::rollouts_status(),
+        );
+        self.write_rollout(Op::Modified);
+        true
+    }
+
+    // ---- ReplicaSet scaling ---------------------------------------------------------------
+
+    /// The stable RS's hash, when it exists and is not the new RS.
+    fn stable_other_than(&self, hash: &str) -> Option<String> {
+        let stable = &self.rollout.status.stable_rs;
+        (!stable.is_empty() && stable != hash && self.rs(stable).is_some()).then(|| stable.clone())
+    }
+
+    /// The canary weight the current step asks for.
+    fn current_weight(&self) -> i32 {
+        let status = &self.rollout.status;
+        if status.abort {
+            return 0;
+        }
+        if status.promote_full {
+            return 100;
+        }
+        let index = status.current_step_index.unwrap_or(0);
+        if index >= self.steps_len() {
+            return 100;
+        }
+        (0..=index)
+            .rev()
+            .find_map(|i| match self.step(i) {
+                Some(Step::SetWeight(w)) => Some(i32::try_from(w).unwrap_or(100)),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    /// Desired replicas of (new RS, stable RS) for a basic canary.
+    fn desired_counts(&self, hash: &str) -> (i32, i32) {
+        let replicas = self.rollout.replicas;
+        if self.stable_other_than(hash).is_none() {
+            return (replicas, 0);
+        }
+        let canary = (replicas * self.current_weight() + 99) / 100;
+        (canary, replicas - canary)
+    }
+
+    /// `AtDesiredReplicaCountsForCanary` (ReplicaSets marked with an empty
+    /// `scale-down-deadline` are not counted: nothing will ever scale them down).
+    fn at_desired_replica_counts(&self, hash: &str) -> bool {
+        let (new_desired, stable_desired) = self.desired_counts(hash);
+        let Some(new) = self.rs(hash) else {
+            return false;
+        };
+        if new.replicas != new_desired || new.status.available < new_desired {
+            return false;
+        }
+        let stable = self.stable_other_than(hash);
+        if let Some(stable) = stable.as_deref().and_then(|h| self.rs(h)) {
+            if stable.replicas != stable_desired || stable.status.replicas != stable_desired {
+                return false;
+            }
+        }
+        let others: i32 = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.hash != hash && Some(&rs.hash) != stable.as_ref() && !rs.leaked())
+            .map(|rs| rs.status.available)
+            .sum();
+        others == 0
+    }
+
+    /// The lowest replica count `hash` may go down to now without dropping below the minimum
+    /// availability (maxUnavailable 25%), but not below `desired`.
+    fn scale_down_target(&self, hash: &str, desired: i32) -> i32 {
+        let replicas = self.rollout.replicas;
+        let available: i32 = self.replica_sets.iter().map(|rs| rs.status.available).sum();
+        let min_available = replicas - replicas / 4;
+        let max_scale_down = (available - min_available).max(0);
+        let Some(rs) = self.rs(hash) else {
+            return desired;
+        };
+        let unavailable = (rs.replicas - rs.status.available).max(0);
+        (rs.replicas - unavailable - max_scale_down).max(desired)
+    }
+
+    /// `reconcileCanaryReplicaSets`: at most one ReplicaSet write per sync. Returns whether it
+    /// wrote.
+    fn reconcile_canary_replica_sets(&mut self, hash: &str) -> bool {
+        let (new_desired, stable_desired) = self.desired_counts(hash);
+        let stable = self.stable_other_than(hash);
+        let new_replicas = self.rs(hash).map_or(0, |rs| rs.replicas);
+        if new_replicas < new_desired {
+            self.scale_replica_set(hash, new_desired);
+            return true;
+        }
+        if let Some(stable) = stable.as_deref() {
+            if self
+                .rs(stable)
+                .is_some_and(|rs| rs.replicas < stable_desired)
+            {
+                self.scale_replica_set(stable, stable_desired);
+                return true;
+            }
+        }
+        let mut others: Vec<(i64, String)> = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.hash != hash && Some(&rs.hash) != stable.as_ref() && rs.replicas > 0)
+            .map(|rs| (rs.revision(), rs.hash.clone()))
+            .collect();
+        others.sort_by(|a, b| b.cmp(a));
+        for (_, other) in others {
+            if self.rs(&other).is_some_and(ReplicaSet::leaked) {
+                continue;
+            }
+            if self.leak && self.replaced.remove(&other) {
+                self.mark_scale_down_deadline_empty(&other);
+                return true;
+            }
+            let target = self.scale_down_target(&other, 0);
+            if self.rs(&other).is_some_and(|rs| target < rs.replicas) {
+                self.scale_replica_set(&other, target);
+                return true;
+            }
+        }
+        if new_replicas > new_desired {
+            let target = self.scale_down_target(hash, new_desired);
+            if target < new_replicas {
+                self.scale_replica_set(hash, target);
+                return true;
+            }
+        }
+        if let Some(stable) = stable.as_deref() {
+            let target = self.scale_down_target(stable, stable_desired);
+            if self.rs(stable).is_some_and(|rs| target < rs.replicas) {
+                self.scale_replica_set(stable, target);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `scaleReplicaSetAndRecordEvent`.
+    fn scale_replica_set(&mut self, hash: &str, replicas: i32) {
+        let rollout_replicas = self.rollout.replicas.to_string();
+        let Some(rs) = self.rs_mut(hash) else {
+            return;
+        };
+        let from = rs.replicas;
+        rs.replicas = replicas;
+        rs.meta.generation = Some(rs.generation() + 1);
+        rs.meta
+            .annotations
+            .insert(DESIRED_REPLICAS.to_owned(), rollout_replicas);
+        if replicas == 0 {
+            rs.meta.annotations.remove(SCALE_DOWN_DEADLINE);
+        }
+        let (name, revision) = (rs.meta.name.clone(), rs.revision());
+        self.touch_replica_set(
+            hash,
+            manager::ROLLOUTS,
+            None,
+            fields::rollouts_replica_set(),
+        );
+        self.write_replica_set(hash, Op::Modified);
+        let direction = if replicas > from { "up" } else { "down" };
+        self.record_event(
+            false,
+            "ScalingReplicaSet",
+            format!("Scaled {direction} ReplicaSet {name} (revision {revision}) from {from} to {replicas}"),
+        );
+    }
+
+    /// The upstream bug: the replaced canary gets `scale-down-deadline: ""`, which no later
+    /// sync treats as a deadline, so it is never scaled down.
+    fn mark_scale_down_deadline_empty(&mut self, hash: &str) {
+        let Some(rs) = self.rs_mut(hash) else {
+            return;
+        };
+        rs.meta
+            .annotations
+            .insert(SCALE_DOWN_DEADLINE.to_owned(), String::new());
+        self.touch_replica_set(
+            hash,
+            manager::ROLLOUTS,
+            None,
+            fields::rollouts_replica_set(),
+        );
+        self.write_replica_set(hash, Op::Modified);
+    }
+
+    /// `reconcileRevisionHistoryLimit`: deletes the oldest scaled-down ReplicaSets beyond
+    /// `spec.revisionHistoryLimit` (neither new nor stable).
+    fn reconcile_revision_history_limit(&mut self, hash: &str) {
+        let stable = self.rollout.status.stable_rs.clone();
+        let mut cleanable: Vec<(i64, String)> = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.hash != hash && rs.hash != stable)
+            .map(|rs| (rs.meta.creation, rs.hash.clone()))
+            .collect();
+        cleanable.sort();
+        let limit = usize::try_from(self.rollout.revision_history_limit).unwrap_or(0);
+        let excess = cleanable.len().saturating_sub(limit);
+        for (_, victim) in cleanable.into_iter().take(excess) {
+            let deletable = self.rs(&victim).is_some_and(|rs| {
+                rs.status.replicas == 0
+                    && rs.replicas == 0
+                    && rs.generation() <= rs.status.observed_generation
+            });
+            if deletable {
+                self.delete_replica_set(&victim);
+            }
+        }
+    }
+
+    /// `reconcileCanaryPause`: at a pause step the controller pauses once.
+    fn reconcile_canary_pause(&self, ctx: &mut PauseCtx) {
+        let status = &self.rollout.status;
+        if status.promote_full {
+            return;
+        }
+        let index = status.current_step_index.unwrap_or(0);
+        if let Some(Step::Pause(_)) = self.step(index) {
+            if status.pause_condition(reason::CANARY_PAUSE_STEP).is_none()
+                && !status.controller_pause
+            {
+                ctx.add_pause = true;
+            }
+        }
+    }
+}
+
+/// `conditions.RolloutProgressing` for a canary.
+fn rollout_progressing(old: &RolloutStatus, new: &RolloutStatus) -> bool {
+    let step_changed = match (new.current_step_index, old.current_step_index) {
+        (Some(a), Some(b)) => a != b,
+        _ => false,
+    };
+    new.updated_replicas != old.updated_replicas
+        || (new.replicas - new.updated_replicas) < (old.replicas - old.updated_replicas)
+        || new.ready_replicas > old.ready_replicas
+        || new.available_replicas > old.available_replicas
+        || new.stable_rs != old.stable_rs
+        || step_changed
+        || new.current_step_hash != old.current_step_hash
+}

@@ -1,0 +1,366 @@
+//! What the simulator is configured with and what a GitOps render changes.
+
+use std::collections::BTreeMap;
+
+use rf_format::Timestamp;
+use serde_json::{Value, json};
+
+use crate::calendar;
+use crate::hash::{env_digest, fake_sha256};
+
+/// 2026-03-14T13:00:00Z, when every scenario starts.
+pub const SIMULATION_START: Timestamp =
+    Timestamp::from_unix_seconds(calendar::unix_seconds(2026, 3, 14, (13, 0, 0)));
+
+/// The stable image every scenario starts on.
+pub const STABLE_IMAGE: &str = "registry.example.com/payments/checkout-api:1.41.0";
+
+/// The image the scenarios release.
+pub const NEW_IMAGE: &str = "registry.example.com/payments/checkout-api:1.42.0";
+
+/// The image of the revision before the stable one (its ReplicaSet is at 0 replicas).
+pub const PREVIOUS_IMAGE: &str = "registry.example.com/payments/checkout-api:1.40.3";
+
+/// One canary step of `spec.strategy.canary.steps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// `{setWeight: N}`: N percent of the replicas run the new template.
+    SetWeight(u32),
+    /// `{pause: {}}` (indefinite, `None`) or `{pause: {duration: "<N>s"}}`.
+    Pause(Option<u32>),
+}
+
+impl Step {
+    /// The step as it appears in the Rollout's spec.
+    pub fn to_value(self) -> Value {
+        match self {
+            Step::SetWeight(weight) => json!({ "setWeight": weight }),
+            Step::Pause(None) => json!({ "pause": {} }),
+            Step::Pause(Some(secs)) => json!({ "pause": { "duration": format!("{secs}s") } }),
+        }
+    }
+
+    /// The controller's words for the step in `RolloutStepCompleted` events.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Step::SetWeight(weight) => format!("setWeight: {weight}"),
+            Step::Pause(None) => "pause".to_owned(),
+            Step::Pause(Some(secs)) => format!("pause: {secs}s"),
+        }
+    }
+}
+
+/// The steps of every scenario: setWeight 20, pause {}, setWeight 50, pause 30s, setWeight 80,
+/// pause 30s.
+pub fn default_steps() -> Vec<Step> {
+    vec![
+        Step::SetWeight(20),
+        Step::Pause(None),
+        Step::SetWeight(50),
+        Step::Pause(Some(30)),
+        Step::SetWeight(80),
+        Step::Pause(Some(30)),
+    ]
+}
+
+/// The JSON array of `steps`.
+pub(crate) fn steps_value(steps: &[Step]) -> Value {
+    Value::Array(steps.iter().map(|s| s.to_value()).collect())
+}
+
+/// A Helm-style `checksum/config` value: 64 hex digits derived from `seed`.
+pub fn config_checksum(seed: &str) -> String {
+    fake_sha256(seed)
+}
+
+/// The `checksum/config` of the stable revision.
+pub fn stable_config_checksum() -> String {
+    config_checksum("checkout-api/values.yaml@stable")
+}
+
+/// What one GitOps apply of the Rollout changes. Empty fields leave the spec as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateChange {
+    /// A new image for the application container.
+    pub image: Option<String>,
+    /// Pod-template annotations to set (e.g. `checksum/config`).
+    pub annotations: BTreeMap<String, String>,
+    /// Pod-template labels to set.
+    pub labels: BTreeMap<String, String>,
+    /// New canary steps.
+    pub steps: Option<Vec<Step>>,
+}
+
+impl TemplateChange {
+    /// A render that changes nothing yet.
+    pub fn new() -> Self {
+        TemplateChange::default()
+    }
+
+    /// Sets the container image.
+    #[must_use]
+    pub fn with_image(mut self, image: impl Into<String>) -> Self {
+        self.image = Some(image.into());
+        self
+    }
+
+    /// Sets a pod-template annotation.
+    #[must_use]
+    pub fn with_annotation(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets a pod-template label.
+    #[must_use]
+    pub fn with_label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Replaces the canary steps.
+    #[must_use]
+    pub fn with_steps(mut self, steps: Vec<Step>) -> Self {
+        self.steps = Some(steps);
+        self
+    }
+
+    /// Applies the template part of the change to a Rollout's `spec.template`.
+    pub(crate) fn apply_to_template(&self, template: &mut Value) {
+        if let Some(image) = &self.image {
+            if let Some(container) = template
+                .pointer_mut("/spec/containers/0")
+                .and_then(Value::as_object_mut)
+            {
+                container.insert("image".to_owned(), Value::String(image.clone()));
+            }
+        }
+        for (section, entries) in [("annotations", &self.annotations), ("labels", &self.labels)] {
+            if entries.is_empty() {
+                continue;
+            }
+            let Some(metadata) = template
+                .as_object_mut()
+                .map(|t| t.entry("metadata").or_insert_with(|| json!({})))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            let Some(map) = metadata
+                .entry(section)
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+            else {
+                continue;
+            };
+            for (k, v) in entries {
+                map.insert(k.clone(), Value::String(v.clone()));
+            }
+        }
+    }
+}
+
+/// The cluster a [`crate::Sim`] starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Namespace of every object.
+    pub namespace: String,
+    /// Name of the Rollout (and prefix of its ReplicaSets and Events).
+    pub rollout: String,
+    /// Value of the `app` label of the selector and the pod template.
+    pub app: String,
+    /// `spec.replicas`.
+    pub replicas: u32,
+    /// `spec.strategy.canary.steps`.
+    pub steps: Vec<Step>,
+    /// Image of the stable revision.
+    pub image: String,
+    /// Image of the revision before it (its ReplicaSet is scaled to 0).
+    pub previous_image: String,
+    /// `checksum/config` pod-template annotation of the stable revision.
+    pub config_checksum: String,
+    /// `spec.revisionHistoryLimit`.
+    pub revision_history_limit: u32,
+    /// Simulated time of the recorder's initial lists (whole seconds are used).
+    pub start: Timestamp,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            namespace: "payments".to_owned(),
+            rollout: "checkout-api".to_owned(),
+            app: "checkout-api".to_owned(),
+            replicas: 5,
+            steps: default_steps(),
+            image: STABLE_IMAGE.to_owned(),
+            previous_image: PREVIOUS_IMAGE.to_owned(),
+            config_checksum: stable_config_checksum(),
+            revision_history_limit: 3,
+            start: SIMULATION_START,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The Rollout's `spec.template` for `image` and `checksum`, as the chart renders it.
+    pub(crate) fn pod_template(&self, image: &str, checksum: &str) -> Value {
+        let app = &self.app;
+        json!({
+            "metadata": {
+                "labels": { "app": app },
+                "annotations": { "checksum/config": checksum }
+            },
+            "spec": {
+                "containers": [{
+                    "name": app,
+                    "image": image,
+                    "ports": [{ "name": "http", "containerPort": 8080 }],
+                    "env": [
+                        { "name": "DB_HOST", "value": env_digest(&format!("{app}/DB_HOST")) },
+                        { "name": "DB_PASSWORD", "value": env_digest(&format!("{app}/DB_PASSWORD")) },
+                        { "name": "LOG_LEVEL", "value": env_digest(&format!("{app}/LOG_LEVEL")) }
+                    ],
+                    "resources": {
+                        "requests": { "cpu": "250m", "memory": "256Mi" },
+                        "limits": { "memory": "512Mi" }
+                    },
+                    "readinessProbe": {
+                        "httpGet": { "path": "/healthz/ready", "port": "http" },
+                        "periodSeconds": 5
+                    }
+                }]
+            }
+        })
+    }
+}
+
+/// A ReplicaSet's pod template: the Rollout's, plus the hash label, with the API server's
+/// defaults filled in.
+pub(crate) fn replica_set_template(template: &Value, hash: &str) -> Value {
+    let mut t = template.clone();
+    let Some(root) = t.as_object_mut() else {
+        return t;
+    };
+    let metadata = root.entry("metadata").or_insert_with(|| json!({}));
+    if let Some(metadata) = metadata.as_object_mut() {
+        metadata.insert("creationTimestamp".to_owned(), Value::Null);
+        if let Some(labels) = metadata
+            .entry("labels")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+        {
+            labels.insert(
+                crate::objects::HASH_LABEL.to_owned(),
+                Value::String(hash.to_owned()),
+            );
+        }
+    }
+    if let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) {
+        if let Some(containers) = spec.get_mut("containers").and_then(Value::as_array_mut) {
+            for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(container);
+            }
+        }
+        for (key, value) in [
+            ("restartPolicy", json!("Always")),
+            ("terminationGracePeriodSeconds", json!(30)),
+            ("dnsPolicy", json!("ClusterFirst")),
+            ("securityContext", json!({})),
+            ("schedulerName", json!("default-scheduler")),
+        ] {
+            spec.entry(key).or_insert(value);
+        }
+    }
+    t
+}
+
+fn default_container(container: &mut serde_json::Map<String, Value>) {
+    let pull = match container.get("image").and_then(Value::as_str) {
+        Some(image) if image.ends_with(":latest") || !image.contains(':') => "Always",
+        _ => "IfNotPresent",
+    };
+    container
+        .entry("imagePullPolicy")
+        .or_insert_with(|| json!(pull));
+    container
+        .entry("terminationMessagePath")
+        .or_insert_with(|| json!("/dev/termination-log"));
+    container
+        .entry("terminationMessagePolicy")
+        .or_insert_with(|| json!("File"));
+    if let Some(ports) = container.get_mut("ports").and_then(Value::as_array_mut) {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            port.entry("protocol").or_insert_with(|| json!("TCP"));
+        }
+    }
+    if let Some(probe) = container
+        .get_mut("readinessProbe")
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(get) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+            get.entry("scheme").or_insert_with(|| json!("HTTP"));
+        }
+        for (key, value) in [
+            ("timeoutSeconds", 1),
+            ("periodSeconds", 10),
+            ("successThreshold", 1),
+            ("failureThreshold", 3),
+        ] {
+            probe.entry(key).or_insert_with(|| json!(value));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_render_as_the_controller_spells_them() {
+        let v = steps_value(&default_steps());
+        assert_eq!(
+            crate::json::to_bytes(&v),
+            br#"[{"setWeight":20},{"pause":{}},{"setWeight":50},{"pause":{"duration":"30s"}},{"setWeight":80},{"pause":{"duration":"30s"}}]"#
+        );
+        assert_eq!(Step::Pause(Some(30)).describe(), "pause: 30s");
+    }
+
+    #[test]
+    fn a_change_sets_image_and_annotations_of_the_template() {
+        let config = SimConfig::default();
+        let mut t = config.pod_template(STABLE_IMAGE, "a");
+        TemplateChange::new()
+            .with_image(NEW_IMAGE)
+            .with_annotation("checksum/config", "b")
+            .with_label("version", "1.42.0")
+            .apply_to_template(&mut t);
+        assert_eq!(t.pointer("/spec/containers/0/image").unwrap(), NEW_IMAGE);
+        assert_eq!(
+            t.pointer("/metadata/annotations/checksum~1config").unwrap(),
+            "b"
+        );
+        assert_eq!(t.pointer("/metadata/labels/version").unwrap(), "1.42.0");
+    }
+
+    #[test]
+    fn replica_set_templates_carry_the_hash_label_and_api_server_defaults() {
+        let config = SimConfig::default();
+        let t = replica_set_template(&config.pod_template(STABLE_IMAGE, "a"), "5f7b8c9d4");
+        assert_eq!(
+            t.pointer("/metadata/labels/rollouts-pod-template-hash")
+                .unwrap(),
+            "5f7b8c9d4"
+        );
+        assert!(t.pointer("/metadata/creationTimestamp").unwrap().is_null());
+        assert_eq!(t.pointer("/spec/dnsPolicy").unwrap(), "ClusterFirst");
+        assert_eq!(
+            t.pointer("/spec/containers/0/imagePullPolicy").unwrap(),
+            "IfNotPresent"
+        );
+        assert_eq!(
+            t.pointer("/spec/containers/0/ports/0/protocol").unwrap(),
+            "TCP"
+        );
+    }
+}
