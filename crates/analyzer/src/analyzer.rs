@@ -6,7 +6,9 @@ use rf_format::{Header, Kind, Op, Record, Timestamp};
 
 use crate::detectors::{self, Detector};
 use crate::finding::Finding;
-use crate::report::{FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window};
+use crate::report::{
+    FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
+};
 use crate::rollout::{At, RolloutTrack, Transition};
 use crate::time::rfc3339;
 use crate::timeline::Timeline;
@@ -49,6 +51,7 @@ pub struct Analyzer {
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
     last_pos: Option<At>,
+    closed_at: Option<Timestamp>,
     past_until: bool,
 }
 
@@ -75,6 +78,7 @@ impl Analyzer {
             last_seq: None,
             first_at: None,
             last_pos: None,
+            closed_at: None,
             past_until: false,
         }
     }
@@ -90,18 +94,27 @@ impl Analyzer {
             }
         }
         self.last_seq = None;
-        self.summary
-            .files
-            .push(FileSummary::from_header(index, name, format_version, header));
+        self.summary.files.push(FileSummary::from_header(
+            index,
+            name,
+            format_version,
+            header,
+        ));
     }
 
-    /// Records how the current file ended, and the error that ended it if any.
-    pub fn end_file(&mut self, end: FileEnd, error: Option<String>) {
+    /// Records how the current file ended: `closed_at` from a closed file's trailer (when
+    /// recording stopped, possibly well after the last record), and the error that ended
+    /// reading, if any.
+    pub fn end_file(&mut self, end: FileEnd, closed_at: Option<Timestamp>, error: Option<String>) {
         if end != FileEnd::Closed {
             self.summary.complete = false;
         }
+        if let Some(t) = closed_at {
+            self.closed_at = Some(self.closed_at.map_or(t, |c| c.max(t)));
+        }
         if let Some(f) = self.summary.files.last_mut() {
             f.end = Some(end);
+            f.closed_at = closed_at;
             f.error = error;
         }
     }
@@ -194,8 +207,16 @@ impl Analyzer {
         if let Some(f) = self.summary.files.last_mut() {
             f.records += 1;
         }
-        *self.summary.by_kind.entry(rec.kind.name().to_owned()).or_default() += 1;
-        *self.summary.by_op.entry(rec.op.name().to_owned()).or_default() += 1;
+        *self
+            .summary
+            .by_kind
+            .entry(rec.kind.name().to_owned())
+            .or_default() += 1;
+        *self
+            .summary
+            .by_op
+            .entry(rec.op.name().to_owned())
+            .or_default() += 1;
         if let Some(prev) = self.last_seq {
             if rec.seq <= prev {
                 self.warn(format!(
@@ -254,7 +275,9 @@ impl Analyzer {
             return;
         };
         let track = &self.tracks[&(rec.namespace.clone(), rec.name.clone())];
-        let Some(cur) = track.last.as_ref() else { return };
+        let Some(cur) = track.last.as_ref() else {
+            return;
+        };
         let transition = Transition {
             track,
             prev: &prev,
@@ -286,7 +309,10 @@ impl Analyzer {
                 let Some(name) = rec.name.strip_suffix(&format!("-{hash}")) else {
                     return;
                 };
-                if !self.tracks.contains_key(&(rec.namespace.clone(), name.to_owned())) {
+                if !self
+                    .tracks
+                    .contains_key(&(rec.namespace.clone(), name.to_owned()))
+                {
                     return;
                 }
                 name.to_owned()
@@ -307,10 +333,7 @@ impl Analyzer {
         let last = self.last_pos;
         if let Some(last) = last {
             let end = At {
-                at: match self.opts.until {
-                    Some(u) if self.past_until => u,
-                    _ => last.at,
-                },
+                at: self.end_time(last.at),
                 ..last
             };
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
@@ -323,8 +346,12 @@ impl Analyzer {
             .filter(|f| self.wanted(f))
             .collect();
         findings.sort_by(|a, b| {
-            (a.at, std::cmp::Reverse(a.severity), a.rule, &a.subject)
-                .cmp(&(b.at, std::cmp::Reverse(b.severity), b.rule, &b.subject))
+            (a.at, std::cmp::Reverse(a.severity), a.rule, &a.subject).cmp(&(
+                b.at,
+                std::cmp::Reverse(b.severity),
+                b.rule,
+                &b.subject,
+            ))
         });
 
         let timelines = if self.opts.timelines {
@@ -352,7 +379,9 @@ impl Analyzer {
                 .warnings
                 .push(format!("... and {} more warnings", self.warnings_dropped));
         }
-        self.summary.set_span(self.first_at, last.map(|p| p.at));
+        let ended = last.map(|p| self.end_time(p.at));
+        self.summary
+            .set_span(self.first_at, last.map(|p| p.at), ended);
         self.summary.live_objects = self
             .live
             .iter()
@@ -376,6 +405,17 @@ impl Analyzer {
             recording: self.summary,
             findings,
             timelines,
+        }
+    }
+
+    /// Where the analysis ends: `--until` when records beyond it exist, else when recording
+    /// stopped (the trailer's time, or the last record), capped at `--until`.
+    fn end_time(&self, last_record: Timestamp) -> Timestamp {
+        let stopped = self.closed_at.map_or(last_record, |c| c.max(last_record));
+        match self.opts.until {
+            Some(u) if self.past_until => u,
+            Some(u) => stopped.min(u),
+            None => stopped,
         }
     }
 
@@ -408,7 +448,11 @@ pub struct Retained {
 }
 
 /// Analyzes `records` (one recording) in one call.
-pub fn analyze(header: &Header, records: impl IntoIterator<Item = Record>, opts: Options) -> Report {
+pub fn analyze(
+    header: &Header,
+    records: impl IntoIterator<Item = Record>,
+    opts: Options,
+) -> Report {
     let mut a = Analyzer::new(opts);
     a.begin_file("(memory)", rf_format::FORMAT_VERSION, header);
     for rec in records {
@@ -417,6 +461,6 @@ pub fn analyze(header: &Header, records: impl IntoIterator<Item = Record>, opts:
             break;
         }
     }
-    a.end_file(FileEnd::Closed, None);
+    a.end_file(FileEnd::Closed, None, None);
     a.finish()
 }

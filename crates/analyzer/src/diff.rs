@@ -149,7 +149,12 @@ fn diff_value(path: &mut Path, a: Option<&Value>, b: Option<&Value>, out: &mut V
     }
 }
 
-fn diff_map(path: &mut Path, a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Vec<Change>) {
+fn diff_map(
+    path: &mut Path,
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    out: &mut Vec<Change>,
+) {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -216,7 +221,10 @@ mod tests {
 
     #[test]
     fn the_hash_label_is_never_a_difference() {
-        let d = template_diff(&template("a:1", "x", "5d98c7bf64"), &template("a:1", "x", "7b4c9f5d86"));
+        let d = template_diff(
+            &template("a:1", "x", "5d98c7bf64"),
+            &template("a:1", "x", "7b4c9f5d86"),
+        );
         assert!(d.is_empty(), "{d:?}");
     }
 
@@ -224,7 +232,10 @@ mod tests {
     fn a_checksum_change_is_an_annotation_only_change_with_its_key_and_values() {
         let d = template_diff(&template("a:1", "x", "h1"), &template("a:1", "y", "h2"));
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0].path.to_string(), r#"metadata.annotations["checksum/config"]"#);
+        assert_eq!(
+            d[0].path.to_string(),
+            r#"metadata.annotations["checksum/config"]"#
+        );
         assert_eq!(d[0].path.last_key(), Some("checksum/config"));
         assert_eq!(Change::show(d[0].old.as_ref()), "x");
         assert_eq!(Change::show(d[0].new.as_ref()), "y");
@@ -236,7 +247,10 @@ mod tests {
         let d = template_diff(&template("a:1", "x", "h"), &template("a:2", "y", "h"));
         assert!(!only_annotations(&d));
         let paths: Vec<String> = d.iter().map(|c| c.path.to_string()).collect();
-        assert!(paths.contains(&"spec.containers[name=app].image".to_owned()), "{paths:?}");
+        assert!(
+            paths.contains(&"spec.containers[name=app].image".to_owned()),
+            "{paths:?}"
+        );
     }
 
     #[test]

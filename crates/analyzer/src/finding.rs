@@ -199,7 +199,13 @@ pub(crate) fn serialize_time<S: serde::Serializer>(t: &Timestamp, s: S) -> Resul
 
 impl Finding {
     /// A finding of `rule` about `subject` (which concerns `rollout`), with no evidence yet.
-    pub(crate) fn new(rule: Rule, subject: Subject, rollout: Subject, at: Timestamp, summary: String) -> Self {
+    pub(crate) fn new(
+        rule: Rule,
+        subject: Subject,
+        rollout: Subject,
+        at: Timestamp,
+        summary: String,
+    ) -> Self {
         Finding {
             rule,
             severity: rule.severity(),
@@ -222,11 +228,17 @@ impl Finding {
     pub(crate) fn with_evidence(mut self, evidence: impl IntoIterator<Item = Evidence>) -> Self {
         self.evidence.extend(evidence);
         self.evidence.sort_by_key(|e| (e.file, e.seq));
-        self.evidence.dedup_by(|a, b| a.file == b.file && a.seq == b.seq && a.detail == b.detail);
+        self.evidence
+            .dedup_by(|a, b| a.file == b.file && a.seq == b.seq && a.detail == b.detail);
         self
     }
 
-    pub(crate) fn remedy(mut self, summary: String, commands: Vec<String>, prevention: String) -> Self {
+    pub(crate) fn remedy(
+        mut self,
+        summary: String,
+        commands: Vec<String>,
+        prevention: String,
+    ) -> Self {
         self.remedy = Remedy {
             summary,
             commands,

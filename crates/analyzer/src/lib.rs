@@ -42,6 +42,8 @@ mod testkit;
 pub use analyzer::{Analyzer, Options, Retained, analyze};
 pub use diff::{Change, HASH_LABEL, Path, Segment, only_annotations, template_diff};
 pub use finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
-pub use report::{FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window};
+pub use report::{
+    FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
+};
 pub use time::{human_duration, parse_rfc3339, rfc3339};
 pub use timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry};

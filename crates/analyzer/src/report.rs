@@ -91,8 +91,21 @@ pub struct FileSummary {
     pub records: u64,
     /// How it ended; `None` when it was not read to its end (`--until` stopped earlier).
     pub end: Option<FileEnd>,
+    /// When recording stopped, from the trailer of a closed file.
+    #[serde(serialize_with = "serialize_opt_time")]
+    pub closed_at: Option<Timestamp>,
     /// The error that ended reading, for truncated and corrupt files.
     pub error: Option<String>,
+}
+
+fn serialize_opt_time<S: serde::Serializer>(
+    t: &Option<Timestamp>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&rfc3339(*t)),
+        None => s.serialize_none(),
+    }
 }
 
 impl FileSummary {
@@ -108,7 +121,12 @@ impl FileSummary {
             server: header.source.server.clone(),
             namespaces: header.source.namespaces.clone(),
             label_selector: header.source.label_selector.clone(),
-            kinds: header.source.kinds.iter().map(|k| k.name().to_owned()).collect(),
+            kinds: header
+                .source
+                .kinds
+                .iter()
+                .map(|k| k.name().to_owned())
+                .collect(),
             redaction: match header.redaction {
                 Redaction::Disabled => "disabled".to_owned(),
                 Redaction::EnvValueDigests => "env-value-digests".to_owned(),
@@ -116,6 +134,7 @@ impl FileSummary {
             notes: header.notes.clone(),
             records: 0,
             end: None,
+            closed_at: None,
             error: None,
         }
     }
@@ -157,7 +176,10 @@ pub struct RecordingSummary {
     pub first_record_at: Option<String>,
     /// Time of the last record read.
     pub last_record_at: Option<String>,
-    /// Seconds between them.
+    /// Where the analysis ended: when recording stopped (a closed file's trailer), the last
+    /// record, or `--until`. End-of-recording checks ran at this time.
+    pub ended_at: Option<String>,
+    /// Seconds from the first record to `ended_at`.
     pub span_seconds: f64,
     /// Records read.
     pub records: u64,
@@ -178,10 +200,16 @@ pub struct RecordingSummary {
 }
 
 impl RecordingSummary {
-    pub(crate) fn set_span(&mut self, first: Option<Timestamp>, last: Option<Timestamp>) {
+    pub(crate) fn set_span(
+        &mut self,
+        first: Option<Timestamp>,
+        last: Option<Timestamp>,
+        ended: Option<Timestamp>,
+    ) {
         self.first_record_at = first.map(rfc3339);
         self.last_record_at = last.map(rfc3339);
-        if let (Some(a), Some(b)) = (first, last) {
+        self.ended_at = ended.map(rfc3339);
+        if let (Some(a), Some(b)) = (first, ended) {
             self.span_seconds = (b.0 - a.0) as f64 / 1e9;
         }
     }

@@ -43,7 +43,12 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn from_view(v: &RolloutView, pos: At, record_actor: Option<&str>, spec_changed: bool) -> Self {
+    pub fn from_view(
+        v: &RolloutView,
+        pos: At,
+        record_actor: Option<&str>,
+        spec_changed: bool,
+    ) -> Self {
         let st = &v.status;
         Snapshot {
             pos,
@@ -321,7 +326,12 @@ impl RolloutTrack {
 
     /// Applies one observation of the Rollout. Returns true when its state changed, after which
     /// `last_revision_change` / `last_jump` describe the transition from the previous state.
-    pub fn observe_rollout(&mut self, view: &RolloutView, pos: At, actor: Option<&str>) -> Option<Snapshot> {
+    pub fn observe_rollout(
+        &mut self,
+        view: &RolloutView,
+        pos: At,
+        actor: Option<&str>,
+    ) -> Option<Snapshot> {
         self.uid.clone_from(&view.metadata.uid);
         self.deleted = false;
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
@@ -354,7 +364,11 @@ impl RolloutTrack {
     fn track_template(&mut self, view: &RolloutView, cur: &Snapshot, spec_changed: bool) {
         let needs_template = spec_changed || self.last_template.is_none() || {
             let in_sync = cur.generation.map(|g| g.to_string()) == cur.observed_generation;
-            in_sync && cur.pod_hash.as_ref().is_some_and(|h| !self.spec_templates.contains_key(h))
+            in_sync
+                && cur
+                    .pod_hash
+                    .as_ref()
+                    .is_some_and(|h| !self.spec_templates.contains_key(h))
         };
         if !needs_template {
             return;
@@ -411,7 +425,10 @@ impl RolloutTrack {
                     RevisionClass::RollbackToStable
                 } else if prev.abort {
                     RevisionClass::AfterAbort
-                } else if is_stable(from) || prev.steps_len == 0 || prev.step_index >= prev.steps_len as i64 {
+                } else if is_stable(from)
+                    || prev.steps_len == 0
+                    || prev.step_index >= prev.steps_len as i64
+                {
                     RevisionClass::NewRelease
                 } else if old_progress.progressed()
                     && (cur.step_index == 0 || cur.step_index < old_progress.max_index)
@@ -500,7 +517,14 @@ impl RolloutTrack {
     }
 
     /// Applies one observation of a ReplicaSet this rollout owns.
-    pub fn observe_replicaset(&mut self, view: &ReplicaSetView, raw: &[u8], pos: At, deleted: bool, added: bool) {
+    pub fn observe_replicaset(
+        &mut self,
+        view: &ReplicaSetView,
+        raw: &[u8],
+        pos: At,
+        deleted: bool,
+        added: bool,
+    ) {
         let name = view.metadata.name.clone();
         let role = self.role_of(view.hash());
         let replicas = view.spec.replicas.unwrap_or(1);
@@ -511,7 +535,10 @@ impl RolloutTrack {
                 vec![if deleted {
                     format!("rs {name} deleted")
                 } else {
-                    format!("rs {name} {} (replicas {replicas})", if added { "created" } else { "seen" })
+                    format!(
+                        "rs {name} {} (replicas {replicas})",
+                        if added { "created" } else { "seen" }
+                    )
                 }],
                 true,
             ),
@@ -529,20 +556,23 @@ impl RolloutTrack {
                 (c, false)
             }
         };
-        let entry = self.replicasets.entry(name.clone()).or_insert_with(|| RsTrack {
-            name: name.clone(),
-            hash: None,
-            owner_uid: None,
-            created: None,
-            last: pos,
-            replicas,
-            status_replicas,
-            ready,
-            deadline: None,
-            deleted,
-            raw: Vec::new(),
-            other_since: None,
-        });
+        let entry = self
+            .replicasets
+            .entry(name.clone())
+            .or_insert_with(|| RsTrack {
+                name: name.clone(),
+                hash: None,
+                owner_uid: None,
+                created: None,
+                last: pos,
+                replicas,
+                status_replicas,
+                ready,
+                deadline: None,
+                deleted,
+                raw: Vec::new(),
+                other_since: None,
+            });
         if is_new && added {
             entry.created = Some(pos);
         }
@@ -567,7 +597,14 @@ impl RolloutTrack {
         }
     }
 
-    fn push_timeline(&mut self, pos: At, source: &str, changes: Vec<String>, actor: Option<String>, touched: Option<&str>) {
+    fn push_timeline(
+        &mut self,
+        pos: At,
+        source: &str,
+        changes: Vec<String>,
+        actor: Option<String>,
+        touched: Option<&str>,
+    ) {
         if !self.keep_timeline {
             return;
         }
@@ -580,7 +617,8 @@ impl RolloutTrack {
             .replicasets
             .values()
             .filter(|rs| {
-                (!rs.deleted && (rs.replicas > 0 || rs.status_replicas > 0)) || Some(rs.name.as_str()) == touched
+                (!rs.deleted && (rs.replicas > 0 || rs.status_replicas > 0))
+                    || Some(rs.name.as_str()) == touched
             })
             .map(|rs| ReplicaSetState {
                 name: rs.name.clone(),
@@ -630,13 +668,25 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
         ));
     }
     if prev.revision != cur.revision {
-        c.push(format!("revision {} -> {}", opt(&prev.revision), opt(&cur.revision)));
+        c.push(format!(
+            "revision {} -> {}",
+            opt(&prev.revision),
+            opt(&cur.revision)
+        ));
     }
     if prev.pod_hash != cur.pod_hash {
-        c.push(format!("pod hash {} -> {}", opt(&prev.pod_hash), opt(&cur.pod_hash)));
+        c.push(format!(
+            "pod hash {} -> {}",
+            opt(&prev.pod_hash),
+            opt(&cur.pod_hash)
+        ));
     }
     if prev.step_hash != cur.step_hash {
-        c.push(format!("steps hash {} -> {}", opt(&prev.step_hash), opt(&cur.step_hash)));
+        c.push(format!(
+            "steps hash {} -> {}",
+            opt(&prev.step_hash),
+            opt(&cur.step_hash)
+        ));
     }
     if prev.step_index != cur.step_index {
         let what = usize::try_from(cur.step_index)
@@ -644,20 +694,41 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
             .and_then(|i| steps.get(i))
             .map(|s| format!(" ({})", s.describe()))
             .unwrap_or_default();
-        c.push(format!("step {} -> {}{what}", prev.step_index, cur.step_index));
+        c.push(format!(
+            "step {} -> {}{what}",
+            prev.step_index, cur.step_index
+        ));
     }
     if prev.stable_rs != cur.stable_rs {
-        c.push(format!("stable {} -> {}", opt(&prev.stable_rs), opt(&cur.stable_rs)));
+        c.push(format!(
+            "stable {} -> {}",
+            opt(&prev.stable_rs),
+            opt(&cur.stable_rs)
+        ));
     }
     if prev.phase != cur.phase {
         c.push(format!("phase {} -> {}", opt(&prev.phase), opt(&cur.phase)));
     }
     if prev.pause_reasons != cur.pause_reasons {
-        let show = |r: &[String]| if r.is_empty() { "none".to_owned() } else { r.join(",") };
-        c.push(format!("pause {} -> {}", show(&prev.pause_reasons), show(&cur.pause_reasons)));
+        let show = |r: &[String]| {
+            if r.is_empty() {
+                "none".to_owned()
+            } else {
+                r.join(",")
+            }
+        };
+        c.push(format!(
+            "pause {} -> {}",
+            show(&prev.pause_reasons),
+            show(&cur.pause_reasons)
+        ));
     }
     if prev.abort != cur.abort {
-        c.push(if cur.abort { "abort requested".to_owned() } else { "abort cleared".to_owned() });
+        c.push(if cur.abort {
+            "abort requested".to_owned()
+        } else {
+            "abort cleared".to_owned()
+        });
     }
     if prev.spec_paused != cur.spec_paused {
         c.push(format!("spec.paused {}", cur.spec_paused));
@@ -676,7 +747,10 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
         c.push(format!("progressing {}", opt(&cur.progressing_reason)));
     }
     if prev.observed_generation != cur.observed_generation && c.is_empty() {
-        c.push(format!("observed generation {}", opt(&cur.observed_generation)));
+        c.push(format!(
+            "observed generation {}",
+            opt(&cur.observed_generation)
+        ));
     }
     if prev.controller_pause != cur.controller_pause && c.is_empty() {
         c.push(format!("controllerPause {}", cur.controller_pause));

@@ -47,7 +47,13 @@ impl Kit {
             "status": {"currentPodHash": "stable0", "stableRS": "stable0", "currentStepIndex": 4,
                        "currentStepHash": "steps0", "phase": "Healthy", "observedGeneration": "1"}
         });
-        let mut kit = Kit { analyzer, found: Vec::new(), seq: 0, t: T0, rollout };
+        let mut kit = Kit {
+            analyzer,
+            found: Vec::new(),
+            seq: 0,
+            t: T0,
+            rollout,
+        };
         kit.push(Kind::Rollout, Op::Listed, NAME, kit.rollout.clone());
         kit.replicaset("stable0", 5, template("app:1", "c0"), Op::Listed);
         kit
@@ -124,7 +130,9 @@ impl Kit {
             seq: self.seq,
             observed_at: Timestamp::from_unix_seconds(self.t),
             kind: Kind::Rollout,
-            op: Op::Gap { reason: "watch closed: 410 Gone".to_owned() },
+            op: Op::Gap {
+                reason: "watch closed: 410 Gone".to_owned(),
+            },
             namespace: NS.to_owned(),
             name: String::new(),
             uid: String::new(),
@@ -146,11 +154,17 @@ impl Kit {
         let to_stable = stable == json!(hash);
         self.status(|s| {
             s.insert("currentPodHash".into(), json!(hash));
-            s.insert("currentStepIndex".into(), json!(if to_stable { 4 } else { 0 }));
+            s.insert(
+                "currentStepIndex".into(),
+                json!(if to_stable { 4 } else { 0 }),
+            );
             s.remove("pauseConditions");
             s.remove("controllerPause");
             s.remove("abort");
-            s.insert("phase".into(), json!(if to_stable { "Healthy" } else { "Progressing" }));
+            s.insert(
+                "phase".into(),
+                json!(if to_stable { "Healthy" } else { "Progressing" }),
+            );
             s.insert("observedGeneration".into(), json!(generation));
         });
     }
@@ -163,7 +177,10 @@ impl Kit {
 
     pub fn pause(&mut self) {
         self.status(|s| {
-            s.insert("pauseConditions".into(), json!([{"reason": "CanaryPauseStep", "startTime": "2026-03-14T13:01:00Z"}]));
+            s.insert(
+                "pauseConditions".into(),
+                json!([{"reason": "CanaryPauseStep", "startTime": "2026-03-14T13:01:00Z"}]),
+            );
             s.insert("controllerPause".into(), json!(true));
             s.insert("phase".into(), json!("Paused"));
         });
@@ -195,7 +212,7 @@ impl Kit {
 
     pub fn finish(self) -> Report {
         let mut a = self.analyzer;
-        a.end_file(crate::FileEnd::Closed, None);
+        a.end_file(crate::FileEnd::Closed, None, None);
         a.finish()
     }
 }
@@ -206,7 +223,13 @@ pub(crate) fn rules_of(report: &Report) -> Vec<Rule> {
 
 impl Kit {
     /// Re-sends ReplicaSet `hash` with a `scale-down-deadline` annotation.
-    pub fn replicaset_with_deadline(&mut self, hash: &str, replicas: i64, template: Value, deadline: &str) {
+    pub fn replicaset_with_deadline(
+        &mut self,
+        hash: &str,
+        replicas: i64,
+        template: Value,
+        deadline: &str,
+    ) {
         let name = format!("{NAME}-{hash}");
         let obj = json!({
             "apiVersion": "apps/v1", "kind": "ReplicaSet",

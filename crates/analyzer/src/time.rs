@@ -41,7 +41,10 @@ mod tests {
     fn whole_seconds_print_without_a_fraction() {
         let t = parse_rfc3339("2026-03-14T13:03:26Z").unwrap();
         assert_eq!(rfc3339(t), "2026-03-14T13:03:26Z");
-        assert_eq!(rfc3339(t.plus_nanos(120_000_000)), "2026-03-14T13:03:26.120Z");
+        assert_eq!(
+            rfc3339(t.plus_nanos(120_000_000)),
+            "2026-03-14T13:03:26.120Z"
+        );
     }
 
     #[test]

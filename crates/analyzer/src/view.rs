@@ -100,8 +100,8 @@ impl Step {
     pub fn describe(&self) -> String {
         match self {
             Step::SetWeight(w) => format!("setWeight {w}"),
-            Step::Pause { indefinite: true } => "pause (until promoted)".to_owned(),
-            Step::Pause { indefinite: false } => "pause (timed)".to_owned(),
+            Step::Pause { indefinite: true } => "pause until promoted".to_owned(),
+            Step::Pause { indefinite: false } => "timed pause".to_owned(),
             Step::Other(k) => k.clone(),
         }
     }
@@ -127,7 +127,10 @@ impl<'de> Deserialize<'de> for Step {
             });
         }
         Ok(Step::Other(
-            map.keys().next().cloned().unwrap_or_else(|| "empty".to_owned()),
+            map.keys()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| "empty".to_owned()),
         ))
     }
 }

@@ -25,32 +25,58 @@ pub(crate) struct ConfigOnlyRerender {
     pending: Vec<PendingDiff>,
 }
 
-fn emit(p: &PendingDiff, track: &RolloutTrack, changes: Vec<Change>, source: &'static str, out: &mut Vec<Finding>) {
+fn emit(
+    p: &PendingDiff,
+    track: &RolloutTrack,
+    changes: Vec<Change>,
+    source: &'static str,
+    out: &mut Vec<Finding>,
+) {
     if !only_annotations(&changes) {
         return;
     }
     let (from, to) = (&p.change.from, &p.change.to);
     let (rs_a, rs_b) = (track.rs_name(from), track.rs_name(to));
-    let keys: Vec<String> = changes
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {} -> {}",
-                c.path.last_key().map_or_else(|| c.path.to_string(), str::to_owned),
-                Change::show(c.old.as_ref()),
-                Change::show(c.new.as_ref())
-            )
-        })
-        .collect();
-    let summary = format!("the re-render changed only pod-template annotations: {}", keys.join("; "));
+    let describe = |short: bool| -> Vec<String> {
+        let show = |v: Option<&serde_json::Value>| {
+            let s = Change::show(v);
+            if short && s.chars().count() > 16 {
+                format!("{}…", s.chars().take(12).collect::<String>())
+            } else {
+                s
+            }
+        };
+        changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {} -> {}",
+                    c.path
+                        .last_key()
+                        .map_or_else(|| c.path.to_string(), str::to_owned),
+                    show(c.old.as_ref()),
+                    show(c.new.as_ref())
+                )
+            })
+            .collect()
+    };
+    let summary = format!(
+        "the re-render changed only pod-template annotations: {}",
+        describe(true).join("; ")
+    );
     let explanation = format!(
-        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): image, env, resources and everything else are identical. The canary restart came from rendering one release twice with different config inputs, not from a change to the application."
+        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): {}. Image, env, resources and everything else are identical. The canary restart came from rendering one release twice with different config inputs, not from a change to the application.",
+        describe(false).join("; ")
     );
     let mut evidence = Vec::new();
     for (hash, rs_name) in [(from, &rs_a), (to, &rs_b)] {
         if let Some(rs) = track.rs_by_hash(hash) {
             let pos = rs.created.unwrap_or(rs.last);
-            evidence.push(track.rs_evidence(rs, pos, format!("ReplicaSet {rs_name}: pod template of revision {hash}")));
+            evidence.push(track.rs_evidence(
+                rs,
+                pos,
+                format!("pod template of revision {hash} ({rs_name})"),
+            ));
         }
     }
     evidence.push(track.evidence(p.pos, format!("currentPodHash {from} -> {to}")));
@@ -81,7 +107,8 @@ impl Detector for ConfigOnlyRerender {
         if change.class != RevisionClass::Restart {
             return;
         }
-        self.pending.push(PendingDiff::of(t.track, change, t.cur.pos));
+        self.pending
+            .push(PendingDiff::of(t.track, change, t.cur.pos));
         self.drain(&[t.track], out);
     }
 
@@ -109,9 +136,17 @@ mod tests {
         kit.release_to_pause("h1", template("app:2", "c1"));
         kit.advance(30);
         kit.new_revision("h2", template("app:2", "c2"));
-        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::ConfigOnlyRerender).collect();
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::ConfigOnlyRerender)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
-        assert!(f[0].summary.contains("checksum/config: c1 -> c2"), "{}", f[0].summary);
+        assert!(
+            f[0].summary.contains("checksum/config: c1 -> c2"),
+            "{}",
+            f[0].summary
+        );
     }
 
     #[test]
@@ -121,7 +156,11 @@ mod tests {
         kit.advance(30);
         kit.new_revision("h2", template("app:3", "c2"));
         assert!(kit.rules().contains(&Rule::RerenderRestart));
-        assert!(!kit.rules().contains(&Rule::ConfigOnlyRerender), "{:?}", kit.rules());
+        assert!(
+            !kit.rules().contains(&Rule::ConfigOnlyRerender),
+            "{:?}",
+            kit.rules()
+        );
     }
 
     #[test]
@@ -141,9 +180,24 @@ mod tests {
         });
         assert!(!kit.rules().contains(&Rule::ConfigOnlyRerender));
         kit.replicaset("h2", 0, tpl, Op::Added);
-        assert!(kit.rules().contains(&Rule::ConfigOnlyRerender), "{:?}", kit.rules());
-        let f = kit.found.iter().find(|f| f.rule == Rule::ConfigOnlyRerender).unwrap();
-        let restart = kit.found.iter().find(|f| f.rule == Rule::RerenderRestart).unwrap();
-        assert_eq!(f.at, restart.at, "the finding is dated at the restart, not when resolved");
+        assert!(
+            kit.rules().contains(&Rule::ConfigOnlyRerender),
+            "{:?}",
+            kit.rules()
+        );
+        let f = kit
+            .found
+            .iter()
+            .find(|f| f.rule == Rule::ConfigOnlyRerender)
+            .unwrap();
+        let restart = kit
+            .found
+            .iter()
+            .find(|f| f.rule == Rule::RerenderRestart)
+            .unwrap();
+        assert_eq!(
+            f.at, restart.at,
+            "the finding is dated at the restart, not when resolved"
+        );
     }
 }

@@ -24,7 +24,13 @@ pub(crate) struct HashOnlyChange {
     pending: Vec<PendingDiff>,
 }
 
-fn emit(p: &PendingDiff, track: &RolloutTrack, changes: Vec<Change>, source: &'static str, out: &mut Vec<Finding>) {
+fn emit(
+    p: &PendingDiff,
+    track: &RolloutTrack,
+    changes: Vec<Change>,
+    source: &'static str,
+    out: &mut Vec<Finding>,
+) {
     if !changes.is_empty() {
         return;
     }
@@ -34,7 +40,7 @@ fn emit(p: &PendingDiff, track: &RolloutTrack, changes: Vec<Change>, source: &'s
     for hash in [from, to] {
         if let Some(rs) = track.rs_by_hash(hash) {
             let pos = rs.created.unwrap_or(rs.last);
-            evidence.push(track.rs_evidence(rs, pos, format!("ReplicaSet {}: pod template of revision {hash}", rs.name)));
+            evidence.push(track.rs_evidence(rs, pos, format!("pod template of revision {hash}")));
         }
     }
     evidence.push(track.evidence(p.pos, format!("currentPodHash {from} -> {to}")));
@@ -67,7 +73,8 @@ impl HashOnlyChange {
 impl Detector for HashOnlyChange {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision else { return };
-        self.pending.push(PendingDiff::of(t.track, change, t.cur.pos));
+        self.pending
+            .push(PendingDiff::of(t.track, change, t.cur.pos));
         self.drain(&[t.track], out);
     }
 
@@ -92,7 +99,11 @@ mod tests {
         let mut kit = Kit::new();
         kit.advance(10);
         kit.new_revision("h9", template("app:1", "c0"));
-        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::HashOnlyChange).collect();
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::HashOnlyChange)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("h9") && f[0].summary.contains("stable0"));
         assert!(f[0].remedy.commands[0].contains("promote checkout-api -n payments --full"));
@@ -103,6 +114,10 @@ mod tests {
         let mut kit = Kit::new();
         kit.new_revision("h1", template("app:2", "c0"));
         kit.new_revision("h2", template("app:2", "c9"));
-        assert!(!kit.rules().contains(&Rule::HashOnlyChange), "{:?}", kit.rules());
+        assert!(
+            !kit.rules().contains(&Rule::HashOnlyChange),
+            "{:?}",
+            kit.rules()
+        );
     }
 }

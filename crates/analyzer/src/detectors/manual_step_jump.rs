@@ -25,8 +25,17 @@ impl Detector for ManualStepJump {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(jump) = t.jump else { return };
         let track = t.track;
-        let skipped: Vec<String> = jump.skipped_pauses.iter().map(|&k| step_words(track, k)).collect();
-        let by = t.cur.actor.as_ref().map(|a| format!(" by {a}")).unwrap_or_default();
+        let skipped: Vec<String> = jump
+            .skipped_pauses
+            .iter()
+            .map(|&k| step_words(track, k))
+            .collect();
+        let by = t
+            .cur
+            .actor
+            .as_ref()
+            .map(|a| format!(" by {a}"))
+            .unwrap_or_default();
         let generation_note = if t.prev.generation == t.cur.generation {
             "metadata.generation did not change, so this was a status write, not a spec change"
         } else {
@@ -80,7 +89,11 @@ mod tests {
         kit.advance(3);
         kit.set_managed("kubectl-patch", true);
         kit.step(2);
-        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::ManualStepJump).collect();
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::ManualStepJump)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("0 -> 2"), "{}", f[0].summary);
         assert!(f[0].summary.contains("step 1"), "{}", f[0].summary);

@@ -64,7 +64,10 @@ impl PendingDiff {
     }
 
     /// The template differences, when both templates are known.
-    pub fn resolve(&self, track: &RolloutTrack) -> Option<(Vec<crate::diff::Change>, &'static str)> {
+    pub fn resolve(
+        &self,
+        track: &RolloutTrack,
+    ) -> Option<(Vec<crate::diff::Change>, &'static str)> {
         let (a, b, source) = track.comparable_templates(&self.change.from, &self.change.to)?;
         Some((crate::diff::template_diff(&a, &b), source))
     }
@@ -76,7 +79,13 @@ pub(crate) fn drain_pending(
     pending: &mut Vec<PendingDiff>,
     tracks: &[&RolloutTrack],
     out: &mut Vec<Finding>,
-    mut emit: impl FnMut(&PendingDiff, &RolloutTrack, Vec<crate::diff::Change>, &'static str, &mut Vec<Finding>),
+    mut emit: impl FnMut(
+        &PendingDiff,
+        &RolloutTrack,
+        Vec<crate::diff::Change>,
+        &'static str,
+        &mut Vec<Finding>,
+    ),
 ) {
     pending.retain(|p| {
         let Some(track) = tracks.iter().find(|t| p.is_for(t)) else {

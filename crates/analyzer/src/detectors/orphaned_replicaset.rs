@@ -61,7 +61,10 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
     }
     let deadline_note = match rs.deadline.as_deref() {
         None => String::new(),
-        Some("") => "; its scale-down-deadline annotation is empty, which the controller never acts on".to_owned(),
+        Some("") => {
+            "; its scale-down-deadline annotation is empty, which the controller never acts on"
+                .to_owned()
+        }
         Some(d) => match parse_rfc3339(d) {
             Some(t) if t > end.at => return None,
             Some(t) => format!(
@@ -92,7 +95,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
     );
     let mut evidence = Vec::new();
     if let Some(created) = rs.created {
-        evidence.push(track.rs_evidence(rs, created, format!("ReplicaSet {} created (revision {hash})", rs.name)));
+        evidence.push(track.rs_evidence(rs, created, format!("created for revision {hash}")));
     }
     evidence.push(track.evidence(since, format!("{hash} is no longer current or stable")));
     evidence.push(track.rs_evidence(
@@ -130,7 +133,6 @@ impl Detector for OrphanedReplicaSet {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -161,11 +163,21 @@ mod tests {
         kit.advance(120);
         kit.step(1);
         let report = kit.finish();
-        let f: Vec<_> = report.findings.iter().filter(|f| f.rule == Rule::OrphanedReplicaSet).collect();
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::OrphanedReplicaSet)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", report.findings);
         assert_eq!(f[0].subject.name, "checkout-api-h1");
-        assert_eq!(f[0].remedy.commands, vec!["kubectl -n payments scale rs checkout-api-h1 --replicas=0"]);
-        assert!(f[0].explanation.contains("scale-down-deadline annotation is empty"));
+        assert_eq!(
+            f[0].remedy.commands,
+            vec!["kubectl -n payments scale rs checkout-api-h1 --replicas=0"]
+        );
+        assert!(
+            f[0].explanation
+                .contains("scale-down-deadline annotation is empty")
+        );
         assert!(f[0].remedy.summary.contains("one clean full run"));
     }
 
@@ -174,7 +186,12 @@ mod tests {
         let mut kit = race(0, None);
         kit.advance(120);
         kit.step(1);
-        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+        assert!(
+            kit.finish()
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::OrphanedReplicaSet)
+        );
     }
 
     #[test]
@@ -182,7 +199,12 @@ mod tests {
         let mut kit = race(1, Some("2030-01-01T00:00:00Z"));
         kit.advance(120);
         kit.step(1);
-        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+        assert!(
+            kit.finish()
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::OrphanedReplicaSet)
+        );
     }
 
     #[test]
@@ -190,6 +212,11 @@ mod tests {
         let mut kit = race(1, None);
         kit.advance(5);
         kit.step(1);
-        assert!(kit.finish().findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet));
+        assert!(
+            kit.finish()
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::OrphanedReplicaSet)
+        );
     }
 }

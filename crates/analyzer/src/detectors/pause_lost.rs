@@ -36,14 +36,22 @@ impl Detector for PauseLost {
         let summary = format!(
             "the pause at step {pause} was lost: {} had {} it since {} ({}) when a new pod template restarted the canary",
             change.from,
-            if still_paused { "been paused at" } else { "reached" },
+            if still_paused {
+                "been paused at"
+            } else {
+                "reached"
+            },
             rfc3339(reached.at),
             human_duration(t.cur.pos.at.0 - reached.at.0)
         );
+        let redo = match pause {
+            0 => "at once".to_owned(),
+            1 => "once step 0 has run anew".to_owned(),
+            p => format!("once steps 0 to {} have run anew", p - 1),
+        };
         let explanation = format!(
-            "A pipeline step waiting for this pause would time out although the rollout had reached it: after the reset the rollout pauses at {} again only once steps 0 to {} have run anew on {}. A wait should reset its timer when status.currentPodHash changes.",
+            "A pipeline step waiting for this pause would time out although the rollout had reached it: after the reset the rollout pauses at {} again only {redo} on {}. A wait should reset its timer when status.currentPodHash changes.",
             step_words(track, pause),
-            (pause - 1).max(0),
             change.to
         );
         out.push(
@@ -82,10 +90,18 @@ mod tests {
         kit.release_to_pause("h1", template("app:2", "c1"));
         kit.advance(30);
         kit.new_revision("h2", template("app:2", "c2"));
-        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::PauseLost).collect();
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::PauseLost)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("pause at step 1"), "{}", f[0].summary);
-        assert!(f[0].explanation.contains("time out"), "{}", f[0].explanation);
+        assert!(
+            f[0].explanation.contains("time out"),
+            "{}",
+            f[0].explanation
+        );
         assert!(f[0].remedy.prevention.contains("currentPodHash"));
     }
 
@@ -98,7 +114,11 @@ mod tests {
         kit.step(1); // reached the pause step, but the controller has not paused yet
         kit.advance(3);
         kit.new_revision("h2", template("app:2", "c2"));
-        assert!(kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+        assert!(
+            kit.rules().contains(&Rule::RerenderRestart),
+            "{:?}",
+            kit.rules()
+        );
         assert!(!kit.rules().contains(&Rule::PauseLost), "{:?}", kit.rules());
     }
 }

@@ -70,7 +70,10 @@ impl Detector for RerenderRestart {
                 " The new template came from a spec change at {} (generation {}{}).",
                 rfc3339(r.pos.at),
                 r.generation.unwrap_or(0),
-                r.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+                r.actor
+                    .as_ref()
+                    .map(|a| format!(", by {a}"))
+                    .unwrap_or_default()
             ));
         }
         if let (Some(r), Some(p)) = (&change.render, &change.previous_render) {
@@ -81,19 +84,30 @@ impl Detector for RerenderRestart {
                 p.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
             ));
         }
-        explanation.push_str(" This was not an abort, a steps-only change or a rollback to stable.");
+        explanation
+            .push_str(" This was not an abort, a steps-only change or a rollback to stable.");
 
         let mut evidence = Vec::new();
         if let Some(at) = change.old_progress.max_at {
             evidence.push(track.evidence(
                 at,
-                format!("{} reached {}", change.from, step_words(track, change.old_progress.max_index)),
+                format!(
+                    "{} reached {}",
+                    change.from,
+                    step_words(track, change.old_progress.max_index)
+                ),
             ));
         }
         if let Some((p, at)) = change.old_progress.last_pause() {
-            evidence.push(track.evidence(at, format!("paused at step {p} (CanaryPauseStep) on {}", change.from)));
+            evidence.push(track.evidence(
+                at,
+                format!("paused at step {p} (CanaryPauseStep) on {}", change.from),
+            ));
         }
-        for (label, r) in [("previous render", &change.previous_render), ("render", &change.render)] {
+        for (label, r) in [
+            ("previous render", &change.previous_render),
+            ("render", &change.render),
+        ] {
             if let Some(r) = r {
                 evidence.push(track.evidence(
                     r.pos,
@@ -107,7 +121,11 @@ impl Detector for RerenderRestart {
         }
         if let Some(rs) = track.rs_by_hash(&change.to) {
             if let Some(created) = rs.created {
-                evidence.push(track.rs_evidence(rs, created, format!("ReplicaSet {} created", rs.name)));
+                evidence.push(track.rs_evidence(
+                    rs,
+                    created,
+                    format!("created for revision {}", change.to),
+                ));
             }
         }
         evidence.push(track.evidence(
@@ -152,15 +170,36 @@ mod tests {
     #[test]
     fn a_second_render_after_the_pause_restarts_the_canary() {
         let kit = race();
-        let f: Vec<_> = kit.found.iter().filter(|f| f.rule == Rule::RerenderRestart).collect();
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::RerenderRestart)
+            .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         let f = f[0];
-        assert!(f.summary.contains("h1") && f.summary.contains("h2"), "{}", f.summary);
+        assert!(
+            f.summary.contains("h1") && f.summary.contains("h2"),
+            "{}",
+            f.summary
+        );
         assert!(f.summary.contains("step 1"), "{}", f.summary);
-        assert!(f.summary.contains("after the previous render"), "{}", f.summary);
-        assert!(f.explanation.contains("checkout-api-h1") && f.explanation.contains("checkout-api-h2"));
-        assert!(f.evidence.iter().any(|e| e.detail.contains("ReplicaSet checkout-api-h2 created")));
-        assert!(f.evidence.iter().any(|e| e.detail.contains("currentStepIndex 1 -> 0")));
+        assert!(
+            f.summary.contains("after the previous render"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.explanation.contains("checkout-api-h1") && f.explanation.contains("checkout-api-h2")
+        );
+        assert!(
+            f.evidence.iter().any(|e| e.object.name == "checkout-api-h2"
+                && e.detail.contains("created for revision h2"))
+        );
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e.detail.contains("currentStepIndex 1 -> 0"))
+        );
     }
 
     #[test]
@@ -175,7 +214,11 @@ mod tests {
         });
         // A later render after the abort is not a restart either.
         kit.new_revision("h2", template("app:3", "c1"));
-        assert!(!kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+        assert!(
+            !kit.rules().contains(&Rule::RerenderRestart),
+            "{:?}",
+            kit.rules()
+        );
     }
 
     #[test]
@@ -183,7 +226,10 @@ mod tests {
         let mut kit = Kit::new();
         kit.release_to_pause("h1", template("app:2", "c1"));
         kit.spec(|s| {
-            s.insert("strategy".into(), json!({"canary": {"steps": [{"setWeight": 10}, {"pause": {}}]}}));
+            s.insert(
+                "strategy".into(),
+                json!({"canary": {"steps": [{"setWeight": 10}, {"pause": {}}]}}),
+            );
         });
         kit.status(|s| {
             s.insert("currentStepHash".into(), json!("steps1"));
@@ -216,6 +262,10 @@ mod tests {
         kit.new_revision("h1", template("app:2", "c1"));
         kit.advance(2);
         kit.new_revision("h2", template("app:2", "c2"));
-        assert!(!kit.rules().contains(&Rule::RerenderRestart), "{:?}", kit.rules());
+        assert!(
+            !kit.rules().contains(&Rule::RerenderRestart),
+            "{:?}",
+            kit.rules()
+        );
     }
 }

@@ -109,11 +109,25 @@ mod tests {
     #[test]
     fn three_restarts_give_one_churn_finding_that_counts_all_of_them() {
         let kit = restarts(3);
-        assert_eq!(kit.rules().iter().filter(|r| **r == Rule::RestartChurn).count(), 1);
+        assert_eq!(
+            kit.rules()
+                .iter()
+                .filter(|r| **r == Rule::RestartChurn)
+                .count(),
+            1
+        );
         let report = kit.finish();
-        let f: Vec<_> = report.findings.iter().filter(|f| f.rule == Rule::RestartChurn).collect();
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::RestartChurn)
+            .collect();
         assert_eq!(f.len(), 1);
-        assert!(f[0].summary.contains("restarted 3 times"), "{}", f[0].summary);
+        assert!(
+            f[0].summary.contains("restarted 3 times"),
+            "{}",
+            f[0].summary
+        );
         assert_eq!(f[0].evidence.len(), 3);
     }
 }
