@@ -1,0 +1,155 @@
+//! Command-line flags as parsed by clap, before validation (see each command for the checked
+//! configuration built from them).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Forensics for progressive-delivery incidents on Kubernetes: what happened to a canary, with
+/// evidence, and what to run now.
+#[derive(Debug, Parser)]
+#[command(name = "rollout-forensics", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay recordings through the analyzer: findings with evidence and commands.
+    Analyze(AnalyzeArgs),
+    /// One row per state change of each rollout.
+    Timeline(TimelineArgs),
+    /// Diff the pod templates of two ReplicaSets in a recording (hash label ignored).
+    Diff(DiffArgs),
+    /// Header, time span, counts per kind and op, gaps and integrity of recordings.
+    Inspect(InspectArgs),
+    /// Generate a recording of a simulated scenario.
+    Simulate(SimulateArgs),
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// For a person: summary, proof, what to run.
+    Table,
+    /// The report as JSON (schema_version 1, see docs/report-schema.md).
+    Json,
+}
+
+/// Which findings make the exit code 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any error finding.
+    Error,
+    /// Any warning or error finding.
+    Warning,
+    /// Never: exit 0 whatever is found.
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct Window {
+    /// Only findings at or after T (RFC 3339, `+5m` from the start, `-5m` before the end).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Ignore records after T; end-of-recording checks run at T.
+    #[arg(long, value_name = "T", conflicts_with = "at")]
+    pub until: Option<String>,
+    /// The state at T: same as --until, by the name an on-call engineer asks with.
+    #[arg(long, value_name = "T")]
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Recording files (.rfr), read as one history in order of their start times.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Only this rollout: NAMESPACE/NAME.
+    #[arg(long, value_name = "NS/NAME")]
+    pub rollout: Option<String>,
+    #[command(flatten)]
+    pub window: Window,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Exit 1 when a finding at or above this severity is reported.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// Analyze what is readable of a truncated or corrupt recording and exit by the findings
+    /// (the damage is still reported on stderr and in the report).
+    #[arg(long)]
+    pub partial: bool,
+    /// Include per-rollout timelines in the JSON report.
+    #[arg(long)]
+    pub timelines: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// Recording files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Only this rollout: NAMESPACE/NAME.
+    #[arg(long, value_name = "NS/NAME")]
+    pub rollout: Option<String>,
+    #[command(flatten)]
+    pub window: Window,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Hide rows that only change ReplicaSet readiness.
+    #[arg(long)]
+    pub brief: bool,
+    /// Read what is readable of a truncated or corrupt recording.
+    #[arg(long)]
+    pub partial: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Recording file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// First ReplicaSet: its name, or its pod-template hash.
+    #[arg(value_name = "RS_A")]
+    pub a: String,
+    /// Second ReplicaSet: its name, or its pod-template hash.
+    #[arg(value_name = "RS_B")]
+    pub b: String,
+    /// Namespace, when names are ambiguous across namespaces.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Recording files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Scenario name (see --list).
+    #[arg(value_name = "SCENARIO", required_unless_present = "list")]
+    pub scenario: Option<String>,
+    /// Output file (`-` for stdout). Written to a temporary file and renamed when complete.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        required_unless_present = "list"
+    )]
+    pub output: Option<PathBuf>,
+    /// List the scenarios.
+    #[arg(long)]
+    pub list: bool,
+}

@@ -1,0 +1,65 @@
+//! `rollout-forensics simulate SCENARIO -o FILE`
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use crate::args::SimulateArgs;
+use crate::exit::Exit;
+
+pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
+    if args.list {
+        for s in rf_scenarios::catalog() {
+            writeln!(out, "{:<22} {}", s.name, s.summary)?;
+        }
+        return Ok(Exit::Ok);
+    }
+    let (Some(name), Some(output)) = (&args.scenario, &args.output) else {
+        bail!("simulate needs a SCENARIO and -o FILE (or --list)");
+    };
+    let Some(recording) = rf_scenarios::generate(name) else {
+        let names: Vec<&str> = rf_scenarios::catalog().iter().map(|s| s.name).collect();
+        bail!("unknown scenario {name:?}; known: {}", names.join(", "));
+    };
+    if output == Path::new("-") {
+        recording.write_to(&mut *out)?;
+        out.flush()?;
+        return Ok(Exit::Ok);
+    }
+    write_atomically(output, |file| {
+        recording.write_to(file)?;
+        Ok(())
+    })?;
+    eprintln!(
+        "wrote {} ({} records) to {}",
+        name,
+        recording.records.len(),
+        output.display()
+    );
+    Ok(Exit::Ok)
+}
+
+/// Writes to `FILE.tmp` beside `path` and renames it over `path` only when `write` succeeded, so
+/// a failed or interrupted run never leaves a partial file under the real name.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = Path::new(&tmp_name);
+    let result = (|| {
+        let mut file = std::fs::File::create(tmp)
+            .with_context(|| format!("failed to create {}", tmp.display()))?;
+        write(&mut file)?;
+        file.sync_all()
+            .with_context(|| format!("failed to write {}", tmp.display()))?;
+        std::fs::rename(tmp, path)
+            .with_context(|| format!("failed to rename {} to {}", tmp.display(), path.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    result
+}

@@ -1,0 +1,170 @@
+//! Opening recordings and replaying them into an analyzer, keeping account of damage.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rf_analyzer::{Analyzer, FileEnd, Finding};
+use rf_format::{End, Reader, Timestamp};
+
+use crate::timespec::TimeSpec;
+
+/// An open recording.
+pub struct Recording {
+    pub path: PathBuf,
+    pub reader: Reader<BufReader<File>>,
+}
+
+/// A recording that ended in damage: the records before it were used.
+#[derive(Debug)]
+pub struct Damage {
+    pub path: PathBuf,
+    pub error: rf_format::Error,
+    pub records_before: u64,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} ({} complete records before it were read)",
+            self.path.display(),
+            self.error,
+            self.records_before
+        )
+    }
+}
+
+/// Opens one recording and reads its header.
+pub fn open(path: &Path) -> Result<Recording> {
+    let file =
+        File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
+    let reader = Reader::new(BufReader::new(file))
+        .with_context(|| format!("failed to read recording {}", path.display()))?;
+    Ok(Recording {
+        path: path.to_owned(),
+        reader,
+    })
+}
+
+/// Opens every recording (failing on the first that is not one), in order of start time.
+pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
+    let mut recs = paths.iter().map(|p| open(p)).collect::<Result<Vec<_>>>()?;
+    recs.sort_by_key(|r| r.reader.header().started_at);
+    Ok(recs)
+}
+
+/// Replays `recordings` into `analyzer`, handing each record's new findings to `on_findings`.
+/// Returns the damage met, one entry per damaged file.
+pub fn replay(
+    recordings: Vec<Recording>,
+    analyzer: &mut Analyzer,
+    mut on_findings: impl FnMut(&[Finding]) -> Result<()>,
+) -> Result<Vec<Damage>> {
+    let mut damage = Vec::new();
+    for Recording { path, mut reader } in recordings {
+        analyzer.begin_file(
+            &path.display().to_string(),
+            reader.format_version(),
+            reader.header(),
+        );
+        loop {
+            match reader.next_record() {
+                Ok(Some(rec)) => {
+                    let found = analyzer.push(&rec);
+                    if !found.is_empty() {
+                        on_findings(&found)?;
+                    }
+                    if analyzer.past_until() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    let end = match reader.end() {
+                        Some(End::Closed) => FileEnd::Closed,
+                        _ => FileEnd::Unclosed,
+                    };
+                    analyzer.end_file(end, reader.trailer().map(|t| t.closed_at), None);
+                    break;
+                }
+                Err(error) => {
+                    let end = if error.is_truncation() {
+                        FileEnd::Truncated
+                    } else {
+                        FileEnd::Corrupt
+                    };
+                    analyzer.end_file(end, None, Some(error.to_string()));
+                    damage.push(Damage {
+                        path: path.clone(),
+                        error,
+                        records_before: reader.records_read(),
+                    });
+                    break;
+                }
+            }
+        }
+        if analyzer.past_until() {
+            break;
+        }
+    }
+    Ok(damage)
+}
+
+/// The recordings' start (earliest header start) and, when needed, end (latest record).
+pub fn span(paths: &[PathBuf], need_end: bool) -> Result<(Timestamp, Timestamp)> {
+    let mut start: Option<Timestamp> = None;
+    let mut end: Option<Timestamp> = None;
+    for path in paths {
+        let rec = open(path)?;
+        let s = rec.reader.header().started_at;
+        start = Some(start.map_or(s, |x| x.min(s)));
+        if need_end {
+            // A damaged tail does not matter here: the last complete record is the end.
+            let mut reader = rec.reader;
+            while let Ok(Some(r)) = reader.next_record() {
+                end = Some(end.map_or(r.observed_at, |x| x.max(r.observed_at)));
+            }
+            if let Some(t) = reader.trailer() {
+                end = Some(end.map_or(t.closed_at, |x| x.max(t.closed_at)));
+            }
+        }
+    }
+    let start = start.unwrap_or_default();
+    Ok((start, end.unwrap_or(start)))
+}
+
+/// Resolves `--since`, `--until`/`--at` against the recordings.
+pub fn resolve_window(
+    paths: &[PathBuf],
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<(Option<Timestamp>, Option<Timestamp>)> {
+    let since = since
+        .map(|s| TimeSpec::parse(s).with_context(|| "in --since".to_owned()))
+        .transpose()?;
+    let until = until
+        .map(|s| TimeSpec::parse(s).with_context(|| "in --until/--at".to_owned()))
+        .transpose()?;
+    if since.is_none() && until.is_none() {
+        return Ok((None, None));
+    }
+    let need_end = since.is_some_and(TimeSpec::needs_end) || until.is_some_and(TimeSpec::needs_end);
+    let (start, end) = span(paths, need_end)?;
+    Ok((
+        since.map(|t| t.resolve(start, end)),
+        until.map(|t| t.resolve(start, end)),
+    ))
+}
+
+/// Parses `NAMESPACE/NAME`.
+pub fn parse_rollout(s: &str) -> Result<(String, String)> {
+    match s.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
+        _ => anyhow::bail!(
+            "invalid --rollout {s:?}: expected NAMESPACE/NAME, e.g. payments/checkout-api"
+        ),
+    }
+}

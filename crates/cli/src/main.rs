@@ -1,0 +1,64 @@
+//! rollout-forensics: the command-line tool. The only crate that prints or exits.
+
+mod args;
+mod commands;
+mod exit;
+mod input;
+mod render;
+mod style;
+mod timespec;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::exit::Exit;
+
+fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
+    match &cli.command {
+        Command::Analyze(a) => commands::analyze::run(a, out),
+        Command::Timeline(a) => commands::timeline::run(a, out),
+        Command::Diff(a) => commands::diff::run(a, out),
+        Command::Inspect(a) => commands::inspect::run(a, out),
+        Command::Simulate(a) => commands::simulate::run(a, out),
+    }
+}
+
+/// True when the error is a closed stdout (`| head`): not a failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Error.into()
+            } else {
+                Exit::Ok.into()
+            };
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = run(&cli, &mut out).and_then(|exit| {
+        out.flush()?;
+        Ok(exit)
+    });
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("error: {e:#}");
+            Exit::Error.into()
+        }
+    }
+}

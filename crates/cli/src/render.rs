@@ -1,0 +1,232 @@
+//! Rendering reports for a person: an incident summary that says what happened, the proof, and
+//! what to run.
+
+use std::io::{self, Write};
+
+use comfy_table::{ContentArrangement, Table, presets};
+use rf_analyzer::{Finding, RecordingSummary, Report, Severity, human_duration, rfc3339};
+use rf_format::Timestamp;
+
+use crate::style::{Style, wrap};
+
+const WIDTH: usize = 100;
+
+/// Formats times relative to a recording: `13:03:26` when it stays within one UTC day.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    same_day: bool,
+}
+
+impl Clock {
+    pub fn for_summary(s: &RecordingSummary) -> Self {
+        let day = |t: &Option<String>| t.as_deref().map(|t| t.get(..10).unwrap_or(t).to_owned());
+        Clock {
+            same_day: day(&s.first_record_at) == day(&s.ended_at),
+        }
+    }
+
+    pub fn show(self, t: Timestamp) -> String {
+        let full = rfc3339(t);
+        if self.same_day {
+            full.get(11..19).map(str::to_owned).unwrap_or(full)
+        } else {
+            full
+        }
+    }
+}
+
+/// The line that says what was analyzed.
+pub fn recording_line(s: &RecordingSummary) -> String {
+    let names: Vec<&str> = s.files.iter().map(|f| f.name.as_str()).collect();
+    let span = match (&s.first_record_at, &s.ended_at) {
+        (Some(a), Some(b)) => format!(
+            "{a} .. {b} ({})",
+            human_duration((s.span_seconds * 1e9) as i64)
+        ),
+        _ => "no records".to_owned(),
+    };
+    let gaps = match s.gaps.len() {
+        0 => "no gaps".to_owned(),
+        1 => "1 gap".to_owned(),
+        n => format!("{n} gaps"),
+    };
+    let ends: Vec<String> = s
+        .files
+        .iter()
+        .map(|f| match f.end {
+            Some(rf_analyzer::FileEnd::Closed) => "closed cleanly".to_owned(),
+            Some(rf_analyzer::FileEnd::Unclosed) => {
+                "not closed (recorder killed or still running)".to_owned()
+            }
+            Some(rf_analyzer::FileEnd::Truncated) => "TRUNCATED".to_owned(),
+            Some(rf_analyzer::FileEnd::Corrupt) => "CORRUPT".to_owned(),
+            None => "read up to --until".to_owned(),
+        })
+        .collect();
+    let mut ends_dedup = ends.clone();
+    ends_dedup.dedup();
+    format!(
+        "{}\n{span} · {} records · {gaps} · {}",
+        names.join(", "),
+        s.records,
+        ends_dedup.join(", ")
+    )
+}
+
+fn count_line(findings: &[Finding]) -> String {
+    let n = |sev| findings.iter().filter(|f| f.severity == sev).count();
+    let mut parts = Vec::new();
+    for (sev, word) in [
+        (Severity::Error, "error"),
+        (Severity::Warning, "warning"),
+        (Severity::Info, "info"),
+    ] {
+        let k = n(sev);
+        if k > 0 {
+            parts.push(format!(
+                "{k} {word}{}",
+                if k == 1 || word == "info" { "" } else { "s" }
+            ));
+        }
+    }
+    parts.join(", ")
+}
+
+/// The whole analyze report as an incident summary.
+pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Result<()> {
+    let s = &report.recording;
+    let clock = Clock::for_summary(s);
+    writeln!(w, "{}", style.bold(&recording_line(s)))?;
+    for gap in &s.gaps {
+        writeln!(
+            w,
+            "  gap at {} in {} {}: {} (events in it are unknown)",
+            clock.show(gap.at),
+            gap.kind,
+            if gap.namespace.is_empty() {
+                "(all namespaces)"
+            } else {
+                &gap.namespace
+            },
+            gap.reason
+        )?;
+    }
+    for warning in &s.warnings {
+        writeln!(w, "  warning: {warning}")?;
+    }
+    writeln!(w)?;
+    if report.findings.is_empty() {
+        writeln!(
+            w,
+            "No findings: nothing in this recording matches a known failure."
+        )?;
+        return Ok(());
+    }
+
+    writeln!(
+        w,
+        "{}",
+        style.bold(&format!("WHAT HAPPENED ({})", count_line(&report.findings)))
+    )?;
+    let mut rollouts: Vec<&rf_analyzer::Subject> =
+        report.findings.iter().map(|f| &f.rollout).collect();
+    rollouts.sort();
+    rollouts.dedup();
+    let many = rollouts.len() > 1;
+    if !many {
+        if let Some(r) = rollouts.first() {
+            writeln!(w, "{r}")?;
+        }
+    }
+    let mut header = vec!["#", "TIME", "SEVERITY", "RULE"];
+    if many {
+        header.push("ROLLOUT");
+    }
+    header.push("WHAT HAPPENED");
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(WIDTH as u16)
+        .set_header(header);
+    for (i, f) in report.findings.iter().enumerate() {
+        let mut row = vec![
+            format!("{}", i + 1),
+            clock.show(f.at),
+            f.severity.as_str().to_owned(),
+            f.rule.id().to_owned(),
+        ];
+        if many {
+            row.push(format!("{}/{}", f.rollout.namespace, f.rollout.name));
+        }
+        row.push(f.summary.clone());
+        table.add_row(row);
+    }
+    writeln!(w, "{table}")?;
+    writeln!(w)?;
+
+    writeln!(w, "{}", style.bold("PROOF AND REMEDY"))?;
+    for (i, f) in report.findings.iter().enumerate() {
+        writeln!(
+            w,
+            "[{}] {} {} · {} · {}",
+            i + 1,
+            style.severity(f.severity),
+            style.bold(f.rule.id()),
+            f.subject,
+            clock.show(f.at)
+        )?;
+        w.write_all(wrap(&f.summary, WIDTH, "    ").as_bytes())?;
+        if !f.explanation.is_empty() {
+            writeln!(w, "  {}", style.bold("Why:"))?;
+            w.write_all(wrap(&f.explanation, WIDTH, "    ").as_bytes())?;
+        }
+        if !f.evidence.is_empty() {
+            writeln!(w, "  {}", style.bold("Proof:"))?;
+            for e in &f.evidence {
+                let file = if s.files.len() > 1 {
+                    format!("{}:", e.file)
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    w,
+                    "    {} {} {} {}",
+                    style.dim(&format!("#{file}{:<5}", e.seq)),
+                    clock.show(e.at),
+                    e.object,
+                    e.detail
+                )?;
+            }
+        }
+        writeln!(w, "  {}", style.bold("Now:"))?;
+        w.write_all(wrap(&f.remedy.summary, WIDTH, "    ").as_bytes())?;
+        for c in &f.remedy.commands {
+            writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
+        }
+        if !f.remedy.prevention.is_empty() {
+            writeln!(w, "  {}", style.bold("Prevent:"))?;
+            w.write_all(wrap(&f.remedy.prevention, WIDTH, "    ").as_bytes())?;
+        }
+        writeln!(w)?;
+    }
+
+    writeln!(w, "{}", style.bold("WHAT TO RUN NOW"))?;
+    let mut seen = Vec::new();
+    let mut ordered: Vec<&Finding> = report.findings.iter().collect();
+    ordered.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    for f in ordered {
+        for c in &f.remedy.commands {
+            if !seen.contains(c) {
+                seen.push(c.clone());
+                writeln!(
+                    w,
+                    "  {}   {}",
+                    style.command(&format!("$ {c}")),
+                    style.dim(&format!("# {}", f.rule))
+                )?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,360 @@
+//! End-to-end tests of the binary: stdout, stderr and exit codes on the committed recordings and
+//! on broken input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+fn recording(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings")
+        .join(format!("{name}.rfr"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn analyze(name: &str, extra: &[&str]) -> Output {
+    let path = recording(name);
+    let mut args = vec!["analyze", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn analyze_rerender_race_names_restart_pause_checksum_and_orphan_and_exits_1() {
+    let o = analyze("rerender-race", &[]);
+    let out = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout:\n{out}\nstderr:\n{}",
+        stderr(&o)
+    );
+    for needle in [
+        "rerender-restart",
+        "pause-lost",
+        "config-only-rerender",
+        "checksum/config",
+        "orphaned-replicaset",
+        "scale rs checkout-api-",
+        "--replicas=0",
+        "WHAT TO RUN NOW",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn analyze_image_only_release_has_no_findings_and_exits_0() {
+    let o = analyze("image-only-release", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("No findings"));
+}
+
+#[test]
+fn analyze_json_has_the_documented_shape() {
+    let o = analyze("rerender-race", &["-o", "json", "--timelines"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    assert_eq!(v["schema_version"], 1);
+    assert!(v["recording"]["records"].as_u64().unwrap() > 0);
+    let findings = v["findings"].as_array().expect("findings is an array");
+    assert!(!findings.is_empty());
+    for f in findings {
+        for key in [
+            "rule", "severity", "subject", "at", "summary", "evidence", "remedy",
+        ] {
+            assert!(!f[key].is_null(), "finding without {key}: {f}");
+        }
+        assert!(f["evidence"].is_array());
+        assert!(f["remedy"]["commands"].is_array());
+        assert!(f["at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(f["subject"]["namespace"], "payments");
+    }
+    assert!(!v["timelines"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn fail_on_controls_the_exit_code() {
+    assert_eq!(
+        analyze("rerender-race", &["--fail-on", "never"])
+            .status
+            .code(),
+        Some(0)
+    );
+    // hash-only-change yields only a warning: exit 0 by default, 1 with --fail-on warning.
+    assert_eq!(analyze("hash-only-change", &[]).status.code(), Some(0));
+    assert_eq!(
+        analyze("hash-only-change", &["--fail-on", "warning"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn rollout_filter_and_time_window_limit_the_findings() {
+    let o = analyze(
+        "rerender-race",
+        &["-o", "json", "--rollout", "payments/other"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    assert_eq!(o.status.code(), Some(0));
+    // At +20s the second render has not happened: no restart yet.
+    let o = analyze("rerender-race", &["-o", "json", "--at", "+20s"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["rule"] != "rerender-restart"),
+        "{v}"
+    );
+    let o = analyze("rerender-race", &["--rollout", "payments"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("NAMESPACE/NAME"));
+    let o = analyze("rerender-race", &["--since", "yesterday"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("RFC 3339"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_missing_file_is_an_input_error() {
+    let o = run(&["analyze", "no/such/recording.rfr"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("failed to open recording no/such/recording.rfr"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn a_file_that_is_not_gzip_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("notes.txt");
+    std::fs::write(&p, "kubectl get rollouts\n").unwrap();
+    let o = run(&["analyze", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not gzip-compressed"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_empty_file_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("empty.rfr");
+    std::fs::write(&p, b"").unwrap();
+    let o = run(&["inspect", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("empty"), "{}", stderr(&o));
+}
+
+#[test]
+fn gzip_without_the_magic_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("other.gz");
+    let data = flate2_like_gzip(b"{\"kind\":\"Rollout\"}\n");
+    std::fs::File::create(&p).unwrap().write_all(&data).unwrap();
+    let o = run(&["analyze", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("magic"), "{}", stderr(&o));
+}
+
+/// A minimal gzip member (stored block) so this test needs no compression crate.
+fn flate2_like_gzip(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    out.push(1); // final stored block
+    let len = data.len() as u16;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&(!len).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xffff_ffffu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn a_truncated_recording_reports_what_it_read_then_exits_2_unless_partial() {
+    let bytes = std::fs::read(recording("rerender-race")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cut.rfr");
+    // Cut inside the last third: most records are complete, the tail is not.
+    std::fs::write(&p, &bytes[..bytes.len() * 2 / 3 + 7]).unwrap();
+    let o = run(&["analyze", p.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("truncated") || err.contains("corrupt"),
+        "{err}"
+    );
+    assert!(err.contains("byte"), "the error says where: {err}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("the report of the readable part");
+    assert_eq!(v["recording"]["complete"], false);
+    assert!(v["recording"]["records"].as_u64().unwrap() > 10);
+
+    let o = run(&[
+        "analyze",
+        p.to_str().unwrap(),
+        "--partial",
+        "--fail-on",
+        "never",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning"));
+}
+
+#[test]
+fn inspect_shows_header_counts_and_integrity() {
+    let path = recording("rerender-race");
+    let o = run(&["inspect", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in [
+        "format version   1",
+        "Rollout",
+        "ReplicaSet",
+        "modified",
+        "integrity        closed",
+        "gaps: none",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn timeline_shows_the_step_reset() {
+    let path = recording("rerender-race");
+    let o = run(&["timeline", path.to_str().unwrap(), "--brief"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("step 1 -> 0"), "{out}");
+    assert!(out.contains("payments/checkout-api"));
+}
+
+#[test]
+fn diff_of_the_two_renders_shows_only_the_checksum() {
+    let path = recording("rerender-race");
+    let o = analyze("rerender-race", &["-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let config = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "config-only-rerender")
+        .expect("a config-only finding");
+    // Its evidence names the two ReplicaSets, old first.
+    let rs: Vec<&str> = config["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["object"]["kind"] == "ReplicaSet")
+        .map(|e| e["object"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(rs.len(), 2, "{config}");
+    let (old, new) = (rs[0], rs[1]);
+    let o = run(&["diff", path.to_str().unwrap(), old, new, "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["only_annotations"], true, "{d}");
+    assert!(
+        d["changes"][0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("checksum/config")
+    );
+    let o = run(&["diff", path.to_str().unwrap(), old, "nosuchrs"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no ReplicaSet named or hashed \"nosuchrs\""));
+}
+
+#[test]
+fn simulate_writes_a_recording_equal_to_the_committed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("race.rfr");
+    let o = run(&["simulate", "rerender-race", "-o", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let a = run(&["analyze", p.to_str().unwrap(), "-o", "json"]);
+    let b = analyze("rerender-race", &["-o", "json"]);
+    let strip = |o: &Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["recording"]["files"][0]["name"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert!(!dir.path().join("race.rfr.tmp").exists());
+    let o = run(&["simulate", "no-such-scenario", "-o", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rerender-race"),
+        "lists the known ones: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn simulate_to_an_unwritable_place_leaves_no_file() {
+    let o = run(&["simulate", "abort", "-o", "/nonexistent-dir/x.rfr"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("failed to create"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    assert_eq!(run(&["analyze"]).status.code(), Some(2));
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(run(&["--help"]).status.code(), Some(0));
+    assert_eq!(run(&["analyze", "--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    use std::process::Stdio;
+    let path = recording("rerender-race-reruns");
+    let mut child = bin()
+        .args(["timeline", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}

@@ -1,0 +1,193 @@
+//! Every committed recording: analyzed and compared with an insta snapshot of its JSON report,
+//! listed in recordings/README.md, and identical to what `simulate` makes of its scenario today.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use rf_analyzer::{Analyzer, FileEnd, Options, Report, Rule};
+use rf_format::{End, Reader, Record};
+
+fn recordings_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings")
+}
+
+fn read(name: &str) -> (rf_format::Header, Vec<Record>, rf_format::Timestamp) {
+    let path = recordings_dir().join(format!("{name}.rfr"));
+    let file = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = Reader::new(BufReader::new(file)).unwrap();
+    let records: Vec<Record> = (&mut reader).collect::<Result<_, _>>().unwrap();
+    assert_eq!(reader.end(), Some(End::Closed), "{name} is closed cleanly");
+    let closed_at = reader.trailer().expect("a trailer").closed_at;
+    (reader.header().clone(), records, closed_at)
+}
+
+fn analyze(name: &str) -> Report {
+    let (header, records, closed_at) = read(name);
+    let mut a = Analyzer::new(Options::default());
+    a.begin_file(&format!("{name}.rfr"), 1, &header);
+    for r in &records {
+        a.push(r);
+    }
+    a.end_file(FileEnd::Closed, Some(closed_at), None);
+    let mut report = a.finish();
+    report.tool.version = "(version)".to_owned();
+    report
+}
+
+fn rules(report: &Report) -> Vec<Rule> {
+    let mut r: Vec<Rule> = report.findings.iter().map(|f| f.rule).collect();
+    r.sort();
+    r.dedup();
+    r
+}
+
+#[test]
+fn every_scenario_has_a_committed_recording_and_a_readme_line() {
+    let readme = std::fs::read_to_string(recordings_dir().join("README.md")).unwrap();
+    for s in rf_scenarios::catalog() {
+        let path = recordings_dir().join(format!("{}.rfr", s.name));
+        assert!(
+            path.exists(),
+            "{} is missing: run `rollout-forensics simulate {} -o {}`",
+            path.display(),
+            s.name,
+            path.display()
+        );
+        assert!(
+            readme.contains(&format!("`{}.rfr`", s.name)),
+            "recordings/README.md has no line for {}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn committed_recordings_equal_what_the_simulator_makes_today() {
+    for s in rf_scenarios::catalog() {
+        let (header, records, closed_at) = read(s.name);
+        let fresh = rf_scenarios::generate(s.name).unwrap();
+        assert_eq!(closed_at, fresh.closed_at, "{}: close time differs", s.name);
+        assert_eq!(
+            header, fresh.header,
+            "{}: header differs; regenerate with simulate",
+            s.name
+        );
+        assert_eq!(
+            records.len(),
+            fresh.records.len(),
+            "{}: record count differs",
+            s.name
+        );
+        for (a, b) in records.iter().zip(&fresh.records) {
+            assert_eq!(
+                a, b,
+                "{}: record {} differs; regenerate with simulate",
+                s.name, a.seq
+            );
+        }
+    }
+}
+
+#[test]
+fn every_recording_matches_its_report_snapshot() {
+    for s in rf_scenarios::catalog() {
+        let report = analyze(s.name);
+        insta::assert_json_snapshot!(s.name, report);
+    }
+}
+
+#[test]
+fn issue_2_rerender_race_names_restart_lost_pause_checksum_and_orphan() {
+    let report = analyze("rerender-race");
+    assert_eq!(
+        rules(&report),
+        vec![
+            Rule::RerenderRestart,
+            Rule::PauseLost,
+            Rule::ConfigOnlyRerender,
+            Rule::OrphanedReplicaSet
+        ]
+    );
+    let orphan = report
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::OrphanedReplicaSet)
+        .unwrap();
+    assert_eq!(
+        orphan.remedy.commands,
+        vec![format!(
+            "kubectl -n payments scale rs {} --replicas=0",
+            orphan.subject.name
+        )]
+    );
+    let config = report
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::ConfigOnlyRerender)
+        .unwrap();
+    assert!(
+        config.summary.contains("checksum/config"),
+        "{}",
+        config.summary
+    );
+}
+
+#[test]
+fn issue_2_reruns_churn_and_leave_the_first_render_running() {
+    let report = analyze("rerender-race-reruns");
+    let restarts = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::RerenderRestart)
+        .count();
+    assert!(restarts >= 3, "{restarts} restarts");
+    let churn: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::RestartChurn)
+        .collect();
+    assert_eq!(churn.len(), 1);
+    assert!(
+        churn[0]
+            .summary
+            .contains(&format!("restarted {restarts} times")),
+        "{}",
+        churn[0].summary
+    );
+    assert!(rules(&report).contains(&Rule::OrphanedReplicaSet));
+}
+
+#[test]
+fn issue_2_clean_release_and_rollback_have_no_findings() {
+    for name in ["image-only-release", "rollback-to-stable"] {
+        let report = analyze(name);
+        assert!(report.findings.is_empty(), "{name}: {:?}", rules(&report));
+    }
+}
+
+#[test]
+fn issue_2_abort_and_steps_change_are_not_rerender_restarts() {
+    for name in ["abort", "steps-change"] {
+        let report = analyze(name);
+        let r = rules(&report);
+        assert!(!r.contains(&Rule::RerenderRestart), "{name}: {r:?}");
+        assert!(!r.contains(&Rule::PauseLost), "{name}: {r:?}");
+    }
+}
+
+#[test]
+fn issue_2_manual_jump_then_rerender() {
+    let r = rules(&analyze("manual-step-jump"));
+    assert!(r.contains(&Rule::ManualStepJump), "{r:?}");
+    assert!(r.contains(&Rule::RerenderRestart), "{r:?}");
+    assert!(!r.contains(&Rule::OrphanedReplicaSet), "{r:?}");
+}
+
+#[test]
+fn issue_2_hash_only_change_is_only_a_warning() {
+    let r = rules(&analyze("hash-only-change"));
+    assert_eq!(r, vec![Rule::HashOnlyChange]);
+}
