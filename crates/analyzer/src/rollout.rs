@@ -160,6 +160,9 @@ pub(crate) struct RevisionChange {
     /// The template change that brought the new revision, and the one before it.
     pub render: Option<SpecChange>,
     pub previous_render: Option<SpecChange>,
+    /// True when the index dropped in a later write than the hash change (seen in coalesced
+    /// sources such as kubectl watch output): the change itself was reported already.
+    pub deferred: bool,
 }
 
 /// A forward move of the step index that skipped pause steps never reached.
@@ -228,6 +231,8 @@ pub(crate) struct RolloutTrack {
     pub keep_timeline: bool,
     pub last_revision_change: Option<RevisionChange>,
     pub last_jump: Option<StepJump>,
+    /// A hash change away from a canary that had progressed, whose index has not dropped yet.
+    pending_reset: Option<RevisionChange>,
 }
 
 impl RolloutTrack {
@@ -251,6 +256,7 @@ impl RolloutTrack {
             keep_timeline,
             last_revision_change: None,
             last_jump: None,
+            pending_reset: None,
         }
     }
 
@@ -332,6 +338,10 @@ impl RolloutTrack {
         pos: At,
         actor: Option<&str>,
     ) -> Option<Snapshot> {
+        if !self.uid.is_empty() && !view.metadata.uid.is_empty() && self.uid != view.metadata.uid {
+            // Deleted and created again under the same name: a new object, a new history.
+            self.forget_history();
+        }
         self.uid.clone_from(&view.metadata.uid);
         self.deleted = false;
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
@@ -359,6 +369,16 @@ impl RolloutTrack {
         let changes = describe_changes(prev.as_ref(), &cur, &self.steps);
         self.push_timeline(pos, "Rollout", changes, cur.actor.clone(), None);
         Some(prev.unwrap_or(cur))
+    }
+
+    fn forget_history(&mut self) {
+        self.last = None;
+        self.progress.clear();
+        self.template_changes.clear();
+        self.last_template = None;
+        self.spec_templates.clear();
+        self.restarts.clear();
+        self.pending_reset = None;
     }
 
     fn track_template(&mut self, view: &RolloutView, cur: &Snapshot, spec_changed: bool) {
@@ -421,6 +441,8 @@ impl RolloutTrack {
                 let is_stable = |h: &String| {
                     cur.stable_rs.as_ref() == Some(h) || prev.stable_rs.as_ref() == Some(h)
                 };
+                self.pending_reset = None;
+                let dropped = cur.step_index == 0 || cur.step_index < old_progress.max_index;
                 let class = if is_stable(to) {
                     RevisionClass::RollbackToStable
                 } else if prev.abort {
@@ -430,9 +452,7 @@ impl RolloutTrack {
                     || prev.step_index >= prev.steps_len as i64
                 {
                     RevisionClass::NewRelease
-                } else if old_progress.progressed()
-                    && (cur.step_index == 0 || cur.step_index < old_progress.max_index)
-                {
+                } else if old_progress.progressed() && dropped {
                     RevisionClass::Restart
                 } else {
                     RevisionClass::Superseded
@@ -445,11 +465,28 @@ impl RolloutTrack {
                     old_progress,
                     render,
                     previous_render,
+                    deferred: false,
                 };
                 if class == RevisionClass::Restart {
                     self.restarts.push((cur.pos, change.clone()));
+                } else if class == RevisionClass::Superseded && change.old_progress.progressed() {
+                    // The index may drop in a later write of this revision.
+                    self.pending_reset = Some(RevisionChange {
+                        class: RevisionClass::Restart,
+                        deferred: true,
+                        ..change.clone()
+                    });
                 }
                 self.last_revision_change = Some(change);
+            }
+            (Some(h), Some(_))
+                if cur.step_index < prev.step_index
+                    && self.pending_reset.as_ref().is_some_and(|p| p.to == *h) =>
+            {
+                if let Some(change) = self.pending_reset.take() {
+                    self.restarts.push((cur.pos, change.clone()));
+                    self.last_revision_change = Some(change);
+                }
             }
             (Some(h), Some(_)) if cur.step_index > prev.step_index && !after_gap => {
                 if cur.promote_full || prev.promote_full {
@@ -479,7 +516,11 @@ impl RolloutTrack {
 
     fn update_progress(&mut self, prev: Option<&Snapshot>, cur: &Snapshot) {
         let Some(h) = &cur.pod_hash else { return };
-        if self.last_revision_change.is_some() {
+        if self
+            .last_revision_change
+            .as_ref()
+            .is_some_and(|c| !c.deferred)
+        {
             // The revision became current now: what it reached in an earlier life does not count.
             self.progress.insert(h.clone(), Progress::default());
         }

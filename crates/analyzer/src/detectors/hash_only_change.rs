@@ -72,7 +72,9 @@ impl HashOnlyChange {
 
 impl Detector for HashOnlyChange {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
-        let Some(change) = t.revision else { return };
+        let Some(change) = t.revision.filter(|c| !c.deferred) else {
+            return;
+        };
         self.pending
             .push(PendingDiff::of(t.track, change, t.cur.pos));
         self.drain(&[t.track], out);

@@ -269,3 +269,55 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod coalesced_tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    #[test]
+    fn a_reset_written_after_the_hash_change_is_still_one_restart() {
+        // Sources that coalesce writes (kubectl watch output) can show the new hash with the old
+        // index first and the drop to 0 in the next object.
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(30);
+        let tpl = template("app:2", "c2");
+        kit.spec(|s| {
+            s.insert("template".into(), tpl.clone());
+        });
+        kit.replicaset("h2", 0, tpl, rf_format::Op::Added);
+        kit.status(|s| {
+            s.insert("currentPodHash".into(), json!("h2"));
+        });
+        assert!(!kit.rules().contains(&Rule::RerenderRestart));
+        kit.status(|s| {
+            s.insert("currentStepIndex".into(), json!(0));
+            s.remove("pauseConditions");
+        });
+        let rules = kit.rules();
+        assert_eq!(
+            rules
+                .iter()
+                .filter(|r| **r == Rule::RerenderRestart)
+                .count(),
+            1,
+            "{rules:?}"
+        );
+        assert!(rules.contains(&Rule::PauseLost), "{rules:?}");
+        assert!(rules.contains(&Rule::ConfigOnlyRerender), "{rules:?}");
+    }
+
+    #[test]
+    fn a_rollout_recreated_under_the_same_name_starts_a_new_history() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.rollout["metadata"]["uid"] = json!("uid-rollout-2");
+        kit.rollout["status"] =
+            json!({"currentPodHash": "h2", "currentStepIndex": 0, "phase": "Progressing"});
+        kit.status(|_| {});
+        assert!(kit.rules().is_empty(), "{:?}", kit.rules());
+    }
+}
