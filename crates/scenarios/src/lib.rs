@@ -36,6 +36,7 @@ mod json;
 mod objects;
 mod recording;
 mod replica_set_controller;
+mod scale;
 mod scenarios;
 mod sim;
 mod spec;
@@ -43,6 +44,7 @@ mod status;
 
 pub use hash::{HashFunction, fake_sha256, pod_template_hash, steps_hash};
 pub use recording::Recording;
+pub use scale::{ScaleConfig, scale};
 pub use scenarios::{ScenarioInfo, catalog, generate};
 pub use sim::Sim;
 pub use spec::{

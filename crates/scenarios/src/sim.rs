@@ -436,6 +436,11 @@ impl Sim {
         self.rollout.to_value()
     }
 
+    /// How many records the simulation has written so far.
+    pub fn records_len(&self) -> usize {
+        self.records.len()
+    }
+
     /// Ends the simulation: the header and records of a recording named `name`.
     pub fn finish(self, name: &str) -> Recording {
         Recording::new(
