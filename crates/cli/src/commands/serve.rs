@@ -1,0 +1,171 @@
+//! `rollout-forensics serve FILE [--at T | --speed X] [--listen ADDR] [--kubeconfig-out PATH]`
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use rf_analyzer::rfc3339;
+use rf_format::Reader;
+use rf_replay::{Faults, Options, Pace, Server, Timeline, kubeconfig};
+
+use crate::args::ServeArgs;
+use crate::exit::Exit;
+use crate::timespec::TimeSpec;
+
+/// Reads the whole recording; damage is an error unless `--partial`.
+fn load(path: &Path, partial: bool) -> Result<Timeline> {
+    let file =
+        File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
+    let mut reader = Reader::new(BufReader::new(file))
+        .with_context(|| format!("failed to read recording {}", path.display()))?;
+    let mut records = Vec::new();
+    loop {
+        match reader.next_record() {
+            Ok(Some(r)) => records.push(r),
+            Ok(None) => break,
+            Err(e) if partial => {
+                eprintln!(
+                    "warning: {}: {e}; serving the {} complete records before it",
+                    path.display(),
+                    records.len()
+                );
+                break;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "failed to read recording {} ({} complete records before the damage; --partial serves them)",
+                        path.display(),
+                        records.len()
+                    )
+                });
+            }
+        }
+    }
+    Ok(Timeline::new(
+        reader.header().clone(),
+        records,
+        reader.trailer().copied(),
+    ))
+}
+
+fn pace(args: &ServeArgs, timeline: &Timeline) -> Result<Pace> {
+    if let Some(speed) = &args.speed {
+        if speed == "max" {
+            return Ok(Pace::Max);
+        }
+        return match speed.parse::<f64>() {
+            Ok(x) if x.is_finite() && x > 0.0 => Ok(Pace::Speed(x)),
+            _ => bail!(
+                "invalid --speed {speed:?}: expected a positive number (1 is real time) or max"
+            ),
+        };
+    }
+    let t = match &args.at {
+        Some(at) => TimeSpec::parse(at)
+            .context("in --at")?
+            .resolve(timeline.start(), timeline.end()),
+        None => timeline.end(),
+    };
+    let first = timeline.time_at(timeline.base_position());
+    if t < first {
+        eprintln!(
+            "warning: --at {} is before the recording's initial lists end ({}); serving that first complete state",
+            rfc3339(t),
+            rfc3339(first)
+        );
+    }
+    Ok(Pace::At(t))
+}
+
+fn describe(pace: Pace, timeline: &Timeline) -> String {
+    let first = rfc3339(timeline.time_at(timeline.base_position()));
+    match pace {
+        Pace::At(t) => format!("state at {}, static", rfc3339(t)),
+        Pace::Speed(x) => format!("replaying from {first} at speed {x}"),
+        Pace::Max => format!("replaying from {first} at speed max"),
+    }
+}
+
+/// The default kubeconfig: `<FILE name>.kubeconfig` in a new directory under the temp dir.
+fn default_kubeconfig(file: &Path) -> Result<(PathBuf, PathBuf)> {
+    let dir = std::env::temp_dir().join(format!("rollout-forensics-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    let name = file
+        .file_name()
+        .map_or_else(|| "recording".into(), |n| n.to_string_lossy().into_owned());
+    Ok((dir.join(format!("{name}.kubeconfig")), dir))
+}
+
+pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
+    let timeline = load(&args.file, args.partial)?;
+    for w in timeline.warnings() {
+        eprintln!("warning: {w}");
+    }
+    let pace = pace(args, &timeline)?;
+    let state = describe(pace, &timeline);
+    let namespace = timeline.namespaces().first().cloned();
+    let options = Options {
+        listen: args.listen,
+        pace,
+        faults: Faults {
+            close_watch_every: args.fault_close_watch_every,
+            gone_every: args.fault_gone_every,
+            stall_after: args.fault_stall_after,
+        },
+        ..Options::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("failed to start the server's runtime")?;
+    runtime.block_on(async {
+        let server = Server::bind(Arc::new(timeline), options).await?;
+        let url = server.url();
+        let (config_path, temp_dir) = match &args.kubeconfig_out {
+            Some(p) => (p.clone(), None),
+            None => {
+                let (p, dir) = default_kubeconfig(&args.file)?;
+                (p, Some(dir))
+            }
+        };
+        std::fs::write(&config_path, kubeconfig(&url, namespace.as_deref()))
+            .with_context(|| format!("failed to write the kubeconfig {}", config_path.display()))?;
+        eprintln!("serving {} at {url} ({state})", args.file.display());
+        eprintln!(
+            "kubeconfig: {}{} (try: kubectl --kubeconfig {} get rollouts,rs)",
+            config_path.display(),
+            if temp_dir.is_some() {
+                ", in a temporary directory removed on exit"
+            } else {
+                ""
+            },
+            config_path.display()
+        );
+        if !args.listen.ip().is_loopback() {
+            eprintln!(
+                "warning: listening on {}: anyone who can reach it can read the recording",
+                server.local_addr()
+            );
+        }
+        eprintln!("read-only; Ctrl-C stops it");
+        writeln!(out, "{url}")?;
+        out.flush()?;
+        server
+            .run(async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    // No signal handling here: serve until killed.
+                    std::future::pending::<()>().await;
+                }
+            })
+            .await?;
+        if let Some(dir) = temp_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        eprintln!("stopped");
+        Ok(Exit::Ok)
+    })
+}

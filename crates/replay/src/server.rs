@@ -1,0 +1,200 @@
+//! The HTTP server: accepts connections on loopback (by default), answers each request from the
+//! shared [`Timeline`], and stops cleanly.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::timeline::Timeline;
+
+/// State every request reads.
+#[derive(Debug)]
+pub struct Shared {
+    pub timeline: Arc<Timeline>,
+    pub options: Options,
+    pub clock: Clock,
+    pub watches: AtomicU64,
+    pub shutdown: watch::Receiver<bool>,
+    pub addr: SocketAddr,
+}
+
+/// A bound, not yet running, replay server.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+}
+
+impl Server {
+    /// Binds `options.listen` and prepares to serve `timeline`. The clock starts now.
+    pub async fn bind(timeline: Arc<Timeline>, options: Options) -> Result<Server> {
+        let listener = TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: options.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: options.listen,
+            source,
+        })?;
+        let (stop, shutdown) = watch::channel(false);
+        let clock = Clock::new(&timeline, options.pace);
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared {
+                timeline,
+                options,
+                clock,
+                watches: AtomicU64::new(0),
+                shutdown,
+                addr,
+            }),
+            stop,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// `http://ADDR`, for a kubeconfig.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.shared.addr)
+    }
+
+    /// Serves until `shutdown` completes, then ends every stream and connection.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => {
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => {
+                            // Out of descriptors or a connection reset before accept: try again.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let shared = self.shared.clone();
+                    connections.spawn(async move {
+                        let service = service_fn(move |req| {
+                            let shared = shared.clone();
+                            async move { Ok::<_, Infallible>(crate::api::route(&shared, &req)) }
+                        });
+                        let _ = http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        let _ = self.stop.send(true);
+        connections.shutdown().await;
+        Ok(())
+    }
+}
+
+/// A server running on its own thread and runtime, for tests and tools that are not async.
+/// Dropping it stops the server.
+#[derive(Debug)]
+pub struct Background {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl Background {
+    /// Binds and starts serving `timeline` on a new thread.
+    pub fn start(timeline: Arc<Timeline>, options: Options) -> Result<Background> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let server = runtime.block_on(Server::bind(timeline, options))?;
+        let addr = server.local_addr();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rf-replay".into())
+            .spawn(move || {
+                runtime.block_on(server.run(async {
+                    let _ = stopped.await;
+                }))
+            })
+            .map_err(Error::Runtime)?;
+        Ok(Background {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Error::Runtime(std::io::Error::other(
+                "the server thread panicked",
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.stop_inner();
+    }
+}
+
+/// A kubeconfig for `url`: no credentials, context `rollout-forensics-replay` (current), with
+/// `namespace` as its default namespace when given.
+pub fn kubeconfig(url: &str, namespace: Option<&str>) -> String {
+    let q = crate::json::json_string;
+    let name = q("rollout-forensics-replay");
+    let ns = namespace
+        .map(|n| format!("    namespace: {}\n", q(n)))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n{ns}current-context: {name}\nusers:\n- name: {name}\n  user: {{}}\npreferences: {{}}\n",
+        q(url)
+    )
+}

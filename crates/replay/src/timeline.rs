@@ -1,0 +1,1006 @@
+//! The pure part of the server: every served state of every kind, and the watch events between
+//! them, built once from a recording and shared read-only by every request.
+//!
+//! Positions: position `p` is the state after the first `p` records. Positions before the
+//! timeline's base (the end of the recording's initial lists) are not served.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::Arc;
+
+use rf_format::{Header, Kind, Op, Reader, Record, Timestamp, Trailer};
+
+use crate::json::{self, Meta};
+use crate::resource::Resource;
+
+/// An object's identity within its kind.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// One state of one object, as served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    /// The object's JSON as served: the recorded bytes, or with `metadata.resourceVersion`
+    /// rewritten (see [`RvMode`]).
+    pub json: Arc<[u8]>,
+    /// Its metadata (with the served resourceVersion).
+    pub meta: Meta,
+    /// Index of the record this state comes from.
+    pub index: usize,
+}
+
+/// The `type` of a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+}
+
+impl EventType {
+    /// The name a watch stream uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change of one object after the base, as a watch serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Index of the record it comes from: it is part of every state at a position after it.
+    pub index: usize,
+    /// What happened.
+    pub kind: EventType,
+    /// The served resourceVersion a watch resumes after.
+    pub rv: u64,
+    /// The object: the new state, or for `DELETED` the last state.
+    pub object: Arc<Version>,
+    /// The object's state before the event, if it existed.
+    pub previous: Option<Arc<Version>>,
+}
+
+/// Where the served resourceVersions of a kind come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RvMode {
+    /// The recorded ones: decimal integers increasing in record order. Objects are served
+    /// byte for byte as recorded (an inferred deletion's object carries its relist's version).
+    Recorded,
+    /// A served counter: the state at position `p` has resourceVersion `p + 1`, so the object a
+    /// record produced (record index `i`, from 0) has `i + 2`. Every object's
+    /// `metadata.resourceVersion` is rewritten to it.
+    Counter,
+}
+
+/// A watch or list asked for a state older than the oldest one served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooOld {
+    /// The resourceVersion asked for.
+    pub requested: u64,
+    /// The oldest resourceVersion served.
+    pub oldest: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Step {
+    /// How many of the kind's events were applied when this state took effect (0: the base).
+    applied: usize,
+    /// The state; `None` once deleted.
+    version: Option<Arc<Version>>,
+}
+
+/// Every served state of one kind.
+#[derive(Clone, Debug)]
+pub struct KindTimeline {
+    resource: Resource,
+    rv_mode: RvMode,
+    rv_note: Option<String>,
+    base_position: usize,
+    base_rv: u64,
+    objects: BTreeMap<ObjectKey, Vec<Step>>,
+    events: Vec<Event>,
+}
+
+impl KindTimeline {
+    /// The API names of this kind.
+    pub fn resource(&self) -> &Resource {
+        &self.resource
+    }
+
+    /// Where its resourceVersions come from.
+    pub fn rv_mode(&self) -> RvMode {
+        self.rv_mode
+    }
+
+    /// Why the recorded resourceVersions could not be served, in [`RvMode::Counter`].
+    pub fn rv_note(&self) -> Option<&str> {
+        self.rv_note.as_deref()
+    }
+
+    /// The resourceVersion of the oldest served state; anything older is gone.
+    pub fn base_rv(&self) -> u64 {
+        self.base_rv
+    }
+
+    /// Every event after the base, in record order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// How many events are part of the state at `position`; also the index of the first event a
+    /// watch starting at `position` sends.
+    pub fn applied_at(&self, position: usize) -> usize {
+        self.events.partition_point(|e| e.index < position)
+    }
+
+    /// The resourceVersion of the state at `position`.
+    pub fn list_rv(&self, position: usize) -> u64 {
+        let position = position.max(self.base_position);
+        match self.rv_mode {
+            RvMode::Counter => (position as u64).saturating_add(1),
+            RvMode::Recorded => match self.applied_at(position) {
+                0 => self.base_rv,
+                j => self.events[j - 1].rv,
+            },
+        }
+    }
+
+    /// The first position whose state of this kind is the state at resourceVersion `rv`: a
+    /// watch from `rv` sends the events at and after it. May lie beyond the recording's end for
+    /// a counter resourceVersion from the future.
+    pub fn position_for_rv(&self, rv: u64) -> Result<usize, TooOld> {
+        if rv < self.base_rv {
+            return Err(TooOld {
+                requested: rv,
+                oldest: self.base_rv,
+            });
+        }
+        Ok(match self.rv_mode {
+            RvMode::Counter => usize::try_from(rv - 1)
+                .unwrap_or(usize::MAX)
+                .max(self.base_position),
+            RvMode::Recorded => match self.events.partition_point(|e| e.rv <= rv) {
+                0 => self.base_position,
+                j => self.events[j - 1].index + 1,
+            },
+        })
+    }
+
+    fn version_at(steps: &[Step], applied: usize) -> Option<&Arc<Version>> {
+        let i = steps.partition_point(|s| s.applied <= applied);
+        steps.get(i.checked_sub(1)?)?.version.as_ref()
+    }
+
+    /// The object `namespace/name` at `position`, if it exists then.
+    pub fn get(&self, position: usize, namespace: &str, name: &str) -> Option<&Arc<Version>> {
+        let key = ObjectKey {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        let steps = self.objects.get(&key)?;
+        Self::version_at(steps, self.applied_at(position))
+    }
+
+    /// Every object at `position` in key order (namespace, then name), starting after `after`.
+    pub fn list<'a>(
+        &'a self,
+        position: usize,
+        after: Option<&ObjectKey>,
+    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Version>)> + 'a {
+        let applied = self.applied_at(position);
+        let range = match after {
+            Some(k) => self.objects.range((
+                std::ops::Bound::Excluded(k.clone()),
+                std::ops::Bound::Unbounded,
+            )),
+            None => self.objects.range(..),
+        };
+        range.filter_map(move |(k, steps)| Some((k, Self::version_at(steps, applied)?)))
+    }
+}
+
+/// A recording, indexed for serving: the state of every kind at every position, and the events
+/// between them.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    header: Header,
+    end: Timestamp,
+    times: Vec<Timestamp>,
+    base: usize,
+    kinds: Vec<KindTimeline>,
+    namespaces: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl Timeline {
+    /// Reads a whole recording; fails on any damage (see [`Timeline::new`] to serve what is
+    /// readable of a damaged one).
+    pub fn read<R: Read>(input: R) -> Result<Timeline, rf_format::Error> {
+        let mut reader = Reader::new(input)?;
+        let mut records = Vec::new();
+        while let Some(r) = reader.next_record()? {
+            records.push(r);
+        }
+        let trailer = reader.trailer().copied();
+        Ok(Timeline::new(reader.header().clone(), records, trailer))
+    }
+
+    /// Indexes `records` (in recording order). Records whose object is not a Kubernetes object
+    /// are skipped, with a warning.
+    pub fn new(header: Header, records: Vec<Record>, trailer: Option<Trailer>) -> Timeline {
+        let n = records.len();
+        let mut times = Vec::with_capacity(n);
+        let mut latest = header.started_at;
+        for r in &records {
+            latest = latest.max(r.observed_at);
+            times.push(latest);
+        }
+        let end = trailer.map_or(latest, |t| t.closed_at.max(latest));
+
+        // The base: after every kind's first list has ended.
+        let mut first_list_end: BTreeMap<&Kind, usize> = BTreeMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.op == Op::ListEnd {
+                first_list_end.entry(&r.kind).or_insert(i);
+            }
+        }
+        let base = first_list_end.values().map(|i| i + 1).max().unwrap_or(0);
+
+        let mut kinds: Vec<Kind> = header.source.kinds.clone();
+        let mut namespaces: Vec<String> = header.source.namespaces.clone();
+        for r in &records {
+            if !kinds.contains(&r.kind) {
+                kinds.push(r.kind.clone());
+            }
+            if !r.namespace.is_empty() && !namespaces.contains(&r.namespace) {
+                namespaces.push(r.namespace.clone());
+            }
+        }
+        kinds.sort();
+        kinds.dedup();
+
+        let mut warnings = Vec::new();
+        let kinds = kinds
+            .into_iter()
+            .map(|kind| {
+                let own: Vec<(usize, &Record)> = records
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.kind == kind)
+                    .collect();
+                build_kind(&kind, &own, base, &mut warnings)
+            })
+            .collect();
+        Timeline {
+            header,
+            end,
+            times,
+            base,
+            kinds,
+            namespaces,
+            warnings,
+        }
+    }
+
+    /// The recording's header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// When recording began.
+    pub fn start(&self) -> Timestamp {
+        self.header.started_at
+    }
+
+    /// When recording stopped: the trailer's time, or the last record's.
+    pub fn end(&self) -> Timestamp {
+        self.end
+    }
+
+    /// How many records the recording holds: the last position.
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// True for a recording without records.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    /// The oldest served position: after the recording's initial lists.
+    pub fn base_position(&self) -> usize {
+        self.base
+    }
+
+    /// The time of the state at `position`: the latest record time up to it.
+    pub fn time_at(&self, position: usize) -> Timestamp {
+        match position.min(self.times.len()) {
+            0 => self.header.started_at,
+            p => self.times[p - 1],
+        }
+    }
+
+    /// The position of the state at time `t`: every record observed at or before `t`, and never
+    /// before the base.
+    pub fn position_at(&self, t: Timestamp) -> usize {
+        self.times.partition_point(|x| *x <= t).max(self.base)
+    }
+
+    /// Every served kind, in [`Kind`] order.
+    pub fn kinds(&self) -> &[KindTimeline] {
+        &self.kinds
+    }
+
+    /// The served kind with this group and plural.
+    pub fn kind(&self, group: &str, plural: &str) -> Option<&KindTimeline> {
+        self.kinds
+            .iter()
+            .find(|k| k.resource.group == group && k.resource.plural == plural)
+    }
+
+    /// The recording's namespaces: the header's, then those of records, in first-seen order.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// What could not be served as recorded (skipped records, rewritten resourceVersions).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+/// A record's object after validation.
+struct Obj {
+    key: ObjectKey,
+    json: Arc<[u8]>,
+    meta: Meta,
+    index: usize,
+}
+
+struct RawEvent {
+    obj: Obj,
+    kind: EventType,
+    record_rv: String,
+    /// Whether the object came from this record (not the last known state).
+    from_record: bool,
+    inferred: bool,
+    group: Option<usize>,
+}
+
+enum Item {
+    Event(Box<RawEvent>),
+    ListEnd(String),
+}
+
+fn object_of(r: &Record, index: usize) -> Result<Obj, String> {
+    let mut meta = json::meta(&r.object)?;
+    if meta.name.is_empty() {
+        meta.name.clone_from(&r.name);
+    }
+    if meta.namespace.is_empty() {
+        meta.namespace.clone_from(&r.namespace);
+    }
+    Ok(Obj {
+        key: ObjectKey {
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
+        },
+        json: Arc::from(r.object.as_slice()),
+        meta,
+        index,
+    })
+}
+
+fn build_kind(
+    kind: &Kind,
+    records: &[(usize, &Record)],
+    base: usize,
+    warnings: &mut Vec<String>,
+) -> KindTimeline {
+    let resource = Resource::for_kind(kind);
+    let mut world: BTreeMap<ObjectKey, Obj> = BTreeMap::new();
+    let mut pre_rvs: Vec<&str> = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
+    // Relists after the base: their ListEnd resourceVersion, once seen.
+    let mut groups: Vec<Option<String>> = Vec::new();
+    let mut open_group: Option<usize> = None;
+    let mut skipped = 0usize;
+    let mut base_world: Option<BTreeMap<ObjectKey, Obj>> = None;
+
+    let snapshot = |world: &BTreeMap<ObjectKey, Obj>| {
+        world
+            .iter()
+            .map(|(k, o)| {
+                (
+                    k.clone(),
+                    Obj {
+                        key: o.key.clone(),
+                        json: o.json.clone(),
+                        meta: o.meta.clone(),
+                        index: o.index,
+                    },
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+
+    for &(index, r) in records {
+        if index >= base && base_world.is_none() {
+            base_world = Some(snapshot(&world));
+        }
+        let before_base = index < base;
+        if before_base && !matches!(r.op, Op::ListBegin | Op::Gap { .. }) {
+            pre_rvs.push(&r.resource_version);
+        }
+        match &r.op {
+            Op::ListBegin => {
+                if !before_base {
+                    groups.push(None);
+                    open_group = Some(groups.len() - 1);
+                }
+            }
+            Op::ListEnd => {
+                if let Some(g) = open_group.take() {
+                    groups[g] = Some(r.resource_version.clone());
+                }
+                if !before_base {
+                    items.push(Item::ListEnd(r.resource_version.clone()));
+                }
+            }
+            Op::Gap { .. } => {}
+            Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
+                let deleted = matches!(r.op, Op::Deleted { .. });
+                let inferred = matches!(r.op, Op::Deleted { inferred: true });
+                let parsed = if deleted && r.object.is_empty() {
+                    let key = ObjectKey {
+                        namespace: r.namespace.clone(),
+                        name: r.name.clone(),
+                    };
+                    match world.get(&key) {
+                        Some(o) => Ok((
+                            Obj {
+                                key: o.key.clone(),
+                                json: o.json.clone(),
+                                meta: o.meta.clone(),
+                                index,
+                            },
+                            false,
+                        )),
+                        None => continue,
+                    }
+                } else {
+                    object_of(r, index).map(|o| (o, true))
+                };
+                let (obj, from_record) = match parsed {
+                    Ok(x) => x,
+                    Err(e) => {
+                        skipped += 1;
+                        if skipped <= 3 {
+                            warnings.push(format!(
+                                "{kind} record {} ({}/{}) skipped: {e}",
+                                r.seq, r.namespace, r.name
+                            ));
+                        }
+                        continue;
+                    }
+                };
+                let existing = world.get(&obj.key);
+                let event = if deleted {
+                    existing.map(|_| EventType::Deleted)
+                } else {
+                    match existing {
+                        None => Some(EventType::Added),
+                        Some(o) if r.op == Op::Listed && o.json == obj.json => None,
+                        Some(_) => Some(EventType::Modified),
+                    }
+                };
+                let Some(event) = event else { continue };
+                if deleted {
+                    world.remove(&obj.key);
+                } else {
+                    world.insert(
+                        obj.key.clone(),
+                        Obj {
+                            key: obj.key.clone(),
+                            json: obj.json.clone(),
+                            meta: obj.meta.clone(),
+                            index,
+                        },
+                    );
+                }
+                if !before_base {
+                    let relisted = matches!(r.op, Op::Listed | Op::Deleted { inferred: true });
+                    items.push(Item::Event(Box::new(RawEvent {
+                        obj,
+                        kind: event,
+                        record_rv: r.resource_version.clone(),
+                        from_record,
+                        inferred,
+                        group: if relisted { open_group } else { None },
+                    })));
+                }
+            }
+        }
+    }
+    if skipped > 3 {
+        warnings.push(format!("{kind}: {} more records skipped", skipped - 3));
+    }
+    let base_world = base_world.unwrap_or_else(|| snapshot(&world));
+    // A relist that never ended is no relist: its events stand alone.
+    for item in &mut items {
+        if let Item::Event(e) = item {
+            if e.group.is_some_and(|g| groups[g].is_none()) {
+                e.group = None;
+            }
+        }
+    }
+
+    let recorded = recorded_rvs(&pre_rvs, &items, &groups);
+    let (rv_mode, rv_note, base_rv, rvs) = match recorded {
+        Ok((base_rv, rvs)) => (RvMode::Recorded, None, base_rv, rvs),
+        Err(why) => {
+            let has_records = !records.is_empty();
+            if has_records {
+                warnings.push(format!(
+                    "{kind}: serving a counter as resourceVersion ({why})"
+                ));
+            }
+            let rvs = items
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Event(e) => Some(e.obj.index as u64 + 2),
+                    Item::ListEnd(_) => None,
+                })
+                .collect();
+            (RvMode::Counter, Some(why), base as u64 + 1, rvs)
+        }
+    };
+
+    let served = |obj: Obj, rewrite_to: Option<u64>| -> Arc<Version> {
+        let mut meta = obj.meta;
+        let json = match rewrite_to {
+            Some(rv) => {
+                let rv = rv.to_string();
+                match json::with_resource_version(&obj.json, &rv) {
+                    Ok(bytes) => {
+                        meta.resource_version = rv;
+                        Arc::from(bytes)
+                    }
+                    Err(_) => obj.json,
+                }
+            }
+            None => obj.json,
+        };
+        Arc::new(Version {
+            json,
+            meta,
+            index: obj.index,
+        })
+    };
+
+    let mut objects: BTreeMap<ObjectKey, Vec<Step>> = BTreeMap::new();
+    for (key, obj) in base_world {
+        let rewrite = (rv_mode == RvMode::Counter).then_some(obj.index as u64 + 2);
+        let version = served(obj, rewrite);
+        objects.insert(
+            key,
+            vec![Step {
+                applied: 0,
+                version: Some(version),
+            }],
+        );
+    }
+    let mut events = Vec::new();
+    let raw_events = items.into_iter().filter_map(|i| match i {
+        Item::Event(e) => Some(e),
+        Item::ListEnd(_) => None,
+    });
+    for (e, rv) in raw_events.zip(rvs) {
+        let e = *e;
+        let rewrite = match rv_mode {
+            RvMode::Counter => Some(rv),
+            RvMode::Recorded if e.inferred || !e.from_record => Some(rv),
+            RvMode::Recorded => None,
+        };
+        let key = e.obj.key.clone();
+        let index = e.obj.index;
+        let version = served(e.obj, rewrite);
+        let steps = objects.entry(key).or_default();
+        let previous = steps.last().and_then(|s| s.version.clone());
+        events.push(Event {
+            index,
+            kind: e.kind,
+            rv,
+            object: version.clone(),
+            previous,
+        });
+        steps.push(Step {
+            applied: events.len(),
+            version: (e.kind != EventType::Deleted).then_some(version),
+        });
+    }
+    KindTimeline {
+        resource,
+        rv_mode,
+        rv_note,
+        base_position: base,
+        base_rv,
+        objects,
+        events,
+    }
+}
+
+/// The base resourceVersion and each event's served resourceVersion, when the recorded ones can
+/// be served: decimal integers, each event's above every earlier record's, a relist's events at
+/// their list's version.
+fn recorded_rvs(
+    pre_rvs: &[&str],
+    items: &[Item],
+    groups: &[Option<String>],
+) -> Result<(u64, Vec<u64>), String> {
+    let parse = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|_| format!("{s:?} is not a decimal integer"))
+    };
+    let mut base_rv = 0u64;
+    for s in pre_rvs {
+        if !s.is_empty() {
+            base_rv = base_rv.max(parse(s)?);
+        }
+    }
+    if base_rv == 0 {
+        let first = items.iter().find_map(|i| match i {
+            Item::Event(e) => Some(parse(&e.record_rv)),
+            Item::ListEnd(_) => None,
+        });
+        base_rv = match first {
+            Some(rv) => rv?.saturating_sub(1),
+            None => 0,
+        };
+    }
+    if base_rv == 0 {
+        return Err("no recorded resourceVersion to start from".to_owned());
+    }
+    let group_rvs = groups
+        .iter()
+        .map(|g| g.as_deref().map(parse).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut max = base_rv;
+    let mut rvs = Vec::new();
+    for item in items {
+        match item {
+            Item::ListEnd(s) => {
+                let rv = parse(s)?;
+                if rv < max {
+                    return Err(format!("a list at {rv} after version {max}"));
+                }
+                max = rv;
+            }
+            Item::Event(e) => {
+                let own = if e.inferred && e.record_rv.is_empty() {
+                    None
+                } else {
+                    Some(parse(&e.record_rv)?)
+                };
+                if e.from_record && !e.inferred && e.obj.meta.resource_version != e.record_rv {
+                    return Err(format!(
+                        "record resourceVersion {:?} differs from the object's {:?}",
+                        e.record_rv, e.obj.meta.resource_version
+                    ));
+                }
+                match e.group.and_then(|g| group_rvs.get(g).copied().flatten()) {
+                    Some(list_rv) => {
+                        if list_rv <= max {
+                            return Err(format!("a relist at {list_rv} after version {max}"));
+                        }
+                        if own.is_some_and(|o| o > list_rv) && !e.inferred {
+                            return Err(format!(
+                                "a relisted object at {} above its list's {list_rv}",
+                                own.unwrap_or_default()
+                            ));
+                        }
+                        rvs.push(list_rv);
+                    }
+                    None => {
+                        let own = own.ok_or("an inferred deletion without a version")?;
+                        if own <= max {
+                            return Err(format!("version {own} after version {max}"));
+                        }
+                        max = own;
+                        rvs.push(own);
+                    }
+                }
+            }
+        }
+    }
+    Ok((base_rv, rvs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rf_format::Source;
+
+    fn header(kinds: Vec<Kind>) -> Header {
+        Header::new(
+            "test",
+            Timestamp::from_unix_seconds(1000),
+            Source {
+                namespaces: vec!["ns".into()],
+                kinds,
+                ..Source::default()
+            },
+        )
+    }
+
+    fn obj(name: &str, rv: &str, extra: &str) -> Vec<u8> {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}","uid":"u-{name}","labels":{{"app":"web"}}}},"spec":{{"x":"{extra}"}}}}"#
+        )
+        .into_bytes()
+    }
+
+    struct Rec {
+        seq: u64,
+        records: Vec<Record>,
+    }
+
+    impl Rec {
+        fn new() -> Self {
+            Rec {
+                seq: 0,
+                records: Vec::new(),
+            }
+        }
+        fn push(&mut self, op: Op, name: &str, rv: &str, object: Vec<u8>) -> &mut Self {
+            self.seq += 1;
+            self.records.push(Record {
+                seq: self.seq,
+                observed_at: Timestamp::from_unix_seconds(1000 + self.seq as i64),
+                kind: Kind::ReplicaSet,
+                op,
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: String::new(),
+                resource_version: rv.into(),
+                actor: None,
+                object,
+            });
+            self
+        }
+        fn timeline(&self) -> Timeline {
+            Timeline::new(header(vec![Kind::ReplicaSet]), self.records.clone(), None)
+        }
+    }
+
+    fn initial_list() -> Rec {
+        let mut r = Rec::new();
+        r.push(Op::ListBegin, "", "100", vec![])
+            .push(Op::Listed, "b", "90", obj("b", "90", "1"))
+            .push(Op::Listed, "a", "95", obj("a", "95", "1"))
+            .push(Op::ListEnd, "", "100", vec![]);
+        r
+    }
+
+    fn names(k: &KindTimeline, position: usize) -> Vec<String> {
+        k.list(position, None)
+            .map(|(key, _)| key.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_base_is_the_state_after_the_initial_lists() {
+        let mut r = initial_list();
+        r.push(Op::Added, "c", "101", obj("c", "101", "1"));
+        let t = r.timeline();
+        assert_eq!(t.base_position(), 4);
+        let k = &t.kinds()[0];
+        assert_eq!(k.rv_mode(), RvMode::Recorded);
+        assert_eq!(k.base_rv(), 100);
+        assert_eq!(names(k, 4), ["a", "b"]);
+        assert_eq!(k.list_rv(4), 100);
+        assert_eq!(names(k, 5), ["a", "b", "c"]);
+        assert_eq!(k.list_rv(5), 101);
+        // Positions before the base are the base.
+        assert_eq!(t.position_at(Timestamp::from_unix_seconds(0)), 4);
+        assert_eq!(k.list_rv(0), 100);
+    }
+
+    #[test]
+    fn events_map_ops_to_watch_types_and_keep_recorded_bytes() {
+        let mut r = initial_list();
+        r.push(Op::Modified, "a", "101", obj("a", "101", "2"))
+            .push(Op::Added, "c", "102", obj("c", "102", "1"))
+            .push(
+                Op::Deleted { inferred: false },
+                "b",
+                "103",
+                obj("b", "103", "1"),
+            );
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        let ev: Vec<_> = k
+            .events()
+            .iter()
+            .map(|e| (e.kind, e.object.meta.name.as_str(), e.rv))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (EventType::Modified, "a", 101),
+                (EventType::Added, "c", 102),
+                (EventType::Deleted, "b", 103)
+            ]
+        );
+        assert_eq!(&*k.events()[0].object.json, obj("a", "101", "2").as_slice());
+        assert_eq!(
+            k.events()[0]
+                .previous
+                .as_ref()
+                .unwrap()
+                .meta
+                .resource_version,
+            "95"
+        );
+        assert_eq!(names(k, t.len()), ["a", "c"]);
+        assert!(k.get(t.len(), "ns", "b").is_none());
+        assert!(k.get(4, "ns", "b").is_some());
+    }
+
+    #[test]
+    fn a_watch_from_a_version_starts_after_it_and_too_old_is_gone() {
+        let mut r = initial_list();
+        r.push(Op::Modified, "a", "101", obj("a", "101", "2")).push(
+            Op::Modified,
+            "a",
+            "105",
+            obj("a", "105", "3"),
+        );
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        assert_eq!(k.applied_at(k.position_for_rv(100).unwrap()), 0);
+        assert_eq!(k.applied_at(k.position_for_rv(101).unwrap()), 1);
+        assert_eq!(k.applied_at(k.position_for_rv(103).unwrap()), 1);
+        assert_eq!(k.applied_at(k.position_for_rv(105).unwrap()), 2);
+        assert_eq!(
+            k.position_for_rv(99),
+            Err(TooOld {
+                requested: 99,
+                oldest: 100
+            })
+        );
+    }
+
+    #[test]
+    fn unordered_versions_are_served_as_a_counter() {
+        let mut r = initial_list();
+        r.push(Op::Modified, "a", "101", obj("a", "101", "2")).push(
+            Op::Modified,
+            "b",
+            "abc",
+            obj("b", "abc", "2"),
+        );
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        assert_eq!(k.rv_mode(), RvMode::Counter);
+        assert!(t.warnings()[0].contains("counter"), "{:?}", t.warnings());
+        assert_eq!(k.base_rv(), 5);
+        assert_eq!(k.list_rv(4), 5);
+        let e: Vec<_> = k.events().iter().map(|e| e.rv).collect();
+        assert_eq!(e, [6, 7]);
+        // Objects carry the counter, other bytes untouched.
+        let a = k.get(6, "ns", "a").unwrap();
+        assert_eq!(a.meta.resource_version, "6");
+        assert_eq!(&*a.json, obj("a", "6", "2").as_slice());
+        let b0 = k.get(4, "ns", "b").unwrap();
+        assert_eq!(b0.meta.resource_version, "3");
+        assert_eq!(k.applied_at(k.position_for_rv(6).unwrap()), 1);
+        assert!(k.position_for_rv(4).is_err());
+    }
+
+    #[test]
+    fn a_relist_after_a_gap_yields_changes_only_at_the_lists_version() {
+        let mut r = initial_list();
+        r.push(
+            Op::Gap {
+                reason: "410".into(),
+            },
+            "",
+            "",
+            vec![],
+        )
+        .push(Op::ListBegin, "", "", vec![])
+        .push(Op::Listed, "a", "95", obj("a", "95", "1"))
+        .push(Op::Listed, "c", "110", obj("c", "110", "1"))
+        .push(
+            Op::Deleted { inferred: true },
+            "b",
+            "90",
+            obj("b", "90", "1"),
+        )
+        .push(Op::ListEnd, "", "120", vec![])
+        .push(Op::Modified, "a", "121", obj("a", "121", "2"));
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        assert_eq!(k.rv_mode(), RvMode::Recorded, "{:?}", k.rv_note());
+        let ev: Vec<_> = k
+            .events()
+            .iter()
+            .map(|e| (e.kind, e.object.meta.name.as_str(), e.rv))
+            .collect();
+        assert_eq!(
+            ev,
+            [
+                (EventType::Added, "c", 120),
+                (EventType::Deleted, "b", 120),
+                (EventType::Modified, "a", 121)
+            ]
+        );
+        // The inferred deletion carries the relist's version; the relisted object its own.
+        assert_eq!(k.events()[1].object.meta.resource_version, "120");
+        assert_eq!(k.events()[0].object.meta.resource_version, "110");
+        assert_eq!(k.applied_at(k.position_for_rv(110).unwrap()), 0);
+        assert_eq!(k.applied_at(k.position_for_rv(120).unwrap()), 2);
+    }
+
+    #[test]
+    fn without_lists_everything_is_an_event_and_first_seen_is_added() {
+        let mut r = Rec::new();
+        r.push(Op::Modified, "a", "7", obj("a", "7", "1")).push(
+            Op::Modified,
+            "a",
+            "8",
+            obj("a", "8", "2"),
+        );
+        let t = r.timeline();
+        assert_eq!(t.base_position(), 0);
+        let k = &t.kinds()[0];
+        assert_eq!(k.base_rv(), 6);
+        let kinds: Vec<_> = k.events().iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EventType::Added, EventType::Modified]);
+        assert_eq!(names(k, 0), Vec::<String>::new());
+    }
+
+    #[test]
+    fn objects_that_are_not_kubernetes_objects_are_skipped_with_a_warning() {
+        let mut r = initial_list();
+        r.push(Op::Added, "x", "101", b"not json".to_vec()).push(
+            Op::Added,
+            "c",
+            "102",
+            obj("c", "102", "1"),
+        );
+        let t = r.timeline();
+        assert!(t.warnings()[0].contains("skipped"), "{:?}", t.warnings());
+        assert_eq!(t.kinds()[0].events().len(), 1);
+    }
+
+    #[test]
+    fn the_committed_rerender_race_recording_serves_its_recorded_versions() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../recordings/rerender-race.rfr"
+        );
+        let t = Timeline::read(std::fs::File::open(path).unwrap()).unwrap();
+        assert_eq!(t.base_position(), 9);
+        assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+        for k in t.kinds() {
+            assert_eq!(k.rv_mode(), RvMode::Recorded, "{:?}", k.rv_note());
+            assert_eq!(k.base_rv(), 48212991);
+        }
+        let rs = t.kind("apps", "replicasets").unwrap();
+        assert_eq!(rs.list(t.len(), None).count(), 4);
+        assert_eq!(t.namespaces(), ["payments"]);
+    }
+}
