@@ -1,6 +1,7 @@
 //! Command-line flags as parsed by clap, before validation (see each command for the checked
 //! configuration built from them).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -26,6 +27,10 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Generate a recording of a simulated scenario.
     Simulate(SimulateArgs),
+    /// Serve a recording as a read-only Kubernetes API server (for kubectl, k9s, recorders).
+    Serve(ServeArgs),
+    /// Record watch events of a live API server into a recording.
+    Record(crate::commands::record::RecordArgs),
 }
 
 /// Output formats.
@@ -152,4 +157,38 @@ pub struct SimulateArgs {
     /// List the scenarios.
     #[arg(long)]
     pub list: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Recording file (.rfr).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Serve the state at T (RFC 3339, `+5m` from the start, `-5m` before the end).
+    /// Default: the end of the recording.
+    #[arg(long, value_name = "T", conflicts_with = "speed")]
+    pub at: Option<String>,
+    /// Replay events from the start in recorded time, X times faster (`1`: real time; `max`: as
+    /// fast as clients read).
+    #[arg(long, value_name = "X")]
+    pub speed: Option<String>,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Where to write a kubeconfig for the server. Default: FILE's name + `.kubeconfig` in a new
+    /// temporary directory (removed on Ctrl-C).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Serve what is readable of a truncated or corrupt recording.
+    #[arg(long)]
+    pub partial: bool,
+    /// Fault injection for tests: end each watch stream after N events.
+    #[arg(long, value_name = "N", hide = true, default_value_t = 0)]
+    pub fault_close_watch_every: u64,
+    /// Fault injection for tests: answer every M-th watch with 410 Gone.
+    #[arg(long, value_name = "M", hide = true, default_value_t = 0)]
+    pub fault_gone_every: u64,
+    /// Fault injection for tests: stall each watch stream after N events.
+    #[arg(long, value_name = "N", hide = true, default_value_t = 0)]
+    pub fault_stall_after: u64,
 }

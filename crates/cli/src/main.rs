@@ -23,6 +23,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Diff(a) => commands::diff::run(a, out),
         Command::Inspect(a) => commands::inspect::run(a, out),
         Command::Simulate(a) => commands::simulate::run(a, out),
+        Command::Serve(a) => commands::serve::run(a, out),
+        Command::Record(a) => commands::record::run(a, out),
     }
 }
 

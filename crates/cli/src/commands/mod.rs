@@ -3,5 +3,7 @@
 pub mod analyze;
 pub mod diff;
 pub mod inspect;
+pub mod record;
+pub mod serve;
 pub mod simulate;
 pub mod timeline;

@@ -1,0 +1,349 @@
+//! rf-recorder: records Kubernetes watch events into a rollout-forensics recording.
+//!
+//! One list-and-watch loop per kind and namespace feeds a writer thread through a bounded
+//! channel. A watch that closes or breaks resumes from the last resourceVersion seen, so nothing
+//! is lost; when the server answers 410 Gone, the loop writes a `Gap` record and relists
+//! (`ListBegin`, `Listed` for every object, `Deleted{inferred}` for every object that vanished,
+//! `ListEnd`). The writer closes a gzip member at every flush interval and at each list end, so
+//! a recorder killed with SIGKILL loses at most the last interval; stopping it writes the trailer.
+//!
+//! It only gets, lists and watches. Unless told otherwise it replaces every `env[].value` (and
+//! every Helm value of an Argo CD Application) by a short digest before anything is written.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = kube::Client::try_default().await?;
+//! let config = rf_recorder::Config::default();
+//! let file = std::fs::File::create("incident.rfr")?;
+//! let source = rf_recorder::SourceInfo::default();
+//! let stop = tokio::time::sleep(std::time::Duration::from_secs(60));
+//! let summary = rf_recorder::record(client, &config, &source, file, stop, |_| {}).await?;
+//! println!("{} records", summary.records);
+//! # Ok(()) }
+//! ```
+
+mod clock;
+mod error;
+mod redact;
+mod resource;
+mod sink;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use rf_format::{Header, Kind, Redaction, Source, Timestamp};
+
+pub use error::{Error, Result};
+pub use redact::{digest, redact_object};
+pub use resource::{Resource, parse_kind};
+pub use sink::Written;
+pub use watch::Stats;
+
+use crate::watch::{Target, Tuning};
+
+/// What to record and how.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Kinds that must be served (an error names any that is not).
+    pub kinds: Vec<Kind>,
+    /// Kinds recorded only when the server serves them (skipped silently otherwise).
+    pub optional_kinds: Vec<Kind>,
+    /// Namespaces; empty: all namespaces.
+    pub namespaces: Vec<String>,
+    /// Label selector for every list and watch.
+    pub label_selector: Option<String>,
+    /// How often the writer closes a gzip member.
+    pub flush_interval: Duration,
+    /// Replace env values and Helm values by digests.
+    pub redact: bool,
+    /// `timeoutSeconds` asked of every watch (the server ends it then; the loop resumes).
+    pub watch_timeout: Duration,
+    /// A watch that sends no byte for this long is taken as stalled and resumed.
+    pub idle_timeout: Duration,
+    /// Longest wait between retries.
+    pub backoff_max: Duration,
+    /// Objects per list page.
+    pub page_size: u32,
+    /// Records buffered between the watchers and the writer.
+    pub channel_capacity: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            kinds: vec![
+                Kind::Rollout,
+                Kind::ReplicaSet,
+                Kind::Service,
+                Kind::EndpointSlice,
+                Kind::Pod,
+                Kind::Event,
+            ],
+            optional_kinds: vec![Kind::Application],
+            namespaces: Vec::new(),
+            label_selector: None,
+            flush_interval: Duration::from_secs(1),
+            redact: true,
+            watch_timeout: Duration::from_secs(290),
+            idle_timeout: Duration::from_secs(330),
+            backoff_max: Duration::from_secs(30),
+            page_size: 500,
+            channel_capacity: 8192,
+        }
+    }
+}
+
+/// Where the recording comes from, for its header.
+#[derive(Clone, Debug, Default)]
+pub struct SourceInfo {
+    /// kubeconfig context.
+    pub context: Option<String>,
+    /// API server URL.
+    pub server: Option<String>,
+}
+
+/// What the status line shows, once a second.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Since recording began.
+    pub elapsed: Duration,
+    /// Events and listed objects per kind.
+    pub per_kind: BTreeMap<String, u64>,
+    /// Records written.
+    pub records: u64,
+    /// Compressed bytes written.
+    pub bytes: u64,
+    /// Gaps recorded.
+    pub gaps: u64,
+}
+
+/// What was recorded.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// When recording began.
+    pub started_at: Timestamp,
+    /// When it stopped.
+    pub ended_at: Timestamp,
+    /// Records written.
+    pub records: u64,
+    /// Compressed bytes written.
+    pub bytes: u64,
+    /// Events and listed objects per kind.
+    pub per_kind: BTreeMap<String, u64>,
+    /// Gaps recorded.
+    pub gaps: u64,
+    /// Watches resumed after closing or breaking, without loss.
+    pub resumes: u64,
+    /// Kinds recorded.
+    pub kinds: Vec<Kind>,
+    /// Optional kinds the server does not serve.
+    pub skipped: Vec<Kind>,
+}
+
+/// Which of the asked kinds the server serves: the resources to watch, and the optional kinds
+/// skipped. A required kind that is not served is an error.
+pub async fn discover(
+    client: &Client,
+    config: &Config,
+    server: &str,
+) -> Result<(Vec<Resource>, Vec<Kind>)> {
+    let mut served_cache: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut resources = Vec::new();
+    let mut skipped = Vec::new();
+    let all = config
+        .kinds
+        .iter()
+        .map(|k| (k, true))
+        .chain(config.optional_kinds.iter().map(|k| (k, false)));
+    for (kind, required) in all {
+        let Some(resource) = Resource::for_kind(kind) else {
+            continue;
+        };
+        let gv = resource.api_version();
+        if !served_cache.contains_key(&gv) {
+            let listed = if resource.group.is_empty() {
+                client.list_core_api_resources(resource.version).await
+            } else {
+                client.list_api_group_resources(&gv).await
+            };
+            let names = match listed {
+                Ok(list) => list.resources.into_iter().map(|r| r.name).collect(),
+                Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+                Err(kube::Error::Api(s)) if s.code == 403 => {
+                    return Err(Error::Forbidden {
+                        verb: "get",
+                        resource: format!("API discovery of {gv}"),
+                        scope: String::new(),
+                        message: s.message,
+                    });
+                }
+                Err(e) => {
+                    return Err(Error::Unreachable {
+                        server: server.to_owned(),
+                        detail: e.to_string(),
+                    });
+                }
+            };
+            served_cache.insert(gv.clone(), names);
+        }
+        let served = served_cache
+            .get(&gv)
+            .is_some_and(|names| names.iter().any(|n| n == resource.plural));
+        if served {
+            resources.push(resource);
+        } else if required {
+            let hint = match kind {
+                Kind::Rollout => ": is Argo Rollouts installed? Record without it with --kinds replicasets,services,endpointslices,pods,events".to_owned(),
+                _ => format!(": leave it out of --kinds to record the rest ({})", kind.name()),
+            };
+            return Err(Error::NotServed {
+                resource: resource.qualified(),
+                api_version: gv,
+                hint,
+            });
+        } else {
+            skipped.push(kind.clone());
+        }
+    }
+    Ok((resources, skipped))
+}
+
+/// Records until `stop` resolves, then closes the file cleanly. `on_progress` is called once a
+/// second. Errors before anything was recorded (forbidden, not served, unreachable) leave the
+/// output without a trailer: the caller should remove it.
+pub async fn record<W: Write + Send + 'static>(
+    client: Client,
+    config: &Config,
+    source: &SourceInfo,
+    output: W,
+    stop: impl Future<Output = ()>,
+    mut on_progress: impl FnMut(&Progress),
+) -> Result<Summary> {
+    let server = source
+        .server
+        .clone()
+        .unwrap_or_else(|| "(unknown)".to_owned());
+    let (resources, skipped) = discover(&client, config, &server).await?;
+    let started_at = clock::now();
+    let mut header = Header::new(
+        concat!("rollout-forensics ", env!("CARGO_PKG_VERSION")),
+        started_at,
+        Source {
+            context: source.context.clone(),
+            server: source.server.clone(),
+            namespaces: config.namespaces.clone(),
+            label_selector: config.label_selector.clone(),
+            kinds: resources.iter().map(|r| r.kind.clone()).collect(),
+        },
+    );
+    header.redaction = if config.redact {
+        Redaction::EnvValueDigests
+    } else {
+        Redaction::Disabled
+    };
+    if !skipped.is_empty() {
+        let names: Vec<&str> = skipped.iter().map(Kind::name).collect();
+        header
+            .notes
+            .insert("not-served".to_owned(), names.join(","));
+    }
+    let sink = sink::start(output, &header, config.channel_capacity)?;
+    let stats = Arc::new(Stats::default());
+    let tuning = Tuning {
+        watch_timeout: config.watch_timeout,
+        idle_timeout: config.idle_timeout,
+        backoff_max: config.backoff_max,
+        page_size: config.page_size,
+        redact: config.redact,
+    };
+    let namespaces: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for resource in &resources {
+        for ns in &namespaces {
+            let target = Target {
+                resource: resource.clone(),
+                namespace: ns.clone(),
+                selector: config.label_selector.clone(),
+            };
+            tasks.spawn(watch::run(
+                client.clone(),
+                target,
+                tuning.clone(),
+                sink.tx.clone(),
+                Arc::clone(&stats),
+                server.clone(),
+            ));
+        }
+    }
+    let begun = Instant::now();
+    let mut ticker = tokio::time::interval(config.flush_interval.min(Duration::from_secs(1)));
+    let mut last_flush = Instant::now();
+    tokio::pin!(stop);
+    let outcome: Result<()> = loop {
+        tokio::select! {
+            () = &mut stop => break Ok(()),
+            Some(done) = tasks.join_next() => {
+                match done {
+                    Ok(Err(e)) => break Err(e),
+                    Ok(Ok(())) => {}
+                    Err(join) => break Err(Error::Thread(std::io::Error::other(join.to_string()))),
+                }
+            }
+            _ = ticker.tick() => {
+                if last_flush.elapsed() >= config.flush_interval {
+                    let _ = sink.tx.try_send(sink::Message::Flush);
+                    last_flush = Instant::now();
+                }
+                on_progress(&Progress {
+                    elapsed: begun.elapsed(),
+                    per_kind: stats.per_kind.lock().map(|m| m.clone()).unwrap_or_default(),
+                    records: sink.written.records.load(Ordering::Relaxed),
+                    bytes: sink.written.bytes.load(Ordering::Relaxed),
+                    gaps: stats.gaps.load(Ordering::Relaxed),
+                });
+            }
+        }
+    };
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let written = Arc::clone(&sink.written);
+    let tx = sink.tx;
+    if outcome.is_err() {
+        // Leave the file without a trailer: it is not a complete recording.
+        let _ = tx.send(sink::Message::Abort).await;
+    }
+    drop(tx);
+    let joined = tokio::task::spawn_blocking(move || sink.handle.join())
+        .await
+        .map_err(|e| Error::Thread(std::io::Error::other(e.to_string())))?;
+    match joined {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(Error::Thread(std::io::Error::other(
+                "the writer thread panicked",
+            )));
+        }
+    }
+    outcome?;
+    Ok(Summary {
+        started_at,
+        ended_at: clock::now(),
+        records: written.records.load(Ordering::Relaxed),
+        bytes: written.bytes.load(Ordering::Relaxed),
+        per_kind: stats.per_kind.lock().map(|m| m.clone()).unwrap_or_default(),
+        gaps: stats.gaps.load(Ordering::Relaxed),
+        resumes: stats.resumes.load(Ordering::Relaxed),
+        kinds: resources.iter().map(|r| r.kind.clone()).collect(),
+        skipped,
+    })
+}

@@ -1,0 +1,535 @@
+//! One list-and-watch loop per resource and namespace: list, watch from the list's version,
+//! resume a closed or broken watch from the last version seen (nothing is lost), and relist when
+//! the server says the version is gone (410): then a Gap record says so, and the relist writes
+//! every object as Listed and every vanished one as Deleted{inferred}.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::io::{AsyncBufReadExt, AsyncReadExt};
+use kube::Client;
+use kube::core::Request;
+use kube::core::params::{ListParams, WatchParams};
+use rf_format::{Op, Timestamp};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::clock::now;
+use crate::error::{Error, Result};
+use crate::redact::redact_object;
+use crate::resource::Resource;
+use crate::sink::{Draft, Message};
+
+/// The longest watch line accepted: the format's frame limit.
+const MAX_LINE: u64 = rf_format::MAX_FRAME_LEN as u64;
+
+/// What one loop watches.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub resource: Resource,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+}
+
+impl Target {
+    fn scope(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!(" in namespace {ns}"),
+            None => " in all namespaces".to_owned(),
+        }
+    }
+}
+
+/// Timing and limits of the loops.
+#[derive(Clone, Debug)]
+pub(crate) struct Tuning {
+    pub watch_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub backoff_max: Duration,
+    pub page_size: u32,
+    pub redact: bool,
+}
+
+/// Live counters shared with the status line.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Watch events and listed objects per kind.
+    pub per_kind: Mutex<BTreeMap<String, u64>>,
+    /// Gaps recorded.
+    pub gaps: std::sync::atomic::AtomicU64,
+    /// Watches resumed after closing or breaking (no history lost).
+    pub resumes: std::sync::atomic::AtomicU64,
+}
+
+impl Stats {
+    fn count(&self, kind: &str) {
+        if let Ok(mut m) = self.per_kind.lock() {
+            *m.entry(kind.to_owned()).or_default() += 1;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MetaOnly {
+    #[serde(default)]
+    metadata: MetaFields,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct MetaFields {
+    name: String,
+    namespace: String,
+    uid: String,
+    resource_version: String,
+}
+
+#[derive(Deserialize)]
+struct ListPage {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Vec<Box<RawValue>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ListMeta {
+    resource_version: String,
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WatchLine {
+    #[serde(rename = "type")]
+    type_: String,
+    object: Box<RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StatusObject {
+    code: u16,
+    reason: String,
+    message: String,
+}
+
+struct Known {
+    uid: String,
+    rv: String,
+    object: Vec<u8>,
+}
+
+enum WatchEnd {
+    /// The server ended the watch (timeout) or the connection closed: resume.
+    Closed,
+    /// No byte for the idle timeout: the stream stalled; resume.
+    Stalled,
+    /// The version is gone: relist, with a gap.
+    Expired(String),
+    /// An error: back off, then resume.
+    Failed(String),
+}
+
+struct Loop {
+    client: Client,
+    target: Target,
+    tuning: Tuning,
+    tx: mpsc::Sender<Message>,
+    stats: Arc<Stats>,
+    known: HashMap<(String, String), Known>,
+}
+
+/// Sends or reports that the writer is gone (the recorder is stopping).
+async fn send(tx: &mpsc::Sender<Message>, d: Draft) -> bool {
+    tx.send(Message::Record(d)).await.is_ok()
+}
+
+fn classify_start_error(
+    e: &kube::Error,
+    target: &Target,
+    verb: &'static str,
+    server: &str,
+) -> Error {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => Error::Forbidden {
+            verb,
+            resource: target.resource.qualified(),
+            scope: target.scope(),
+            message: s.message.clone(),
+        },
+        kube::Error::Api(s) if s.code == 404 => Error::NotServed {
+            resource: target.resource.qualified(),
+            api_version: target.resource.api_version(),
+            hint: format!(": {}", s.message),
+        },
+        other => Error::Unreachable {
+            server: server.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// Runs the loop until the writer goes away. Errors only when the first list fails.
+pub(crate) async fn run(
+    client: Client,
+    target: Target,
+    tuning: Tuning,
+    tx: mpsc::Sender<Message>,
+    stats: Arc<Stats>,
+    server: String,
+) -> Result<()> {
+    let mut l = Loop {
+        client,
+        target,
+        tuning,
+        tx,
+        stats,
+        known: HashMap::new(),
+    };
+    let mut backoff = Backoff::new(l.tuning.backoff_max);
+    let mut first = true;
+    let mut gap: Option<String> = None;
+    loop {
+        let page = match l.list().await {
+            Ok(page) => page,
+            Err(e) if first => return Err(classify_start_error(&e, &l.target, "list", &server)),
+            Err(e) => {
+                gap.get_or_insert_with(|| {
+                    format!(
+                        "relist of {}{} failed: {e}",
+                        l.target.resource.qualified(),
+                        l.target.scope()
+                    )
+                });
+                tokio::time::sleep(backoff.next()).await;
+                continue;
+            }
+        };
+        if let Some(reason) = gap.take() {
+            if !l.emit_gap(reason, &page.metadata.resource_version).await {
+                return Ok(());
+            }
+        }
+        let mut rv = page.metadata.resource_version.clone();
+        if !l.emit_list(page).await {
+            return Ok(());
+        }
+        first = false;
+        backoff.reset();
+        loop {
+            match l.watch(&mut rv).await {
+                None => return Ok(()),
+                Some(WatchEnd::Closed | WatchEnd::Stalled) => {
+                    l.stats
+                        .resumes
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    backoff.reset();
+                }
+                Some(WatchEnd::Failed(reason)) => {
+                    l.stats
+                        .resumes
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // Resuming from `rv` loses nothing; if the version is gone by then, the
+                    // next watch says so (410) and the loop relists with a gap.
+                    let _ = reason;
+                    tokio::time::sleep(backoff.next()).await;
+                }
+                Some(WatchEnd::Expired(reason)) => {
+                    gap = Some(reason);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Loop {
+    fn path(&self) -> String {
+        self.target
+            .resource
+            .url_path(self.target.namespace.as_deref())
+    }
+
+    async fn list(&self) -> std::result::Result<ListPage, kube::Error> {
+        let mut all = ListPage {
+            metadata: ListMeta::default(),
+            items: Vec::new(),
+        };
+        let mut restarts = 0;
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(self.tuning.page_size);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            if let Some(sel) = &self.target.selector {
+                lp = lp.labels(sel);
+            }
+            let req = Request::new(self.path())
+                .list(&lp)
+                .map_err(kube::Error::BuildRequest)?;
+            let page: ListPage = match self.client.request(req).await {
+                Ok(p) => p,
+                // The continue token expired mid-list: start the list again.
+                Err(kube::Error::Api(s)) if s.code == 410 && token.is_some() && restarts < 3 => {
+                    restarts += 1;
+                    token = None;
+                    all.items.clear();
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if token.is_none() {
+                all.metadata.resource_version = page.metadata.resource_version;
+            }
+            all.items.extend(page.items);
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(next) => token = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    fn draft(&self, op: Op, meta: &MetaFields, object: Vec<u8>, at: Timestamp) -> Draft {
+        Draft {
+            observed_at: at,
+            kind: self.target.resource.kind.clone(),
+            op,
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            object,
+        }
+    }
+
+    fn marker(&self, op: Op, rv: &str) -> Draft {
+        Draft {
+            observed_at: now(),
+            kind: self.target.resource.kind.clone(),
+            op,
+            namespace: self.target.namespace.clone().unwrap_or_default(),
+            name: String::new(),
+            uid: String::new(),
+            resource_version: rv.to_owned(),
+            object: Vec::new(),
+        }
+    }
+
+    async fn emit_gap(&self, reason: String, rv: &str) -> bool {
+        self.stats
+            .gaps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        send(&self.tx, self.marker(Op::Gap { reason }, rv)).await
+    }
+
+    fn prepare(&self, raw: &RawValue) -> (MetaFields, Vec<u8>) {
+        let meta = serde_json::from_str::<MetaOnly>(raw.get())
+            .map(|m| m.metadata)
+            .unwrap_or_default();
+        let bytes = raw.get().as_bytes();
+        let object = if self.tuning.redact {
+            redact_object(bytes).unwrap_or_else(|| bytes.to_vec())
+        } else {
+            bytes.to_vec()
+        };
+        (meta, object)
+    }
+
+    async fn emit_list(&mut self, page: ListPage) -> bool {
+        let kind = self.target.resource.kind.name().to_owned();
+        if !send(&self.tx, self.marker(Op::ListBegin, "")).await {
+            return false;
+        }
+        let at = now();
+        let mut seen = HashMap::with_capacity(page.items.len());
+        for raw in &page.items {
+            let (meta, object) = self.prepare(raw);
+            let key = (meta.namespace.clone(), meta.name.clone());
+            self.stats.count(&kind);
+            if !send(&self.tx, self.draft(Op::Listed, &meta, object.clone(), at)).await {
+                return false;
+            }
+            seen.insert(key.clone(), ());
+            self.known.insert(
+                key,
+                Known {
+                    uid: meta.uid,
+                    rv: meta.resource_version,
+                    object,
+                },
+            );
+        }
+        let mut vanished: Vec<(String, String)> = self
+            .known
+            .keys()
+            .filter(|k| !seen.contains_key(*k))
+            .cloned()
+            .collect();
+        vanished.sort();
+        for key in vanished {
+            if let Some(k) = self.known.remove(&key) {
+                let meta = MetaFields {
+                    namespace: key.0,
+                    name: key.1,
+                    uid: k.uid,
+                    resource_version: k.rv,
+                };
+                if !send(
+                    &self.tx,
+                    self.draft(Op::Deleted { inferred: true }, &meta, k.object, at),
+                )
+                .await
+                {
+                    return false;
+                }
+            }
+        }
+        send(
+            &self.tx,
+            self.marker(Op::ListEnd, &page.metadata.resource_version),
+        )
+        .await
+    }
+
+    /// One watch request. `None` when the writer is gone.
+    async fn watch(&mut self, rv: &mut String) -> Option<WatchEnd> {
+        let mut wp = WatchParams::default().timeout(
+            u32::try_from(self.tuning.watch_timeout.as_secs())
+                .unwrap_or(290)
+                .max(1),
+        );
+        if let Some(sel) = &self.target.selector {
+            wp = wp.labels(sel);
+        }
+        let mut req = match Request::new(self.path()).watch(&wp, rv) {
+            Ok(r) => r,
+            Err(e) => return Some(WatchEnd::Failed(e.to_string())),
+        };
+        // One gzip member per event is not decoded by the client: ask for plain bytes.
+        if let Ok(identity) = "identity".parse() {
+            req.headers_mut().insert("accept-encoding", identity);
+        }
+        let stream = match self.client.request_stream(req).await {
+            Ok(s) => s,
+            Err(kube::Error::Api(s)) if s.code == 410 => {
+                return Some(WatchEnd::Expired(self.expired_reason(rv, &s.message)));
+            }
+            Err(e) => return Some(WatchEnd::Failed(e.to_string())),
+        };
+        let mut stream = Box::pin(stream);
+        let kind = self.target.resource.kind.name().to_owned();
+        let mut line = Vec::with_capacity(8192);
+        loop {
+            line.clear();
+            let read = tokio::time::timeout(
+                self.tuning.idle_timeout,
+                (&mut stream).take(MAX_LINE).read_until(b'\n', &mut line),
+            )
+            .await;
+            match read {
+                Err(_) => return Some(WatchEnd::Stalled),
+                Ok(Err(e)) => return Some(WatchEnd::Failed(e.to_string())),
+                Ok(Ok(0)) => return Some(WatchEnd::Closed),
+                Ok(Ok(_)) => {}
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(event) = serde_json::from_slice::<WatchLine>(&line) else {
+                return Some(WatchEnd::Failed(format!(
+                    "unreadable watch line of {} bytes",
+                    line.len()
+                )));
+            };
+            let op = match event.type_.as_str() {
+                "ADDED" => Op::Added,
+                "MODIFIED" => Op::Modified,
+                "DELETED" => Op::Deleted { inferred: false },
+                "BOOKMARK" => {
+                    if let Ok(m) = serde_json::from_str::<MetaOnly>(event.object.get()) {
+                        if !m.metadata.resource_version.is_empty() {
+                            *rv = m.metadata.resource_version;
+                        }
+                    }
+                    continue;
+                }
+                "ERROR" => {
+                    let status: StatusObject =
+                        serde_json::from_str(event.object.get()).unwrap_or_default();
+                    if status.code == 410 || status.reason == "Expired" || status.reason == "Gone" {
+                        return Some(WatchEnd::Expired(self.expired_reason(rv, &status.message)));
+                    }
+                    return Some(WatchEnd::Failed(format!(
+                        "watch error {} {}: {}",
+                        status.code, status.reason, status.message
+                    )));
+                }
+                _ => continue,
+            };
+            let at = now();
+            let (meta, object) = self.prepare(&event.object);
+            let key = (meta.namespace.clone(), meta.name.clone());
+            if !meta.resource_version.is_empty() {
+                rv.clone_from(&meta.resource_version);
+            }
+            self.stats.count(&kind);
+            if matches!(op, Op::Deleted { .. }) {
+                self.known.remove(&key);
+                if !send(&self.tx, self.draft(op, &meta, object, at)).await {
+                    return None;
+                }
+            } else {
+                let draft = self.draft(op, &meta, object.clone(), at);
+                self.known.insert(
+                    key,
+                    Known {
+                        uid: meta.uid,
+                        rv: meta.resource_version,
+                        object,
+                    },
+                );
+                if !send(&self.tx, draft).await {
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn expired_reason(&self, rv: &str, message: &str) -> String {
+        format!(
+            "watch of {}{} expired at resourceVersion {rv} (410 Gone: {message}); changes until the relist are unknown",
+            self.target.resource.qualified(),
+            self.target.scope()
+        )
+    }
+}
+
+/// Exponential backoff from 250 ms to a maximum.
+struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    fn new(max: Duration) -> Self {
+        Backoff {
+            next: Duration::from_millis(250),
+            max,
+        }
+    }
+
+    fn next(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+
+    fn reset(&mut self) {
+        self.next = Duration::from_millis(250);
+    }
+}
