@@ -224,6 +224,8 @@ pub(crate) struct RolloutTrack {
     pub spec_templates: BTreeMap<String, Value>,
     pub replicasets: BTreeMap<String, RsTrack>,
     pub restarts: Vec<(At, RevisionChange)>,
+    /// When each pod-template hash last stopped being the current one.
+    pub superseded_at: BTreeMap<String, At>,
     pub gap_pending: bool,
     pub deleted: bool,
     pub timeline: Vec<TimelineEntry>,
@@ -249,6 +251,7 @@ impl RolloutTrack {
             spec_templates: BTreeMap::new(),
             replicasets: BTreeMap::new(),
             restarts: Vec::new(),
+            superseded_at: BTreeMap::new(),
             gap_pending: false,
             deleted: false,
             timeline: Vec::new(),
@@ -378,6 +381,7 @@ impl RolloutTrack {
         self.last_template = None;
         self.spec_templates.clear();
         self.restarts.clear();
+        self.superseded_at.clear();
         self.pending_reset = None;
     }
 
@@ -442,6 +446,7 @@ impl RolloutTrack {
                     cur.stable_rs.as_ref() == Some(h) || prev.stable_rs.as_ref() == Some(h)
                 };
                 self.pending_reset = None;
+                self.superseded_at.insert(from.clone(), cur.pos);
                 let dropped = cur.step_index == 0 || cur.step_index < old_progress.max_index;
                 let class = if is_stable(to) {
                     RevisionClass::RollbackToStable

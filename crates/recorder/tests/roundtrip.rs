@@ -157,8 +157,6 @@ fn rules(records: &[Record], header_of: &str) -> Vec<(String, String)> {
     let mut r: Vec<(String, String)> = report
         .findings
         .iter()
-        // Durations shrink under --speed max: only rules that do not measure time compare.
-        .filter(|f| !matches!(f.rule, rf_analyzer::Rule::OrphanedReplicaSet))
         .map(|f| (f.rule.id().to_owned(), f.subject.name.clone()))
         .collect();
     r.sort();

@@ -3,8 +3,9 @@
 //! # What it detects
 //! At the end of the analysis (the last record, or `--at`), a ReplicaSet of a rollout that is
 //! neither the current (`status.currentPodHash`) nor the stable (`status.stableRS`) revision
-//! still has replicas, has been in that state for at least [`GRACE_SECONDS`], and has no
-//! `scale-down-deadline` still in the future. A ReplicaSet is the rollout's when its controlling
+//! still has replicas, has no `scale-down-deadline` still in the future, and either has been in
+//! that state for at least [`GRACE_SECONDS`] or saw the current revision complete a step after it
+//! (the controller reconciled and left it up). A ReplicaSet is the rollout's when its controlling
 //! ownerReference names the rollout, or, released from it (no owner), when it carries the
 //! `rollouts-pod-template-hash` label and is named `<rollout>-<hash>`.
 //!
@@ -55,8 +56,29 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
     if replicas <= 0 {
         return None;
     }
-    let since = rs.other_since?;
-    if end.at.0 - since.at.0 < GRACE_SECONDS * 1_000_000_000 {
+    // Since its revision was replaced, or since it was first seen as neither (whichever is
+    // earlier: in a source that interleaves kinds loosely, its records can come late).
+    let since = match (rs.other_since, track.superseded_at.get(hash)) {
+        (Some(a), Some(b)) => Some(if (b.file, b.seq) < (a.file, a.seq) {
+            *b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b.copied()),
+    }?;
+    let waited = end.at.0 - since.at.0 >= GRACE_SECONDS * 1_000_000_000;
+    // The controller completed a step of the current revision after this RS stopped being
+    // current: it reconciled, and left it up. Decides where times are compressed or unknown
+    // (an import without receive times, a recording of a replay at full speed).
+    let after = |p: &At| (p.file, p.seq) > (since.file, since.seq);
+    let moved_on = last
+        .pod_hash
+        .as_ref()
+        .and_then(|h| track.progress.get(h))
+        .is_some_and(|p| {
+            p.max_at.as_ref().is_some_and(after) && p.max_index > 0 || p.pauses.values().any(after)
+        });
+    if !waited && !moved_on {
         return None;
     }
     let deadline_note = match rs.deadline.as_deref() {
@@ -211,12 +233,40 @@ mod tests {
     fn an_old_replicaset_within_the_grace_period_is_not_orphaned_yet() {
         let mut kit = race(1, None);
         kit.advance(5);
-        kit.step(1);
+        // The controller writes again, but the new canary has not completed a step yet.
+        kit.status(|s| {
+            s.insert("message".into(), json!("more replicas need to be updated"));
+        });
         assert!(
             kit.finish()
                 .findings
                 .iter()
                 .all(|f| f.rule != Rule::OrphanedReplicaSet)
+        );
+    }
+}
+
+#[cfg(test)]
+mod compressed_time_tests {
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    #[test]
+    fn a_replaced_canary_left_up_while_the_new_one_progressed_is_orphaned_without_waiting() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.new_revision("h2", template("app:2", "c2"));
+        kit.scale("h2", 1, template("app:2", "c2"));
+        kit.step(1);
+        kit.pause();
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.rule == Rule::OrphanedReplicaSet),
+            "{:?}",
+            report.findings
         );
     }
 }
