@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use rf_analyzer::{Analyzer, FileEnd, Finding};
 use rf_format::{End, Reader, Timestamp};
 
+use crate::args::Window;
 use crate::timespec::TimeSpec;
 
 /// An open recording.
@@ -167,4 +168,24 @@ pub fn parse_rollout(s: &str) -> Result<(String, String)> {
             "invalid --rollout {s:?}: expected NAMESPACE/NAME, e.g. payments/checkout-api"
         ),
     }
+}
+
+/// The analyzer's options from the shared flags: `--rollout`, the time window, timelines.
+pub fn options(
+    files: &[PathBuf],
+    rollout: Option<&str>,
+    window: &Window,
+    timelines: bool,
+) -> Result<rf_analyzer::Options> {
+    let (since, until) = resolve_window(
+        files,
+        window.since.as_deref(),
+        window.until.as_deref().or(window.at.as_deref()),
+    )?;
+    Ok(rf_analyzer::Options {
+        rollout: rollout.map(parse_rollout).transpose()?,
+        since,
+        until,
+        timelines,
+    })
 }

@@ -15,14 +15,18 @@
 //! `checkout-api-7b4c9f5d86` and `checkout-api-5d98c7bf64` differ only in
 //! `metadata.annotations["checksum/config"]`: `9a41…` -> `c07e…`.
 
-use crate::detectors::{Detector, PendingDiff, drain_pending};
+use crate::detectors::{Comparisons, Detector, PendingDiff};
 use crate::diff::{Change, only_annotations};
 use crate::finding::{Finding, Rule};
 use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
 
-#[derive(Debug, Default)]
-pub(crate) struct ConfigOnlyRerender {
-    pending: Vec<PendingDiff>,
+#[derive(Debug)]
+pub(crate) struct ConfigOnlyRerender(Comparisons);
+
+impl Default for ConfigOnlyRerender {
+    fn default() -> Self {
+        ConfigOnlyRerender(Comparisons::new(emit))
+    }
 }
 
 fn emit(
@@ -95,31 +99,21 @@ fn emit(
     );
 }
 
-impl ConfigOnlyRerender {
-    fn drain(&mut self, tracks: &[&RolloutTrack], out: &mut Vec<Finding>) {
-        drain_pending(&mut self.pending, tracks, out, emit);
-    }
-}
-
 impl Detector for ConfigOnlyRerender {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision else { return };
         if change.class != RevisionClass::Restart {
             return;
         }
-        self.pending
-            .push(PendingDiff::of(t.track, change, t.cur.pos));
-        self.drain(&[t.track], out);
+        self.0.queue(t, change, out);
     }
 
     fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
-        if self.pending.iter().any(|p| p.is_for(track)) {
-            self.drain(&[track], out);
-        }
+        self.0.retry(track, out);
     }
 
     fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
-        self.drain(tracks, findings);
+        self.0.drain(tracks, findings);
     }
 }
 

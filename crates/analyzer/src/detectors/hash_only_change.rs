@@ -14,14 +14,18 @@
 //! After a controller upgrade, `checkout-api-6d8f7c9b54` replaced `checkout-api-5f7d9c8b46`
 //! with an identical template.
 
-use crate::detectors::{Detector, PendingDiff, argo, drain_pending};
+use crate::detectors::{Comparisons, Detector, PendingDiff, argo};
 use crate::diff::Change;
 use crate::finding::{Finding, Rule};
 use crate::rollout::{At, RolloutTrack, Transition};
 
-#[derive(Debug, Default)]
-pub(crate) struct HashOnlyChange {
-    pending: Vec<PendingDiff>,
+#[derive(Debug)]
+pub(crate) struct HashOnlyChange(Comparisons);
+
+impl Default for HashOnlyChange {
+    fn default() -> Self {
+        HashOnlyChange(Comparisons::new(emit))
+    }
 }
 
 fn emit(
@@ -64,30 +68,20 @@ fn emit(
     );
 }
 
-impl HashOnlyChange {
-    fn drain(&mut self, tracks: &[&RolloutTrack], out: &mut Vec<Finding>) {
-        drain_pending(&mut self.pending, tracks, out, emit);
-    }
-}
-
 impl Detector for HashOnlyChange {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision.filter(|c| !c.deferred) else {
             return;
         };
-        self.pending
-            .push(PendingDiff::of(t.track, change, t.cur.pos));
-        self.drain(&[t.track], out);
+        self.0.queue(t, change, out);
     }
 
     fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
-        if self.pending.iter().any(|p| p.is_for(track)) {
-            self.drain(&[track], out);
-        }
+        self.0.retry(track, out);
     }
 
     fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
-        self.drain(tracks, findings);
+        self.0.drain(tracks, findings);
     }
 }
 

@@ -73,32 +73,61 @@ impl PendingDiff {
     }
 }
 
-/// Runs `resolve` on pending diffs of `track` (or of every track at the end), keeping the ones
-/// still unresolved. `emit` turns a resolved one into findings.
-pub(crate) fn drain_pending(
-    pending: &mut Vec<PendingDiff>,
-    tracks: &[&RolloutTrack],
-    out: &mut Vec<Finding>,
-    mut emit: impl FnMut(
-        &PendingDiff,
-        &RolloutTrack,
-        Vec<crate::diff::Change>,
-        &'static str,
-        &mut Vec<Finding>,
-    ),
-) {
-    pending.retain(|p| {
-        let Some(track) = tracks.iter().find(|t| p.is_for(t)) else {
-            return true;
-        };
-        match p.resolve(track) {
-            Some((changes, source)) => {
-                emit(p, track, changes, source, out);
-                false
-            }
-            None => true,
+/// Turns a resolved comparison into findings.
+pub(crate) type EmitFn =
+    fn(&PendingDiff, &RolloutTrack, Vec<crate::diff::Change>, &'static str, &mut Vec<Finding>);
+
+/// Template comparisons waiting for both templates, shared by the detectors that compare the
+/// two revisions of a change.
+#[derive(Debug)]
+pub(crate) struct Comparisons {
+    pending: Vec<PendingDiff>,
+    emit: EmitFn,
+}
+
+impl Comparisons {
+    pub fn new(emit: EmitFn) -> Self {
+        Comparisons {
+            pending: Vec::new(),
+            emit,
         }
-    });
+    }
+
+    /// Compares the templates of `change` now, or as soon as both are known.
+    pub fn queue(
+        &mut self,
+        t: &Transition<'_>,
+        change: &crate::rollout::RevisionChange,
+        out: &mut Vec<Finding>,
+    ) {
+        self.pending
+            .push(PendingDiff::of(t.track, change, t.cur.pos));
+        self.drain(&[t.track], out);
+    }
+
+    /// A ReplicaSet of `track` changed: its template may complete a comparison.
+    pub fn retry(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
+        if self.pending.iter().any(|p| p.is_for(track)) {
+            self.drain(&[track], out);
+        }
+    }
+
+    /// Runs every comparison whose templates are known, keeping the others.
+    pub fn drain(&mut self, tracks: &[&RolloutTrack], out: &mut Vec<Finding>) {
+        let emit = self.emit;
+        self.pending.retain(|p| {
+            let Some(track) = tracks.iter().find(|t| p.is_for(t)) else {
+                return true;
+            };
+            match p.resolve(track) {
+                Some((changes, source)) => {
+                    emit(p, track, changes, source, out);
+                    false
+                }
+                None => true,
+            }
+        });
+    }
 }
 
 /// `name` (namespace `ns`) as `kubectl argo rollouts` arguments.

@@ -21,22 +21,13 @@ struct Config {
 
 impl Config {
     fn from_args(args: &AnalyzeArgs) -> Result<Self> {
-        let (since, until) = input::resolve_window(
-            &args.files,
-            args.window.since.as_deref(),
-            args.window.until.as_deref().or(args.window.at.as_deref()),
-        )?;
         Ok(Config {
-            options: Options {
-                rollout: args
-                    .rollout
-                    .as_deref()
-                    .map(input::parse_rollout)
-                    .transpose()?,
-                since,
-                until,
-                timelines: args.timelines,
-            },
+            options: input::options(
+                &args.files,
+                args.rollout.as_deref(),
+                &args.window,
+                args.timelines,
+            )?,
             format: args.format,
             fail_on: match args.fail_on {
                 FailOn::Error => Some(Severity::Error),

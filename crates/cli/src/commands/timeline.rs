@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use comfy_table::{ContentArrangement, Table, presets};
-use rf_analyzer::{Analyzer, Options, ReplicaSetState, Role, TimelineEntry};
+use rf_analyzer::{Analyzer, ReplicaSetState, Role, TimelineEntry};
 
 use crate::args::{Format, TimelineArgs};
 use crate::commands::analyze::report_damage;
@@ -35,22 +35,10 @@ fn only_readiness(e: &TimelineEntry) -> bool {
 }
 
 pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
-    let (since, until) = input::resolve_window(
-        &args.files,
-        args.window.since.as_deref(),
-        args.window.until.as_deref().or(args.window.at.as_deref()),
-    )?;
+    let options = input::options(&args.files, args.rollout.as_deref(), &args.window, true)?;
+    let since = options.since;
     let recordings = input::open_all(&args.files)?;
-    let mut analyzer = Analyzer::new(Options {
-        rollout: args
-            .rollout
-            .as_deref()
-            .map(input::parse_rollout)
-            .transpose()?,
-        since,
-        until,
-        timelines: true,
-    });
+    let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
     let mut report = analyzer.finish();
     for t in &mut report.timelines {
