@@ -58,3 +58,30 @@ fn retained_state_does_not_grow_with_events_over_the_same_objects() {
         "nothing retained grows with 98,000 more events"
     );
 }
+
+#[test]
+fn retained_replicasets_follow_live_ones_not_the_number_of_releases() {
+    let recording = rf_scenarios::scale(&rf_scenarios::ScaleConfig {
+        rollouts: 1,
+        events: 6_000,
+        seed: 3,
+    });
+    let mut analyzer = Analyzer::new(Options::default());
+    analyzer.begin_file("x", 1, &recording.header);
+    let mut most = 0;
+    for r in &recording.records {
+        analyzer.push(r);
+        most = most.max(analyzer.retained().replicasets);
+    }
+    let releases = recording
+        .records
+        .iter()
+        .filter(|r| r.kind == Kind::ReplicaSet && r.op == Op::Added)
+        .count();
+    assert!(releases > 50, "{releases} releases");
+    // revisionHistoryLimit 3 + current + stable + the 4 newest deleted ones.
+    assert!(
+        most <= 10,
+        "{most} ReplicaSets retained after {releases} releases"
+    );
+}

@@ -10,6 +10,9 @@ use crate::finding::{Evidence, Subject};
 use crate::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
 use crate::view::{ReplicaSetView, RolloutView, Step};
 
+/// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
+const KEEP_DELETED: usize = 4;
+
 /// Where a record sits: file index, seq, time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct At {
@@ -641,6 +644,40 @@ impl RolloutTrack {
         if !changes.is_empty() {
             self.push_timeline(pos, "ReplicaSet", changes, None, Some(&name));
         }
+        if deleted {
+            self.compact();
+        }
+    }
+
+    /// Forgets what only deleted revisions needed, keeping the newest few, so that what a
+    /// rollout holds follows its live ReplicaSets and not how many releases it has seen.
+    fn compact(&mut self) {
+        let mut deleted: Vec<(At, String)> = self
+            .replicasets
+            .values()
+            .filter(|rs| rs.deleted)
+            .map(|rs| (rs.last, rs.name.clone()))
+            .collect();
+        if deleted.len() > KEEP_DELETED {
+            deleted.sort_by_key(|(at, _)| (at.file, at.seq));
+            for (_, name) in &deleted[..deleted.len() - KEEP_DELETED] {
+                self.replicasets.remove(name);
+            }
+        }
+        let mut keep: Vec<&str> = self
+            .replicasets
+            .values()
+            .filter_map(|rs| rs.hash.as_deref())
+            .collect();
+        if let Some(last) = &self.last {
+            keep.extend(last.pod_hash.as_deref());
+            keep.extend(last.stable_rs.as_deref());
+        }
+        let keep: std::collections::BTreeSet<String> =
+            keep.into_iter().map(str::to_owned).collect();
+        self.spec_templates.retain(|h, _| keep.contains(h));
+        self.progress.retain(|h, _| keep.contains(h));
+        self.superseded_at.retain(|h, _| keep.contains(h));
     }
 
     fn push_timeline(
