@@ -31,6 +31,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Record watch events of a live API server into a recording.
     Record(crate::commands::record::RecordArgs),
+    /// Turn a kubectl watch capture or an API server audit log into a recording.
+    Import(crate::commands::import::ImportArgs),
 }
 
 /// Output formats.
@@ -157,6 +159,15 @@ pub struct SimulateArgs {
     /// List the scenarios.
     #[arg(long)]
     pub list: bool,
+    /// For the `scale` scenario: rollouts, each in its own namespace.
+    #[arg(long, default_value_t = 20)]
+    pub rollouts: usize,
+    /// For the `scale` scenario: records to make (at least).
+    #[arg(long, default_value_t = 100_000)]
+    pub events: usize,
+    /// For the `scale` scenario: varies which releases race, abort or run clean.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]

@@ -13,12 +13,26 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
         for s in rf_scenarios::catalog() {
             writeln!(out, "{:<22} {}", s.name, s.summary)?;
         }
+        writeln!(
+            out,
+            "{:<22} many rollouts releasing (some racing, some aborting): --rollouts N --events M --seed S",
+            "scale"
+        )?;
         return Ok(Exit::Ok);
     }
     let (Some(name), Some(output)) = (&args.scenario, &args.output) else {
         bail!("simulate needs a SCENARIO and -o FILE (or --list)");
     };
-    let Some(recording) = rf_scenarios::generate(name) else {
+    let generated = if name == "scale" {
+        Some(rf_scenarios::scale(&rf_scenarios::ScaleConfig {
+            rollouts: args.rollouts,
+            events: args.events,
+            seed: args.seed,
+        }))
+    } else {
+        rf_scenarios::generate(name)
+    };
+    let Some(recording) = generated else {
         let names: Vec<&str> = rf_scenarios::catalog().iter().map(|s| s.name).collect();
         bail!("unknown scenario {name:?}; known: {}", names.join(", "));
     };
