@@ -1,0 +1,774 @@
+//! `rollout-forensics record` end to end: the real binary records from a real HTTP API server on
+//! loopback, either `rollout-forensics serve` replaying a known recording (so the whole history
+//! the recorder should capture is known) or a tiny fake server in this file (for answers a
+//! recording cannot give, such as 403 Forbidden). Every child process is killed on every path
+//! and every wait is bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rf_format::{End, Header, Kind, Op, Reader, Record, Redaction, Source, Timestamp, Writer};
+use serde_json::{Value, json};
+
+/// Longest any one command may run before the test fails (and kills it).
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn recording(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings")
+        .join(format!("{name}.rfr"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A child process, killed and reaped when dropped (on every path, panics included).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The binary, with no kubeconfig from the environment to find.
+fn bin(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"));
+    c.env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Reads a pipe to its end on a thread.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut all);
+        }
+        all
+    })
+}
+
+/// Waits for `child` to exit; fails the test (the guard kills it) after `limit`.
+fn wait_bounded(child: &mut Killed, limit: Duration, what: &str) -> ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{what} did not finish within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `cmd` to completion, killed (and the test failed) after [`LIMIT`].
+fn run_bounded(mut cmd: Command) -> Output {
+    let mut child = Killed(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let out = drain(child.0.stdout.take());
+    let err = drain(child.0.stderr.take());
+    let status = wait_bounded(&mut child, LIMIT, &format!("{cmd:?}"));
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// A running `rollout-forensics serve`; killed when dropped.
+struct Served {
+    _child: Killed,
+    kubeconfig: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// Serves `file` on loopback and waits (at most 30 s) for the URL line on stdout.
+fn serve(file: &Path, extra: &[&str]) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut child = Killed(
+        bin(dir.path())
+            .arg("serve")
+            .arg(file)
+            .args(extra)
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    // Keep reading stderr so serve never blocks on a full pipe.
+    drop(drain(child.0.stderr.take()));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("serve prints its URL within 30 s")
+        .trim()
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    assert!(kubeconfig.exists(), "serve wrote its kubeconfig");
+    Served {
+        _child: child,
+        kubeconfig,
+        dir,
+    }
+}
+
+/// `record --kubeconfig K ARGS...`, run to completion.
+fn record(home: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut c = bin(home);
+    c.arg("record")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args);
+    run_bounded(c)
+}
+
+/// Every record of a recording that must read cleanly to its trailer.
+fn read_closed(path: &Path) -> (Header, Vec<Record>) {
+    let mut r = Reader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let records: Vec<Record> = (&mut r).map(Result::unwrap).collect();
+    assert_eq!(r.end(), Some(End::Closed), "{} is closed", path.display());
+    let trailer = r.trailer().expect("a closed recording has a trailer");
+    assert_eq!(trailer.records, records.len() as u64);
+    (r.header().clone(), records)
+}
+
+/// Per (kind, namespace, name): the sequence of (op, object) of records that carry an object.
+type History = BTreeMap<(Kind, String, String), Vec<(&'static str, Value)>>;
+
+fn history(records: &[Record]) -> History {
+    let mut h = History::new();
+    for r in records.iter().filter(|r| r.op.has_object()) {
+        h.entry((r.kind.clone(), r.namespace.clone(), r.name.clone()))
+            .or_default()
+            .push((r.op.name(), serde_json::from_slice(&r.object).unwrap()));
+    }
+    h
+}
+
+/// 2026-03-14T13:00:00Z.
+const T0: Timestamp = Timestamp::from_unix_seconds(1_773_493_200);
+
+/// A closed recording holding one list (in namespace payments) of `objects`, all of `kind`.
+fn write_list_recording(path: &Path, kind: Kind, objects: &[Value], redaction: Redaction) {
+    let mut header = Header::new(
+        "record-test",
+        T0,
+        Source {
+            context: Some("record-test".to_owned()),
+            server: None,
+            namespaces: vec!["payments".to_owned()],
+            label_selector: None,
+            kinds: vec![kind.clone()],
+        },
+    );
+    header.redaction = redaction;
+    let mut w = Writer::new(std::fs::File::create(path).unwrap(), &header).unwrap();
+    let mut seq = 0;
+    let mut put = |w: &mut Writer<std::fs::File>, op: Op, object: Option<&Value>| {
+        seq += 1;
+        let meta = |k: &str| {
+            object
+                .and_then(|o| o["metadata"][k].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        w.write(&Record {
+            seq,
+            observed_at: T0.plus_nanos(i64::try_from(seq).unwrap() * 1_000_000),
+            kind: kind.clone(),
+            op: op.clone(),
+            namespace: "payments".to_owned(),
+            name: meta("name"),
+            uid: meta("uid"),
+            resource_version: if op == Op::ListEnd {
+                "10".to_owned()
+            } else {
+                meta("resourceVersion")
+            },
+            actor: None,
+            object: object
+                .map(|o| serde_json::to_vec(o).unwrap())
+                .unwrap_or_default(),
+        })
+        .unwrap();
+    };
+    put(&mut w, Op::ListBegin, None);
+    for o in objects {
+        put(&mut w, Op::Listed, Some(o));
+    }
+    put(&mut w, Op::ListEnd, None);
+    w.finish().unwrap();
+}
+
+fn replica_set() -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "checkout-api-7f79d6c7b9",
+            "namespace": "payments",
+            "uid": "3c1a9f0e-0000-4000-8000-000000000001",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-03-14T12:00:00Z",
+            "labels": {"app": "checkout-api", "rollouts-pod-template-hash": "7f79d6c7b9"}
+        },
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "checkout-api"}},
+            "template": {
+                "metadata": {"labels": {"app": "checkout-api"}},
+                "spec": {"containers": [{"name": "app", "image": "checkout-api:1.0"}]}
+            }
+        },
+        "status": {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3}
+    })
+}
+
+fn pod_with_a_secret_env_value() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "checkout-api-7f79d6c7b9-abcde",
+            "namespace": "payments",
+            "uid": "3c1a9f0e-0000-4000-8000-000000000002",
+            "resourceVersion": "8",
+            "creationTimestamp": "2026-03-14T12:00:00Z",
+            "labels": {"app": "checkout-api"}
+        },
+        "spec": {
+            "containers": [{
+                "name": "app",
+                "image": "checkout-api:1.0",
+                "env": [{"name": "DB_PASSWORD", "value": "hunter2"}]
+            }]
+        },
+        "status": {"phase": "Running"}
+    })
+}
+
+/// A kubeconfig for an insecure http server, context namespace payments, no credentials.
+fn write_kubeconfig(path: &Path, server: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n    namespace: payments\ncurrent-context: test\nusers:\n- name: test\n  user: {{}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_served_recording_recorded_again_reads_back_cleanly() {
+    let source = recording("rerender-race");
+    let s = serve(&source, &["--speed", "max"]);
+    let out = s.dir.path().join("again.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "-n",
+            "payments",
+            "--kinds",
+            "rollouts,replicasets,events",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "3s",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("recorded ") && err.contains(" records"),
+        "{err}"
+    );
+
+    let (header, got) = read_closed(&out);
+    assert_eq!(header.source.namespaces, ["payments"]);
+    assert_eq!(
+        header.source.kinds,
+        [Kind::Rollout, Kind::ReplicaSet, Kind::Event]
+    );
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.seq, i as u64 + 1, "seq counts from 1 without holes");
+    }
+    assert!(
+        !got.iter().any(|r| matches!(r.op, Op::Gap { .. })),
+        "no gaps"
+    );
+    let (_, want) = read_closed(&source);
+    let (got, want) = (history(&got), history(&want));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "the same objects"
+    );
+    for (key, states) in &want {
+        assert_eq!(&got[key], states, "the history of {key:?}");
+    }
+}
+
+#[test]
+fn a_recorder_killed_with_sigkill_leaves_every_flushed_record_readable() {
+    let s = serve(&recording("rerender-race-reruns"), &["--speed", "60"]);
+    let out = s.dir.path().join("killed.rfr");
+    let mut child = Killed(
+        bin(s.dir.path())
+            .arg("record")
+            .arg("--kubeconfig")
+            .arg(&s.kubeconfig)
+            .args([
+                "-n",
+                "payments",
+                "--kinds",
+                "rollouts,replicasets,events",
+                "--flush-interval",
+                "200ms",
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let err = drain(child.0.stderr.take());
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the recorder is still recording after 3 s"
+    );
+    child.0.kill().unwrap(); // SIGKILL on unix
+    let status = wait_bounded(&mut child, Duration::from_secs(10), "the killed recorder");
+    assert!(!status.success());
+    let err = text(&err.join().unwrap());
+
+    let mut reader = Reader::new(std::fs::File::open(&out).unwrap())
+        .unwrap_or_else(|e| panic!("the header was flushed: {e}; stderr: {err}"));
+    let mut records = 0u64;
+    let damage = loop {
+        match reader.next_record() {
+            Ok(Some(_)) => records += 1,
+            Ok(None) => break None,
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    assert!(
+        records >= 1,
+        "the initial lists were flushed; stderr: {err}"
+    );
+    match &damage {
+        None => assert_eq!(reader.end(), Some(End::Unclosed)),
+        Some(e) => assert!(e.contains("byte"), "a truncated tail says where: {e}"),
+    }
+
+    let path = out.to_str().unwrap();
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.args(["inspect", path]);
+        c
+    });
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    match o.status.code() {
+        Some(0) => assert!(
+            stdout.contains("unclosed") || stdout.contains("not closed"),
+            "{stdout}"
+        ),
+        Some(2) => assert!(stderr.contains("truncated"), "{stderr}"),
+        other => panic!("inspect exited {other:?}: {stdout}{stderr}"),
+    }
+    assert!(damage.is_some() || o.status.code() == Some(0));
+
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.args(["analyze", path, "--partial", "--fail-on", "never"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+}
+
+#[test]
+fn an_unreachable_server_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    write_kubeconfig(&kubeconfig, "http://127.0.0.1:1");
+    let out = dir.path().join("out.rfr");
+    let started = Instant::now();
+    let o = record(
+        dir.path(),
+        &kubeconfig,
+        &["-o", out.to_str().unwrap(), "--duration", "2s"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "gave up within 30 s"
+    );
+    assert!(err.contains("cannot talk to the API server"), "{err}");
+    assert!(
+        err.contains("127.0.0.1:1"),
+        "the error names the server: {err}"
+    );
+    assert!(!out.exists(), "no half-made recording is left behind");
+}
+
+#[test]
+fn a_missing_rollouts_crd_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let only_rs = dir.path().join("only-rs.rfr");
+    write_list_recording(
+        &only_rs,
+        Kind::ReplicaSet,
+        &[replica_set()],
+        Redaction::EnvValueDigests,
+    );
+    let s = serve(&only_rs, &[]);
+    let out = s.dir.path().join("out.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &["-o", out.to_str().unwrap(), "--duration", "2s"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("rollouts.argoproj.io"), "{err}");
+    assert!(err.contains("Argo Rollouts"), "{err}");
+    assert!(!out.exists(), "no half-made recording is left behind");
+
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "--kinds",
+            "replicasets",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "2s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (_, records) = read_closed(&out);
+    let listed: Vec<&Record> = records.iter().filter(|r| r.op == Op::Listed).collect();
+    assert_eq!(listed.len(), 1, "{records:?}");
+    assert_eq!(listed[0].name, "checkout-api-7f79d6c7b9");
+    assert_eq!(listed[0].kind, Kind::ReplicaSet);
+}
+
+/// A fake API server on loopback: discovery says rollouts and replicasets are served, every
+/// list of them is 403 Forbidden. Stops when dropped.
+struct FakeApi {
+    url: String,
+    paths: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+const FORBIDDEN: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"rollouts.argoproj.io is forbidden: User \"x\" cannot list resource","reason":"Forbidden","code":403}"#;
+
+fn fake_answer(path: &str) -> (&'static str, String) {
+    match path {
+        "/apis/argoproj.io/v1alpha1" => (
+            "200 OK",
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "argoproj.io/v1alpha1",
+                "resources": [{"name": "rollouts", "singularName": "rollout", "namespaced": true,
+                               "kind": "Rollout", "verbs": ["get", "list", "watch"]}]
+            })
+            .to_string(),
+        ),
+        "/apis/apps/v1" => (
+            "200 OK",
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": "apps/v1",
+                "resources": [{"name": "replicasets", "singularName": "replicaset", "namespaced": true,
+                               "kind": "ReplicaSet", "verbs": ["get", "list", "watch"]}]
+            })
+            .to_string(),
+        ),
+        p if p.contains("/rollouts") || p.contains("/replicasets") => {
+            ("403 Forbidden", FORBIDDEN.to_owned())
+        }
+        _ => (
+            "404 Not Found",
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": "the server could not find the requested resource",
+                   "reason": "NotFound", "code": 404})
+            .to_string(),
+        ),
+    }
+}
+
+fn fake_handle(mut stream: TcpStream, paths: &Mutex<Vec<String>>) {
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut request = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 64 * 1024 {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    let request = text(&request);
+    let target = request.split_whitespace().nth(1).unwrap_or("/");
+    let path = target.split('?').next().unwrap_or(target).to_owned();
+    let (status, body) = fake_answer(&path);
+    paths.lock().unwrap().push(path);
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.flush();
+}
+
+fn fake_api() -> FakeApi {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let thread = {
+        let (stop, paths) = (Arc::clone(&stop), Arc::clone(&paths));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => fake_handle(stream, &paths),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    Err(_) => return,
+                }
+            }
+        })
+    };
+    FakeApi {
+        url,
+        paths,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+#[test]
+fn forbidden_names_verb_resource_and_rbac_file() {
+    let api = fake_api();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    write_kubeconfig(&kubeconfig, &api.url);
+    let out = dir.path().join("out.rfr");
+    let o = record(
+        dir.path(),
+        &kubeconfig,
+        &[
+            "--kinds",
+            "rollouts,replicasets",
+            "-n",
+            "payments",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "5s",
+        ],
+    );
+    let err = text(&o.stderr);
+    let paths = api.paths.lock().unwrap().clone();
+    assert_eq!(o.status.code(), Some(2), "{err}\nrequests: {paths:?}");
+    for needle in [
+        "forbidden",
+        "list",
+        "rollouts.argoproj.io",
+        "in namespace payments",
+        "deploy/rbac.yaml",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?}: {err}");
+    }
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("/namespaces/payments/rollouts")
+                || p.ends_with("/namespaces/payments/replicasets")),
+        "the recorder listed: {paths:?}"
+    );
+    assert!(!out.exists(), "no half-made recording is left behind");
+}
+
+#[test]
+fn an_unwritable_output_is_a_clear_error() {
+    let s = serve(&recording("rerender-race"), &[]);
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "--kinds",
+            "rollouts",
+            "-o",
+            "/nonexistent-dir/out.rfr",
+            "--duration",
+            "2s",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write the recording"), "{err}");
+    assert!(err.contains("/nonexistent-dir/out.rfr"), "{err}");
+}
+
+#[test]
+fn env_values_are_digested_unless_no_redact() {
+    let dir = tempfile::tempdir().unwrap();
+    let pods = dir.path().join("pods.rfr");
+    write_list_recording(
+        &pods,
+        Kind::Pod,
+        &[pod_with_a_secret_env_value()],
+        Redaction::Disabled,
+    );
+    let s = serve(&pods, &[]);
+    let objects = |path: &Path| -> (Header, Vec<String>) {
+        let (header, records) = read_closed(path);
+        let objects: Vec<String> = records
+            .iter()
+            .filter(|r| r.op.has_object())
+            .map(|r| text(&r.object))
+            .collect();
+        assert_eq!(objects.len(), 1, "the one pod: {records:?}");
+        (header, objects)
+    };
+
+    let redacted = s.dir.path().join("redacted.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "--kinds",
+            "pods",
+            "-o",
+            redacted.to_str().unwrap(),
+            "--duration",
+            "2s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (header, objects_redacted) = objects(&redacted);
+    assert_eq!(header.redaction, Redaction::EnvValueDigests);
+    for object in &objects_redacted {
+        assert!(!object.contains("hunter2"), "{object}");
+        assert!(object.contains("sha256:"), "{object}");
+        let v: Value = serde_json::from_str(object).unwrap();
+        let env = &v["spec"]["containers"][0]["env"][0];
+        assert_eq!(env["name"], "DB_PASSWORD");
+        assert_eq!(env["value"], rf_recorder::digest("hunter2"));
+    }
+
+    let plain = s.dir.path().join("plain.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "--kinds",
+            "pods",
+            "--no-redact",
+            "-o",
+            plain.to_str().unwrap(),
+            "--duration",
+            "2s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (header, objects_plain) = objects(&plain);
+    assert_eq!(header.redaction, Redaction::Disabled);
+    for object in &objects_plain {
+        let v: Value = serde_json::from_str(object).unwrap();
+        assert_eq!(v["spec"]["containers"][0]["env"][0]["value"], "hunter2");
+    }
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.rfr");
+    let out = out.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut c = bin(dir.path());
+        c.args(["record", "-o", out]).args(args);
+        run_bounded(c)
+    };
+
+    let o = run(&["--kinds", "deployments"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("deployments"), "{err}");
+    for kind in [
+        "rollouts",
+        "replicasets",
+        "services",
+        "endpointslices",
+        "pods",
+        "applications",
+        "events",
+    ] {
+        assert!(err.contains(kind), "the known kinds are named: {err}");
+    }
+
+    let o = run(&["--flush-interval", "0s"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--flush-interval"), "{err}");
+
+    let o = run(&["--duration", "soon"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--duration"), "{err}");
+
+    assert!(!Path::new(out).exists(), "nothing was written");
+}
