@@ -31,6 +31,7 @@
 
 mod calendar;
 mod controller;
+mod export;
 mod hash;
 mod json;
 mod objects;
@@ -42,6 +43,7 @@ mod sim;
 mod spec;
 mod status;
 
+pub use export::{to_audit_log, to_kubectl_watch};
 pub use hash::{HashFunction, fake_sha256, pod_template_hash, steps_hash};
 pub use recording::Recording;
 pub use scale::{ScaleConfig, scale};

@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod diff;
+pub mod import;
 pub mod inspect;
 pub mod record;
 pub mod serve;

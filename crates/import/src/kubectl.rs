@@ -1,0 +1,464 @@
+//! `kubectl get KIND -w -o json [--output-watch-events]` captures.
+
+use std::collections::HashSet;
+
+use rf_format::{Kind, Op, Timestamp};
+use serde_json::Value;
+
+use crate::build::{Builder, Imported, ObjectMeta, parse_time, recorded_kind};
+use crate::error::{Error, Result};
+use crate::input::{Diagnostic, Input, Text};
+
+/// Imports kubectl watch captures, one input per `kubectl get -w` (one per kind, say), merged.
+///
+/// Each input is a sequence of JSON documents, pretty or compact or one per line: watch events
+/// (`{"type": "ADDED", "object": {...}}`), bare objects, or `List`s of objects. A document that
+/// is not valid JSON, is of an unknown apiVersion or has no time is skipped with a warning;
+/// reading resumes at the next line that starts with `{`. An input that is empty, or in which
+/// not one document could be used, is an error.
+pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
+    if inputs.is_empty() {
+        return Err(Error::NoInput);
+    }
+    let mut warnings = Vec::new();
+    let mut builder = Builder::default();
+    let mut seen: HashSet<String> = HashSet::new();
+    for input in inputs {
+        let text = Text::read(input, &mut warnings)?;
+        let mut stream = Stream {
+            text: &text,
+            last: None,
+            last_kind: None,
+            tiebreak: 0,
+            used: 0,
+            first_rejection: None,
+        };
+        for (line, doc) in documents(&text, &mut warnings) {
+            stream.document(line, doc, &mut builder, &mut seen, &mut warnings);
+        }
+        if stream.used == 0 {
+            let (line, detail) = stream
+                .first_rejection
+                .unwrap_or((1, "no JSON document in it".to_owned()));
+            return Err(Error::NothingUsable {
+                input: text.name.clone(),
+                line,
+                format: "kubectl-watch",
+                detail,
+            });
+        }
+    }
+    debug_assert!(!builder.is_empty());
+    Ok(builder.finish(
+        "import:kubectl-watch",
+        &[("times", "approximate"), ("source", "kubectl-watch")],
+        warnings,
+    ))
+}
+
+/// The JSON documents of an input with the line each starts on. Invalid JSON is reported and
+/// skipped up to the next line that starts with `{`.
+fn documents(text: &Text, warnings: &mut Vec<Diagnostic>) -> Vec<(u64, Value)> {
+    let mut docs = Vec::new();
+    let mut start = 0;
+    while start < text.bytes.len() {
+        let slice = &text.bytes[start..];
+        let mut stream = serde_json::Deserializer::from_slice(slice).into_iter::<Value>();
+        loop {
+            let before = stream.byte_offset();
+            let doc_start = start
+                + before
+                + slice[before..]
+                    .iter()
+                    .position(|b| !b.is_ascii_whitespace())
+                    .unwrap_or(slice.len() - before);
+            match stream.next() {
+                None => return docs,
+                Some(Ok(v)) => docs.push((text.line_of(doc_start), v)),
+                Some(Err(e)) => {
+                    let line = text.line_of(doc_start);
+                    let error_line = text.line_of(start) + e.line().saturating_sub(1) as u64;
+                    let mut message = format!("invalid JSON: {}", strip_position(&e));
+                    if error_line != line {
+                        message.push_str(&format!(" (at line {error_line})"));
+                    }
+                    message.push_str("; document skipped");
+                    warnings.push(Diagnostic::new(&text.name, line, message));
+                    start = next_document_start(text, line);
+                    break;
+                }
+            }
+        }
+    }
+    docs
+}
+
+/// serde_json's message without its ` at line L column C` suffix (positions are reported in
+/// the diagnostic's own terms).
+fn strip_position(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(p) => s[..p].to_owned(),
+        None => s,
+    }
+}
+
+/// The offset of the first line after `line` that starts with `{`: the next document in both
+/// pretty (kubectl indents everything inside a document) and line-per-document output.
+fn next_document_start(text: &Text, line: u64) -> usize {
+    let mut l = line + 1;
+    loop {
+        let offset = text.line_start(l);
+        if offset >= text.bytes.len() || text.bytes[offset] == b'{' {
+            return offset;
+        }
+        l += 1;
+    }
+}
+
+struct Stream<'t> {
+    text: &'t Text,
+    /// The time of the stream's last event: times never go backwards within a stream.
+    last: Option<Timestamp>,
+    last_kind: Option<Kind>,
+    /// The highest resourceVersion so far: orders equal times across inputs.
+    tiebreak: u64,
+    used: u64,
+    first_rejection: Option<(u64, String)>,
+}
+
+impl Stream<'_> {
+    fn reject(&mut self, line: u64, message: String, warnings: &mut Vec<Diagnostic>) {
+        if self.first_rejection.is_none() {
+            self.first_rejection = Some((line, message.clone()));
+        }
+        warnings.push(Diagnostic::new(&self.text.name, line, message));
+    }
+
+    fn document(
+        &mut self,
+        line: u64,
+        doc: Value,
+        builder: &mut Builder,
+        seen: &mut HashSet<String>,
+        warnings: &mut Vec<Diagnostic>,
+    ) {
+        let (event_type, object) = match doc {
+            Value::Object(mut map) if map.contains_key("type") && map.contains_key("object") => {
+                let t = map
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                (Some(t), map.remove("object").unwrap_or_default())
+            }
+            v @ Value::Object(_) => (None, v),
+            _ => {
+                return self.reject(
+                    line,
+                    "not a JSON object; document skipped".to_owned(),
+                    warnings,
+                );
+            }
+        };
+        match event_type.as_deref() {
+            None if object["items"].is_array()
+                && object["kind"].as_str().is_some_and(|k| k.ends_with("List")) =>
+            {
+                if let Value::Array(items) = object["items"].clone() {
+                    for item in items {
+                        self.object(line, None, item, builder, seen, warnings);
+                    }
+                }
+            }
+            None => self.object(line, None, object, builder, seen, warnings),
+            Some("BOOKMARK") => {}
+            Some("ERROR") => {
+                let message = object["message"]
+                    .as_str()
+                    .unwrap_or("watch error")
+                    .to_owned();
+                warnings.push(Diagnostic::new(
+                    &self.text.name,
+                    line,
+                    format!("the watch reported an error: {message}; recorded as a gap"),
+                ));
+                if let (Some(kind), Some(at)) = (self.last_kind.clone(), self.last) {
+                    builder.push(
+                        at,
+                        self.tiebreak,
+                        kind,
+                        Op::Gap {
+                            reason: format!("kubectl watch error: {message}"),
+                        },
+                        &ObjectMeta::default(),
+                        None,
+                        None,
+                    );
+                }
+            }
+            Some(t @ ("ADDED" | "MODIFIED" | "DELETED")) => {
+                let t = t.to_owned();
+                self.object(line, Some(&t), object, builder, seen, warnings);
+            }
+            Some(other) => self.reject(
+                line,
+                format!("unknown watch event type {other:?}; skipped"),
+                warnings,
+            ),
+        }
+    }
+
+    fn object(
+        &mut self,
+        line: u64,
+        event_type: Option<&str>,
+        object: Value,
+        builder: &mut Builder,
+        seen: &mut HashSet<String>,
+        warnings: &mut Vec<Diagnostic>,
+    ) {
+        let kind = match recorded_kind(&object) {
+            Ok(k) => k,
+            Err(e) => return self.reject(line, format!("{e}; skipped"), warnings),
+        };
+        let meta = ObjectMeta::of(&object);
+        if meta.name.is_empty() {
+            return self.reject(
+                line,
+                "object without metadata.name; skipped".to_owned(),
+                warnings,
+            );
+        }
+        let at = match (object_time(&object), self.last) {
+            (Some(t), Some(last)) => t.max(last),
+            (Some(t), None) => t,
+            (None, Some(last)) => last,
+            (None, None) => {
+                return self.reject(
+                    line,
+                    "object carries no timestamp to date it by; skipped".to_owned(),
+                    warnings,
+                );
+            }
+        };
+        self.last = Some(at);
+        self.last_kind = Some(kind.clone());
+        self.used += 1;
+        let key = if meta.uid.is_empty() {
+            format!("{kind}/{}/{}", meta.namespace, meta.name)
+        } else {
+            meta.uid.clone()
+        };
+        let op = if event_type == Some("DELETED") {
+            seen.remove(&key);
+            Op::Deleted { inferred: false }
+        } else if seen.insert(key) {
+            Op::Added
+        } else {
+            Op::Modified
+        };
+        // Across inputs, equal times are ordered by resourceVersion; within one, by position.
+        if let Ok(rv) = meta.resource_version.parse::<u64>() {
+            self.tiebreak = self.tiebreak.max(rv);
+        }
+        let tiebreak = self.tiebreak;
+        builder.push(at, tiebreak, kind, op, &meta, None, Some(&object));
+    }
+}
+
+/// The latest time an object carries: `managedFields[].time`, condition `lastUpdateTime` and
+/// `lastTransitionTime`, pause condition `startTime`, creation and deletion timestamps (and an
+/// Event's `lastTimestamp`/`eventTime`).
+pub(crate) fn object_time(object: &Value) -> Option<Timestamp> {
+    let mut times = Vec::new();
+    let meta = &object["metadata"];
+    times.push(&meta["creationTimestamp"]);
+    times.push(&meta["deletionTimestamp"]);
+    for m in meta["managedFields"].as_array().into_iter().flatten() {
+        times.push(&m["time"]);
+    }
+    let status = &object["status"];
+    for c in status["conditions"].as_array().into_iter().flatten() {
+        times.push(&c["lastUpdateTime"]);
+        times.push(&c["lastTransitionTime"]);
+    }
+    for p in status["pauseConditions"].as_array().into_iter().flatten() {
+        times.push(&p["startTime"]);
+    }
+    times.push(&object["lastTimestamp"]);
+    times.push(&object["eventTime"]);
+    times
+        .into_iter()
+        .filter_map(|v| v.as_str().and_then(parse_time))
+        .max()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rollout(uid: &str, rv: u64, managed: &str, index: u64) -> Value {
+        json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Rollout",
+            "metadata": {
+                "name": "checkout-api", "namespace": "shop", "uid": uid,
+                "resourceVersion": rv.to_string(), "generation": 2,
+                "creationTimestamp": "2026-03-14T12:00:00Z",
+                "managedFields": [{"manager": "rollouts-controller", "time": managed}]
+            },
+            "status": {"currentStepIndex": index}
+        })
+    }
+
+    fn import(inputs: Vec<(&str, String)>) -> Result<Imported> {
+        kubectl_watch(
+            inputs
+                .into_iter()
+                .map(|(n, s)| Input::new(n, std::io::Cursor::new(s.into_bytes())))
+                .collect(),
+        )
+    }
+
+    fn ops(imported: &Imported) -> Vec<&'static str> {
+        imported.records.iter().map(|r| r.op.name()).collect()
+    }
+
+    #[test]
+    fn pretty_watch_events_become_records_with_the_watch_types() {
+        let mut s = String::new();
+        for (t, v) in [
+            ("ADDED", rollout("u1", 10, "2026-03-14T13:00:00Z", 0)),
+            ("MODIFIED", rollout("u1", 11, "2026-03-14T13:00:05Z", 1)),
+            ("DELETED", rollout("u1", 12, "2026-03-14T13:00:06Z", 1)),
+        ] {
+            s.push_str(&serde_json::to_string_pretty(&json!({"type": t, "object": v})).unwrap());
+            s.push('\n');
+        }
+        let imp = import(vec![("ro.json", s)]).unwrap();
+        assert_eq!(ops(&imp), ["added", "modified", "deleted"]);
+        assert_eq!(imp.records[1].resource_version, "11");
+        assert_eq!(
+            imp.records[1].observed_at,
+            parse_time("2026-03-14T13:00:05Z").unwrap()
+        );
+        assert_eq!(imp.header.notes["times"], "approximate");
+        assert_eq!(
+            imp.header.source.context.as_deref(),
+            Some("import:kubectl-watch")
+        );
+        assert_eq!(imp.header.source.namespaces, ["shop"]);
+        assert_eq!(imp.closed_at, imp.records[2].observed_at);
+        assert!(imp.warnings.is_empty());
+        assert_eq!(
+            imp.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn compact_concatenated_and_json_lines_are_read_alike() {
+        let a = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        let b = rollout("u1", 11, "2026-03-14T13:00:05Z", 1);
+        let concatenated = format!("{a}{b}");
+        let lines = format!("{a}\n{b}\n");
+        for s in [concatenated, lines] {
+            let imp = import(vec![("x", s)]).unwrap();
+            assert_eq!(ops(&imp), ["added", "modified"]);
+        }
+    }
+
+    #[test]
+    fn bare_objects_are_added_on_the_first_sight_of_a_uid_and_modified_after() {
+        let s = format!(
+            "{}\n{}\n{}\n",
+            rollout("u1", 10, "2026-03-14T13:00:00Z", 0),
+            rollout("u2", 11, "2026-03-14T13:00:01Z", 0),
+            rollout("u1", 12, "2026-03-14T13:00:02Z", 1),
+        );
+        let imp = import(vec![("x", s)]).unwrap();
+        assert_eq!(ops(&imp), ["added", "added", "modified"]);
+    }
+
+    #[test]
+    fn the_time_is_the_latest_object_timestamp_and_never_goes_backwards() {
+        let mut late = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        late["status"]["conditions"] = json!([{"type": "Progressing", "lastUpdateTime": "2026-03-14T13:00:30Z", "lastTransitionTime": "2026-03-14T13:00:20Z"}]);
+        late["status"]["pauseConditions"] =
+            json!([{"reason": "CanaryPauseStep", "startTime": "2026-03-14T13:00:40Z"}]);
+        let earlier = rollout("u1", 11, "2026-03-14T13:00:10Z", 1);
+        let imp = import(vec![("x", format!("{late}\n{earlier}\n"))]).unwrap();
+        let t = parse_time("2026-03-14T13:00:40Z").unwrap();
+        assert_eq!(imp.records[0].observed_at, t);
+        assert_eq!(
+            imp.records[1].observed_at, t,
+            "never before the previous event"
+        );
+    }
+
+    #[test]
+    fn events_of_two_inputs_at_the_same_time_are_ordered_by_resource_version() {
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "shop", "uid": "r1", "resourceVersion": "9", "creationTimestamp": "2026-03-14T13:00:00Z"}});
+        let ro = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        let imp = import(vec![("ro", ro.to_string()), ("rs", rs.to_string())]).unwrap();
+        assert_eq!(imp.records[0].kind, Kind::ReplicaSet);
+        assert_eq!(imp.records[1].kind, Kind::Rollout);
+    }
+
+    #[test]
+    fn a_broken_document_and_an_unknown_api_version_are_skipped_with_file_and_line() {
+        let good = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        let mut unknown = rollout("u1", 11, "2026-03-14T13:00:01Z", 0);
+        unknown["apiVersion"] = json!("argoproj.io/v9");
+        let s = format!(
+            "{good}\n{{\"type\": \"MODIFIED\", \"object\": {{\"kind\": \n{unknown}\n{}\n",
+            rollout("u1", 12, "2026-03-14T13:00:02Z", 1)
+        );
+        let imp = import(vec![("cap.json", s)]).unwrap();
+        assert_eq!(ops(&imp), ["added", "modified"]);
+        let w: Vec<String> = imp.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("cap.json:2: invalid JSON"), "{w:?}");
+        assert!(w[1].starts_with("cap.json:3: unknown apiVersion"), "{w:?}");
+    }
+
+    #[test]
+    fn a_pretty_document_cut_in_the_middle_is_skipped_up_to_the_next_document() {
+        let a =
+            serde_json::to_string_pretty(&rollout("u1", 10, "2026-03-14T13:00:00Z", 0)).unwrap();
+        let b =
+            serde_json::to_string_pretty(&rollout("u1", 11, "2026-03-14T13:00:01Z", 1)).unwrap();
+        let cut = &a[..a.len() / 2];
+        let imp = import(vec![("p", format!("{cut}\n{a}\n{b}\n"))]).unwrap();
+        assert_eq!(ops(&imp), ["added", "modified"]);
+        assert_eq!(imp.warnings.len(), 1);
+        assert_eq!(imp.warnings[0].line, 1);
+    }
+
+    #[test]
+    fn an_input_without_one_usable_document_is_an_error_naming_it() {
+        let err = import(vec![("junk.txt", "hello world\n".to_owned())]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("junk.txt:1: no usable kubectl-watch event"),
+            "{err}"
+        );
+        let err = import(vec![("empty.json", String::new())]).unwrap_err();
+        assert_eq!(err.to_string(), "empty.json: the input is empty");
+    }
+
+    #[test]
+    fn secrets_in_env_values_are_redacted() {
+        let mut v = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        v["spec"] = json!({"template": {"spec": {"containers": [{"name": "app", "env": [{"name": "PASSWORD", "value": "hunter2"}]}]}}});
+        let imp = import(vec![("x", v.to_string())]).unwrap();
+        let text = String::from_utf8(imp.records[0].object.clone()).unwrap();
+        assert!(
+            !text.contains("hunter2") && text.contains("sha256:"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Importing the simulator's audit logs and kubectl watch captures gives back what the native
+//! recordings say: the same findings, and the actors the audit log knows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+
+use rf_analyzer::{Options, Report, analyze};
+use rf_format::Kind;
+use rf_import::{Imported, Input};
+use rf_scenarios::{Recording, catalog, generate, to_audit_log, to_kubectl_watch};
+
+type Key = (String, String, String);
+
+fn findings(report: &Report) -> BTreeSet<Key> {
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.rule.id().to_owned(),
+                f.severity.as_str().to_owned(),
+                format!(
+                    "{}/{}/{}",
+                    f.subject.kind, f.subject.namespace, f.subject.name
+                ),
+            )
+        })
+        .collect()
+}
+
+fn native(rec: &Recording) -> Report {
+    analyze(&rec.header, rec.records.clone(), Options::default())
+}
+
+fn imported(imp: &Imported) -> Report {
+    analyze(&imp.header, imp.records.clone(), Options::default())
+}
+
+fn input(name: &str, text: String) -> Input {
+    Input::new(name, std::io::Cursor::new(text.into_bytes()))
+}
+
+fn from_audit(rec: &Recording) -> Imported {
+    rf_import::audit_log(vec![input("audit.log", to_audit_log(rec))]).unwrap()
+}
+
+fn from_kubectl(rec: &Recording) -> Imported {
+    rf_import::kubectl_watch(vec![
+        input("rollouts.json", to_kubectl_watch(rec, &[Kind::Rollout])),
+        input(
+            "replicasets.json",
+            to_kubectl_watch(rec, &[Kind::ReplicaSet]),
+        ),
+    ])
+    .unwrap()
+}
+
+#[test]
+fn every_scenario_imported_from_its_audit_log_has_the_native_findings() {
+    for s in catalog() {
+        let rec = generate(s.name).unwrap();
+        let imp = from_audit(&rec);
+        assert!(imp.warnings.is_empty(), "{}: {:?}", s.name, imp.warnings);
+        assert_eq!(
+            findings(&imported(&imp)),
+            findings(&native(&rec)),
+            "scenario {}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn every_scenario_imported_from_a_kubectl_capture_has_the_native_findings() {
+    for s in catalog() {
+        let rec = generate(s.name).unwrap();
+        let imp = from_kubectl(&rec);
+        assert!(imp.warnings.is_empty(), "{}: {:?}", s.name, imp.warnings);
+        assert_eq!(imp.header.notes["times"], "approximate");
+        assert_eq!(
+            findings(&imported(&imp)),
+            findings(&native(&rec)),
+            "scenario {}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn issue_5_rerender_race_from_both_sources_names_the_four_findings_and_the_render_actor() {
+    let rec = generate("rerender-race").unwrap();
+    let audit = imported(&from_audit(&rec));
+    let kubectl = imported(&from_kubectl(&rec));
+    for report in [&audit, &kubectl] {
+        let rules: BTreeSet<&str> = report.findings.iter().map(|f| f.rule.id()).collect();
+        for rule in [
+            "rerender-restart",
+            "pause-lost",
+            "config-only-rerender",
+            "orphaned-replicaset",
+        ] {
+            assert!(rules.contains(rule), "missing {rule} in {rules:?}");
+        }
+    }
+    let restart = audit
+        .findings
+        .iter()
+        .find(|f| f.rule.id() == "rerender-restart")
+        .unwrap();
+    let renders: Vec<&str> = restart
+        .evidence
+        .iter()
+        .map(|e| e.detail.as_str())
+        .filter(|d| d.contains("render"))
+        .collect();
+    assert!(!renders.is_empty());
+    for detail in renders {
+        assert!(
+            detail.contains("argocd-application-controller"),
+            "render without its actor: {detail}"
+        );
+    }
+}
