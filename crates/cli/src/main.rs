@@ -5,6 +5,7 @@ mod commands;
 mod exit;
 mod input;
 mod render;
+mod signal;
 mod style;
 mod timespec;
 

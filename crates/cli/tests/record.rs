@@ -772,3 +772,45 @@ fn bad_flags_exit_2() {
 
     assert!(!Path::new(out).exists(), "nothing was written");
 }
+
+#[test]
+fn sigint_and_sigterm_close_the_recording_cleanly_with_a_summary() {
+    for signal in ["-INT", "-TERM"] {
+        let s = serve(&recording("rerender-race"), &["--speed", "1"]);
+        let out = s.dir.path().join(format!("stopped{signal}.rfr"));
+        let mut child = Killed(
+            bin(s.dir.path())
+                .arg("record")
+                .arg("--kubeconfig")
+                .arg(&s.kubeconfig)
+                .args([
+                    "-n",
+                    "payments",
+                    "--kinds",
+                    "rollouts,replicasets,events",
+                    "-o",
+                ])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let err = drain(child.0.stderr.take());
+        std::thread::sleep(Duration::from_millis(1500));
+        let id = child.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([signal, &id])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = wait_bounded(&mut child, Duration::from_secs(10), "the stopped recorder");
+        let err = text(&err.join().unwrap());
+        assert_eq!(status.code(), Some(0), "{signal}: {err}");
+        assert!(err.contains("recorded "), "{signal}: the summary: {err}");
+        let (_, records) = read_closed(&out);
+        assert!(!records.is_empty(), "{signal}");
+    }
+}

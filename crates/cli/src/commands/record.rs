@@ -168,28 +168,16 @@ fn summary_text(s: &Summary, path: &std::path::Path) -> String {
     text
 }
 
-async fn stop_signal(limit: Option<Duration>) {
+async fn stop_signal(limit: Option<Duration>, interrupted: crate::signal::Interrupt) {
     let timer = async {
         match limit {
             Some(d) => tokio::time::sleep(d).await,
             None => std::future::pending::<()>().await,
         }
     };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
     tokio::select! {
         () = timer => {}
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        () = interrupted.wait() => {}
     }
 }
 
@@ -215,13 +203,14 @@ pub fn run(args: &RecordArgs, _out: &mut dyn Write) -> Result<Exit> {
         };
         let file = std::fs::File::create(&args.output)
             .with_context(|| format!("cannot write the recording to {}", args.output.display()))?;
+        let interrupted = crate::signal::Interrupt::install()?;
         let live = std::io::stderr().is_terminal();
         let result = rf_recorder::record(
             client,
             &config,
             &source,
             std::io::BufWriter::with_capacity(256 * 1024, file),
-            stop_signal(limit),
+            stop_signal(limit, interrupted),
             |p| {
                 if live {
                     eprint!("\r\x1b[K{}", status_line(p));

@@ -152,16 +152,12 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
             );
         }
         eprintln!("read-only; Ctrl-C stops it");
+        // Handle SIGINT before the URL tells anyone the server is up: a client that reads the
+        // URL and interrupts at once must still get a clean stop.
+        let interrupted = crate::signal::Interrupt::install()?;
         writeln!(out, "{url}")?;
         out.flush()?;
-        server
-            .run(async {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    // No signal handling here: serve until killed.
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await?;
+        server.run(interrupted.wait()).await?;
         if let Some(dir) = temp_dir {
             let _ = std::fs::remove_dir_all(dir);
         }
