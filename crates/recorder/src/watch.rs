@@ -354,15 +354,8 @@ impl Loop {
             if !send(&self.tx, self.draft(Op::Listed, &meta, object.clone(), at)).await {
                 return false;
             }
-            seen.insert(key.clone(), ());
-            self.known.insert(
-                key,
-                Known {
-                    uid: meta.uid,
-                    rv: meta.resource_version,
-                    object,
-                },
-            );
+            seen.insert(key, ());
+            self.remember(meta, object);
         }
         let mut vanished: Vec<(String, String)> = self
             .known
@@ -485,19 +478,25 @@ impl Loop {
                 }
             } else {
                 let draft = self.draft(op, &meta, object.clone(), at);
-                self.known.insert(
-                    key,
-                    Known {
-                        uid: meta.uid,
-                        rv: meta.resource_version,
-                        object,
-                    },
-                );
+                self.remember(meta, object);
                 if !send(&self.tx, draft).await {
                     return None;
                 }
             }
         }
+    }
+
+    /// Keeps the last state of a live object, for the `Deleted{inferred}` record a relist
+    /// writes if it vanishes.
+    fn remember(&mut self, meta: MetaFields, object: Vec<u8>) {
+        self.known.insert(
+            (meta.namespace, meta.name),
+            Known {
+                uid: meta.uid,
+                rv: meta.resource_version,
+                object,
+            },
+        );
     }
 
     fn expired_reason(&self, rv: &str, message: &str) -> String {
