@@ -814,3 +814,21 @@ fn sigint_and_sigterm_close_the_recording_cleanly_with_a_summary() {
         assert!(!records.is_empty(), "{signal}");
     }
 }
+
+#[test]
+fn no_kubeconfig_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.rfr");
+    let o = run_bounded({
+        let mut c = bin(dir.path());
+        c.args(["record", "-o"])
+            .arg(&out)
+            .args(["--duration", "1s"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("no kubeconfig found"), "{err}");
+    assert!(err.contains("--kubeconfig"), "says how to fix it: {err}");
+    assert!(!out.exists());
+}
