@@ -464,3 +464,12 @@ pub fn analyze(
     a.end_file(FileEnd::Closed, None, None);
     a.finish()
 }
+
+#[cfg(test)]
+mod send_tests {
+    #[test]
+    fn an_analyzer_can_move_to_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<super::Analyzer>();
+    }
+}

@@ -31,6 +31,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Record watch events of a live API server into a recording.
     Record(crate::commands::record::RecordArgs),
+    /// Watch a live API server and print findings as they happen (`record --live`; -o optional).
+    Watch(crate::commands::record::RecordArgs),
     /// Turn a kubectl watch capture or an API server audit log into a recording.
     Import(crate::commands::import::ImportArgs),
 }

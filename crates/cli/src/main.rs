@@ -26,6 +26,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Simulate(a) => commands::simulate::run(a, out),
         Command::Serve(a) => commands::serve::run(a, out),
         Command::Record(a) => commands::record::run(a, out),
+        Command::Watch(a) => commands::record::watch(a, out),
         Command::Import(a) => commands::import::run(a, out),
     }
 }

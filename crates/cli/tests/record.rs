@@ -832,3 +832,82 @@ fn no_kubeconfig_is_a_clear_error() {
     assert!(err.contains("--kubeconfig"), "says how to fix it: {err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn record_live_prints_the_findings_that_analyze_finds_in_the_file() {
+    let s = serve(&recording("rerender-race"), &["--speed", "max"]);
+    let out = s.dir.path().join("live.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "--live",
+            "-n",
+            "payments",
+            "--kinds",
+            "rollouts,replicasets,events",
+            "--duration",
+            "3s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // Live lines: "HH:MM:SS SEVERITY rule ns/name: summary; run: command".
+    let mut live: Vec<(String, String)> = err
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (_time, sev, rule, subject) = (w.next()?, w.next()?, w.next()?, w.next()?);
+            matches!(sev, "ERROR" | "WARNING" | "INFO").then(|| {
+                let name = subject
+                    .trim_end_matches(':')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("");
+                (rule.to_owned(), name.to_owned())
+            })
+        })
+        .collect();
+    live.sort();
+    let analyzed = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
+        .args(["analyze", out.to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&analyzed.stdout).unwrap();
+    let mut expected: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_owned(),
+                f["subject"]["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(live, expected, "{err}");
+    let rules: Vec<&str> = live.iter().map(|(r, _)| r.as_str()).collect();
+    for rule in [
+        "rerender-restart",
+        "pause-lost",
+        "config-only-rerender",
+        "orphaned-replicaset",
+    ] {
+        assert!(rules.contains(&rule), "{rule} missing live: {err}");
+    }
+}
+
+#[test]
+fn record_without_output_says_to_use_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_bounded({
+        let mut c = bin(dir.path());
+        c.args(["record", "--duration", "1s"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("watch"), "{}", text(&o.stderr));
+}

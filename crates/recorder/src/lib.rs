@@ -42,7 +42,7 @@ use rf_format::{Header, Kind, Redaction, Source, Timestamp};
 pub use error::{Error, Result};
 pub use redact::{digest, redact_object};
 pub use resource::{Resource, parse_kind};
-pub use sink::Written;
+pub use sink::{Tap, Written};
 pub use watch::Stats;
 
 use crate::watch::{Target, Tuning};
@@ -72,6 +72,21 @@ pub struct Config {
     pub page_size: u32,
     /// Records buffered between the watchers and the writer.
     pub channel_capacity: usize,
+}
+
+/// Options of one recording run that are not plain configuration.
+#[derive(Default)]
+pub struct Hooks {
+    /// Sees every record as written, and the close (live analysis).
+    pub tap: Option<Box<dyn Tap>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -223,7 +238,29 @@ pub async fn record<W: Write + Send + 'static>(
     source: &SourceInfo,
     output: W,
     stop: impl Future<Output = ()>,
+    on_progress: impl FnMut(&Progress),
+) -> Result<Summary> {
+    record_with(
+        client,
+        config,
+        source,
+        output,
+        stop,
+        on_progress,
+        Hooks::default(),
+    )
+    .await
+}
+
+/// [`record`], with a tap that sees every record as it is written.
+pub async fn record_with<W: Write + Send + 'static>(
+    client: Client,
+    config: &Config,
+    source: &SourceInfo,
+    output: W,
+    stop: impl Future<Output = ()>,
     mut on_progress: impl FnMut(&Progress),
+    hooks: Hooks,
 ) -> Result<Summary> {
     let server = source
         .server
@@ -253,7 +290,7 @@ pub async fn record<W: Write + Send + 'static>(
             .notes
             .insert("not-served".to_owned(), names.join(","));
     }
-    let sink = sink::start(output, &header, config.channel_capacity)?;
+    let sink = sink::start(output, &header, config.channel_capacity, hooks.tap)?;
     let stats = Arc::new(Stats::default());
     let tuning = Tuning {
         watch_timeout: config.watch_timeout,

@@ -52,6 +52,17 @@ impl<W: Write> Write for Counting<W> {
     }
 }
 
+/// Sees every record as it is written, in file order, and the close: how `record --live`
+/// analyzes while recording, with the same records `analyze` will read from the file.
+pub trait Tap: Send {
+    /// The recording begins with this header.
+    fn begin(&mut self, _header: &Header) {}
+    /// A record was written.
+    fn record(&mut self, record: &Record);
+    /// The recording was closed cleanly at `closed_at`.
+    fn closed(&mut self, closed_at: Timestamp);
+}
+
 /// What the writer thread is sent.
 // Nearly every message is a record: boxing it would cost an allocation per record.
 #[allow(clippy::large_enum_variant)]
@@ -77,6 +88,7 @@ pub(crate) fn start<W: Write + Send + 'static>(
     output: W,
     header: &Header,
     capacity: usize,
+    mut tap: Option<Box<dyn Tap>>,
 ) -> Result<Sink> {
     let written = Arc::new(Written::default());
     let counting = Counting {
@@ -84,6 +96,9 @@ pub(crate) fn start<W: Write + Send + 'static>(
         written: Arc::clone(&written),
     };
     let mut writer = Writer::new(counting, header).map_err(Error::Write)?;
+    if let Some(tap) = tap.as_mut() {
+        tap.begin(header);
+    }
     let (tx, mut rx) = mpsc::channel::<Message>(capacity);
     let w = Arc::clone(&written);
     let handle = std::thread::Builder::new()
@@ -112,20 +127,22 @@ pub(crate) fn start<W: Write + Send + 'static>(
                 let observed_at = d.observed_at.max(last_at);
                 last_at = observed_at;
                 let list_end = d.op == Op::ListEnd;
-                writer
-                    .write(&Record {
-                        seq,
-                        observed_at,
-                        kind: d.kind,
-                        op: d.op,
-                        namespace: d.namespace,
-                        name: d.name,
-                        uid: d.uid,
-                        resource_version: d.resource_version,
-                        actor: None,
-                        object: d.object,
-                    })
-                    .map_err(Error::Write)?;
+                let record = Record {
+                    seq,
+                    observed_at,
+                    kind: d.kind,
+                    op: d.op,
+                    namespace: d.namespace,
+                    name: d.name,
+                    uid: d.uid,
+                    resource_version: d.resource_version,
+                    actor: None,
+                    object: d.object,
+                };
+                writer.write(&record).map_err(Error::Write)?;
+                if let Some(tap) = tap.as_mut() {
+                    tap.record(&record);
+                }
                 w.records.fetch_add(1, Ordering::Relaxed);
                 dirty = true;
                 if list_end {
@@ -133,13 +150,17 @@ pub(crate) fn start<W: Write + Send + 'static>(
                     dirty = false;
                 }
             }
-            let mut out = writer.finish_at(now().max(last_at)).map_err(Error::Write)?;
+            let closed_at = now().max(last_at);
+            let mut out = writer.finish_at(closed_at).map_err(Error::Write)?;
             out.flush().map_err(|e| {
                 Error::Write(rf_format::Error::Io {
                     offset: 0,
                     source: e,
                 })
             })?;
+            if let Some(tap) = tap.as_mut() {
+                tap.closed(closed_at);
+            }
             Ok(())
         })
         .map_err(Error::Thread)?;

@@ -16,7 +16,7 @@ mod restart_churn;
 
 /// A detector sees every rollout transition, every change of a rollout's ReplicaSets, and the
 /// end of the analysis; it pushes what it finds.
-pub(crate) trait Detector: Debug {
+pub(crate) trait Detector: Debug + Send {
     /// A rollout's state changed.
     fn on_transition(&mut self, _t: &Transition<'_>, _out: &mut Vec<Finding>) {}
     /// One of the rollout's ReplicaSets changed.

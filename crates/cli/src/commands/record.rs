@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use rf_recorder::{Config, Progress, SourceInfo, Summary};
+use rf_analyzer::{Analyzer, FileEnd, Finding, Options};
+use rf_format::{Header, Record, Timestamp};
+use rf_recorder::{Config, Hooks, Progress, SourceInfo, Summary, Tap};
 
 use crate::exit::Exit;
 use crate::timespec::parse_duration;
@@ -33,9 +35,12 @@ pub struct RecordArgs {
     /// applications, events. Default: all of them (applications when the server serves them).
     #[arg(long, value_delimiter = ',', value_name = "KINDS")]
     pub kinds: Vec<String>,
-    /// The recording to write.
+    /// The recording to write (required by `record`; optional for `watch`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
+    /// Print each finding on stderr the moment it becomes true, as `analyze` would report it.
+    #[arg(long)]
+    pub live: bool,
     /// Stop after this long (e.g. 30m); default: until Ctrl-C or SIGTERM.
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
@@ -144,14 +149,14 @@ fn status_line(p: &Progress) -> String {
     )
 }
 
-fn summary_text(s: &Summary, path: &std::path::Path) -> String {
+fn summary_text(s: &Summary, path: Option<&std::path::Path>) -> String {
     let secs = (s.ended_at.as_unix_nanos() - s.started_at.as_unix_nanos()).max(0) / 1_000_000_000;
     let kinds: Vec<String> = s.per_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let mut text = format!(
         "recorded {} records in {} to {} ({} bytes, {} gaps, {} watches resumed without loss)\n  per kind: {}",
         s.records,
         rf_analyzer::human_duration(secs * 1_000_000_000),
-        path.display(),
+        path.map_or_else(|| "nowhere (no -o)".to_owned(), |p| p.display().to_string()),
         s.bytes,
         s.gaps,
         s.resumes,
@@ -181,7 +186,79 @@ async fn stop_signal(limit: Option<Duration>, interrupted: crate::signal::Interr
     }
 }
 
-pub fn run(args: &RecordArgs, _out: &mut dyn Write) -> Result<Exit> {
+/// Analyzes records as the writer writes them and prints each finding once, when it becomes
+/// true; at the close, the end-of-recording findings (orphans) follow.
+struct LiveTap {
+    analyzer: Option<Analyzer>,
+    printed: Vec<(rf_analyzer::Rule, rf_analyzer::Subject, Timestamp)>,
+    clear_line: bool,
+}
+
+impl LiveTap {
+    fn print(&mut self, findings: &[Finding]) {
+        for f in findings {
+            let key = (f.rule, f.subject.clone(), f.at);
+            if self.printed.contains(&key) {
+                continue;
+            }
+            self.printed.push(key);
+            let time = rf_analyzer::rfc3339(f.at);
+            let run = f
+                .remedy
+                .commands
+                .first()
+                .map(|c| format!("; run: {c}"))
+                .unwrap_or_default();
+            eprintln!(
+                "{}{} {} {} {}/{}: {}{run}",
+                if self.clear_line { "\r\x1b[K" } else { "" },
+                time.get(11..19).unwrap_or(&time),
+                f.severity.as_str().to_uppercase(),
+                f.rule,
+                f.subject.namespace,
+                f.subject.name,
+                f.summary
+            );
+        }
+    }
+}
+
+impl Tap for LiveTap {
+    fn begin(&mut self, header: &Header) {
+        let mut analyzer = Analyzer::new(Options::default());
+        analyzer.begin_file("(live)", rf_format::FORMAT_VERSION, header);
+        self.analyzer = Some(analyzer);
+    }
+
+    fn record(&mut self, record: &Record) {
+        if let Some(a) = self.analyzer.as_mut() {
+            let found = a.push(record);
+            self.print(&found);
+        }
+    }
+
+    fn closed(&mut self, closed_at: Timestamp) {
+        if let Some(mut a) = self.analyzer.take() {
+            a.end_file(FileEnd::Closed, Some(closed_at), None);
+            let report = a.finish();
+            self.print(&report.findings);
+        }
+    }
+}
+
+/// `watch`: `record --live`, with the file optional.
+pub fn watch(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
+    run_inner(args, out, true)
+}
+
+pub fn run(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
+    if args.output.is_none() {
+        bail!("record needs -o FILE (use `watch` to see findings live without writing a file)");
+    }
+    run_inner(args, out, args.live)
+}
+
+fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit> {
     let mut config = config(args)?;
     let limit = args
         .duration
@@ -201,29 +278,45 @@ pub fn run(args: &RecordArgs, _out: &mut dyn Write) -> Result<Exit> {
         } else {
             args.namespaces.clone()
         };
-        let file = std::fs::File::create(&args.output)
-            .with_context(|| format!("cannot write the recording to {}", args.output.display()))?;
+        let output: Box<dyn Write + Send> = match &args.output {
+            Some(path) => Box::new(std::io::BufWriter::with_capacity(
+                256 * 1024,
+                std::fs::File::create(path)
+                    .with_context(|| format!("cannot write the recording to {}", path.display()))?,
+            )),
+            None => Box::new(std::io::sink()),
+        };
         let interrupted = crate::signal::Interrupt::install()?;
-        let live = std::io::stderr().is_terminal();
-        let result = rf_recorder::record(
+        let status = std::io::stderr().is_terminal();
+        let hooks = Hooks {
+            tap: live.then(|| {
+                Box::new(LiveTap {
+                    analyzer: None,
+                    printed: Vec::new(),
+                    clear_line: status,
+                }) as Box<dyn Tap>
+            }),
+        };
+        let result = rf_recorder::record_with(
             client,
             &config,
             &source,
-            std::io::BufWriter::with_capacity(256 * 1024, file),
+            output,
             stop_signal(limit, interrupted),
             |p| {
-                if live {
+                if status {
                     eprint!("\r\x1b[K{}", status_line(p));
                 }
             },
+            hooks,
         )
         .await;
-        if live {
+        if status {
             eprint!("\r\x1b[K");
         }
         match result {
             Ok(summary) => {
-                eprintln!("{}", summary_text(&summary, &args.output));
+                eprintln!("{}", summary_text(&summary, args.output.as_deref()));
                 Ok(Exit::Ok)
             }
             Err(e) => {
@@ -233,9 +326,9 @@ pub fn run(args: &RecordArgs, _out: &mut dyn Write) -> Result<Exit> {
                         | rf_recorder::Error::NotServed { .. }
                         | rf_recorder::Error::Unreachable { .. }
                 );
-                if !started {
+                if let (false, Some(path)) = (started, &args.output) {
                     // Nothing worth keeping: no half-made file under the asked name.
-                    let _ = std::fs::remove_file(&args.output);
+                    let _ = std::fs::remove_file(path);
                 }
                 Err(anyhow::Error::new(e))
             }
