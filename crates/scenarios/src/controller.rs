@@ -158,6 +158,12 @@ impl Sim {
                 .annotations
                 .insert(REVISION_HISTORY.to_owned(), history);
         }
+        self.controller_writes_replica_set(hash);
+    }
+
+    /// The rollouts controller updates ReplicaSet `hash` (its managedFields entry and a
+    /// MODIFIED event).
+    fn controller_writes_replica_set(&mut self, hash: &str) {
         self.touch_replica_set(
             hash,
             manager::ROLLOUTS,
@@ -777,13 +783,7 @@ impl Sim {
             rs.meta.annotations.remove(SCALE_DOWN_DEADLINE);
         }
         let (name, revision) = (rs.meta.name.clone(), rs.revision());
-        self.touch_replica_set(
-            hash,
-            manager::ROLLOUTS,
-            None,
-            fields::rollouts_replica_set(),
-        );
-        self.write_replica_set(hash, Op::Modified);
+        self.controller_writes_replica_set(hash);
         let direction = if replicas > from { "up" } else { "down" };
         self.record_event(
             false,
@@ -801,13 +801,7 @@ impl Sim {
         rs.meta
             .annotations
             .insert(SCALE_DOWN_DEADLINE.to_owned(), String::new());
-        self.touch_replica_set(
-            hash,
-            manager::ROLLOUTS,
-            None,
-            fields::rollouts_replica_set(),
-        );
-        self.write_replica_set(hash, Op::Modified);
+        self.controller_writes_replica_set(hash);
     }
 
     /// `reconcileRevisionHistoryLimit`: deletes the oldest scaled-down ReplicaSets beyond
