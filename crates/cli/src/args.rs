@@ -33,6 +33,9 @@ pub enum Command {
     Record(crate::commands::record::RecordArgs),
     /// Watch a live API server and print findings as they happen (`record --live`; -o optional).
     Watch(crate::commands::record::RecordArgs),
+    /// Wait for a rollout to pause, reach a step or become healthy; a re-render restarts the
+    /// timer instead of timing out (exit 0 reached, 3 timeout, 4 aborted, 5 degraded, 6 churn).
+    Wait(crate::commands::wait::WaitArgs),
     /// Turn a kubectl watch capture or an API server audit log into a recording.
     Import(crate::commands::import::ImportArgs),
 }

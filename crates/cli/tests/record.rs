@@ -911,3 +911,78 @@ fn record_without_output_says_to_use_watch() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("watch"), "{}", text(&o.stderr));
 }
+
+/// Runs `wait` against a served recording; returns (exit code, stdout).
+fn wait_on(name: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let s = serve(&recording(name), &["--speed", "max"]);
+    let mut c = bin(s.dir.path());
+    c.args(["wait", "checkout-api", "-n", "payments", "--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .args(extra);
+    let o = run_bounded(c);
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+#[test]
+fn wait_succeeds_resets_on_a_rerender_and_fails_fast_with_distinct_codes() {
+    let common = ["--for", "healthy", "--new-revision", "--timeout", "2s"];
+    let (code, out, err) = wait_on("image-only-release", &common);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("healthy reached"), "{out}");
+
+    let (code, out, err) = wait_on("rerender-race", &common);
+    assert_eq!(code, Some(3), "times out: {out}{err}");
+    assert!(
+        out.contains("a re-render, not a failure; the timer starts again"),
+        "{out}"
+    );
+    assert!(
+        out.contains("last state: Paused at step 1/6"),
+        "names the last state: {out}"
+    );
+
+    let (code, out, err) = wait_on("abort", &common);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("aborted"), "{out}");
+
+    let mut churn = common.to_vec();
+    churn.extend(["--max-restarts", "2", "-o", "json"]);
+    let (code, out, err) = wait_on("rerender-race-reruns", &churn);
+    assert_eq!(code, Some(6), "{out}{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outcome"], "restart-churn");
+    assert_eq!(v["last"]["restarts"], 3);
+
+    let (code, out, err) = wait_on(
+        "rerender-race",
+        &["--for", "pause", "--new-revision", "--timeout", "2s"],
+    );
+    assert_eq!(code, Some(0), "a paused canary is success: {out}{err}");
+}
+
+#[test]
+fn wait_records_what_it_watched_when_asked() {
+    let s = serve(&recording("abort"), &["--speed", "max"]);
+    let evidence = s.dir.path().join("wait.rfr");
+    let mut c = bin(s.dir.path());
+    c.args([
+        "wait",
+        "checkout-api",
+        "-n",
+        "payments",
+        "--for",
+        "healthy",
+        "--new-revision",
+    ])
+    .args(["--timeout", "2s", "--kubeconfig"])
+    .arg(&s.kubeconfig)
+    .arg("--record")
+    .arg(&evidence);
+    let o = run_bounded(c);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stdout));
+    let (_, records) = read_closed(&evidence);
+    assert!(
+        records.iter().any(|r| r.kind == Kind::Rollout),
+        "the evidence holds the rollout"
+    );
+}

@@ -8,3 +8,4 @@ pub mod record;
 pub mod serve;
 pub mod simulate;
 pub mod timeline;
+pub mod wait;

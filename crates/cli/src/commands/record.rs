@@ -97,13 +97,18 @@ fn config(args: &RecordArgs) -> Result<Config> {
     Ok(config)
 }
 
-async fn client(args: &RecordArgs) -> Result<(kube::Client, SourceInfo, String)> {
+/// A client from `--kubeconfig`/`--context` (or the usual inference), the source for the
+/// header, and the context's default namespace.
+pub(crate) async fn client_for(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<(kube::Client, SourceInfo, String)> {
     let options = KubeConfigOptions {
-        context: args.context.clone(),
+        context: context.map(str::to_owned),
         cluster: None,
         user: None,
     };
-    let config = match &args.kubeconfig {
+    let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
@@ -111,7 +116,7 @@ async fn client(args: &RecordArgs) -> Result<(kube::Client, SourceInfo, String)>
                 .await
                 .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
         }
-        None if args.context.is_some() => kube::Config::from_kubeconfig(&options)
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
             .await
             .context("cannot use the kubeconfig context")?,
         None => kube::Config::infer().await.context(
@@ -123,7 +128,7 @@ async fn client(args: &RecordArgs) -> Result<(kube::Client, SourceInfo, String)>
     let client =
         kube::Client::try_from(config).context("cannot build a client from the kubeconfig")?;
     let source = SourceInfo {
-        context: args.context.clone(),
+        context: context.map(str::to_owned),
         server: Some(server.trim_end_matches('/').to_owned()),
     };
     Ok((client, source, namespace))
@@ -270,7 +275,8 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (client, source, default_ns) = client(args).await?;
+        let (client, source, default_ns) =
+            client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
         config.namespaces = if args.all_namespaces {
             Vec::new()
         } else if args.namespaces.is_empty() {

@@ -1,0 +1,505 @@
+//! `rollout-forensics wait ROLLOUT -n NS --for pause|step=N|healthy`: the pipeline step that
+//! waits for a canary and knows a re-render from a failure.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use rf_format::{Header, Kind, Op, Record, Timestamp};
+use rf_recorder::{Config, Hooks, Tap};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::commands::record::client_for;
+use crate::exit::Exit;
+use crate::timespec::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The Rollout to wait for.
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: String,
+    /// Its namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// What to wait for: `pause` (a canary pause step reached), `step=N` (step index N reached),
+    /// or `healthy` (fully promoted).
+    #[arg(long = "for", value_name = "CONDITION")]
+    pub condition: String,
+    /// Give up after this long without the condition; a new pod-template hash restarts it.
+    #[arg(long, default_value = "10m", value_name = "DURATION")]
+    pub timeout: String,
+    /// Fail once the canary restarted on a new pod-template hash more often than this.
+    #[arg(long, default_value_t = 3)]
+    pub max_restarts: u32,
+    /// Only a revision other than the one current when the wait starts counts (the release the
+    /// pipeline just applied, when the controller may not have seen it yet).
+    #[arg(long)]
+    pub new_revision: bool,
+    /// Write what was watched as a recording, so a failed run leaves its evidence.
+    #[arg(long = "record", value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Output format of the outcome.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = crate::args::Format::Table)]
+    pub format: crate::args::Format,
+    /// Path to the kubeconfig.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// The condition waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    Pause,
+    Step(i64),
+    Healthy,
+}
+
+impl Want {
+    fn parse(s: &str) -> Result<Want> {
+        Ok(match s {
+            "pause" => Want::Pause,
+            "healthy" => Want::Healthy,
+            _ => match s.strip_prefix("step=").map(str::parse::<i64>) {
+                Some(Ok(n)) if n >= 0 => Want::Step(n),
+                _ => bail!("invalid --for {s:?}: use pause, step=N or healthy"),
+            },
+        })
+    }
+}
+
+/// How a wait ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The condition holds.
+    Reached,
+    /// No progress to the condition within the timeout since the last restart.
+    TimedOut,
+    /// The rollout was aborted.
+    Aborted,
+    /// The rollout is Degraded (progress deadline, failed analysis).
+    Degraded,
+    /// More restarts on new pod-template hashes than allowed.
+    RestartChurn,
+}
+
+impl Outcome {
+    /// The exit code, documented in the README.
+    pub fn exit(&self) -> u8 {
+        match self {
+            Outcome::Reached => 0,
+            Outcome::TimedOut => 3,
+            Outcome::Aborted => 4,
+            Outcome::Degraded => 5,
+            Outcome::RestartChurn => 6,
+        }
+    }
+}
+
+/// The last state seen, for messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Seen {
+    pub pod_hash: Option<String>,
+    pub step_index: i64,
+    pub step_count: usize,
+    pub phase: Option<String>,
+    pub message: Option<String>,
+    pub paused: bool,
+    pub restarts: u32,
+}
+
+/// The pure part: observations of the rollout in, an outcome (and timer resets) out.
+#[derive(Debug)]
+pub struct Waiter {
+    want: Want,
+    max_restarts: u32,
+    new_revision: bool,
+    baseline: Option<Option<String>>,
+    pub seen: Seen,
+}
+
+/// What one observation means for the wait.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing decided.
+    Continue,
+    /// A new pod-template hash: the canary restarted; restart the timer.
+    Restarted { from: String, to: String },
+    /// The wait is over.
+    Done(Outcome),
+}
+
+impl Waiter {
+    pub fn new(want: Want, max_restarts: u32, new_revision: bool) -> Self {
+        Waiter {
+            want,
+            max_restarts,
+            new_revision,
+            baseline: None,
+            seen: Seen::default(),
+        }
+    }
+
+    /// One observation of the rollout's JSON.
+    pub fn observe(&mut self, rollout: &Value) -> Step {
+        let status = &rollout["status"];
+        let hash = status["currentPodHash"].as_str().map(str::to_owned);
+        let steps = rollout
+            .pointer("/spec/strategy/canary/steps")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let index = status["currentStepIndex"].as_i64().unwrap_or(0);
+        let phase = status["phase"].as_str().map(str::to_owned);
+        let paused = status["pauseConditions"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|c| c["reason"] == "CanaryPauseStep"));
+        let stable = status["stableRS"].as_str();
+        let generation = rollout
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64);
+        let observed = match &status["observedGeneration"] {
+            Value::String(s) => s.parse::<i64>().ok(),
+            v => v.as_i64(),
+        };
+        let previous = self.seen.pod_hash.clone();
+        self.seen = Seen {
+            pod_hash: hash.clone(),
+            step_index: index,
+            step_count: steps,
+            phase: phase.clone(),
+            message: status["message"].as_str().map(str::to_owned),
+            paused,
+            restarts: self.seen.restarts,
+        };
+        if status["abort"].as_bool() == Some(true) {
+            return Step::Done(Outcome::Aborted);
+        }
+        if phase.as_deref() == Some("Degraded") {
+            return Step::Done(Outcome::Degraded);
+        }
+        let baseline = self.baseline.get_or_insert_with(|| hash.clone());
+        let fresh = !self.new_revision || hash != *baseline;
+        let in_sync = fresh && generation.is_some() && generation == observed;
+        let reached = in_sync
+            && match self.want {
+                Want::Pause => paused,
+                Want::Step(n) => index >= n,
+                Want::Healthy => {
+                    phase.as_deref() == Some("Healthy")
+                        && stable.is_some()
+                        && stable == hash.as_deref()
+                }
+            };
+        if let (Some(from), Some(to)) = (previous, hash) {
+            // A canary in progress replaced by another: not the release starting from stable,
+            // not a rollback to it.
+            if from != to && stable != Some(to.as_str()) && stable != Some(from.as_str()) {
+                self.seen.restarts += 1;
+                if self.seen.restarts > self.max_restarts {
+                    return Step::Done(Outcome::RestartChurn);
+                }
+                if !reached {
+                    return Step::Restarted { from, to };
+                }
+            }
+        }
+        if reached {
+            Step::Done(Outcome::Reached)
+        } else {
+            Step::Continue
+        }
+    }
+}
+
+/// Shared between the tap (writer thread) and the waiting task.
+#[derive(Debug)]
+struct Shared {
+    deadline: Instant,
+    outcome: Option<Outcome>,
+    notes: Vec<String>,
+    seen: Seen,
+}
+
+struct WaitTap {
+    name: String,
+    namespace: String,
+    waiter: Waiter,
+    timeout: Duration,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Tap for WaitTap {
+    fn begin(&mut self, _header: &Header) {}
+
+    fn record(&mut self, r: &Record) {
+        if r.kind != Kind::Rollout
+            || r.name != self.name
+            || r.namespace != self.namespace
+            || !matches!(r.op, Op::Added | Op::Modified | Op::Listed)
+        {
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&r.object) else {
+            return;
+        };
+        let step = self.waiter.observe(&v);
+        let Ok(mut shared) = self.shared.lock() else {
+            return;
+        };
+        if shared.outcome.is_some() {
+            return;
+        }
+        shared.seen = self.waiter.seen.clone();
+        match step {
+            Step::Continue => {}
+            Step::Restarted { from, to } => {
+                shared.deadline = Instant::now() + self.timeout;
+                shared.notes.push(format!(
+                    "the canary restarted on a new pod template ({from} -> {to}, restart {} of at most {}): a re-render, not a failure; the timer starts again",
+                    self.waiter.seen.restarts, self.waiter.max_restarts
+                ));
+            }
+            Step::Done(outcome) => shared.outcome = Some(outcome),
+        }
+    }
+
+    fn closed(&mut self, _closed_at: Timestamp) {}
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    rollout: String,
+    outcome: &'a Outcome,
+    exit_code: u8,
+    waited_seconds: f64,
+    last: &'a Seen,
+    notes: &'a [String],
+}
+
+pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
+    let want = Want::parse(&args.condition)?;
+    let nanos = parse_duration(&args.timeout).context("in --timeout")?;
+    let timeout = Duration::from_nanos(u64::try_from(nanos).unwrap_or(0));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let begun = Instant::now();
+    let shared = Arc::new(Mutex::new(Shared {
+        deadline: Instant::now() + timeout,
+        outcome: None,
+        notes: Vec::new(),
+        seen: Seen::default(),
+    }));
+    let namespace = runtime.block_on(async {
+        let (client, source, default_ns) =
+            client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+        let namespace = args.namespace.clone().unwrap_or(default_ns);
+        let config = Config {
+            kinds: vec![Kind::Rollout, Kind::ReplicaSet],
+            optional_kinds: Vec::new(),
+            namespaces: vec![namespace.clone()],
+            ..Config::default()
+        };
+        let output: Box<dyn Write + Send> = match &args.record {
+            Some(path) => Box::new(std::io::BufWriter::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("cannot write the recording to {}", path.display()))?,
+            )),
+            None => Box::new(std::io::sink()),
+        };
+        let tap = WaitTap {
+            name: args.rollout.clone(),
+            namespace: namespace.clone(),
+            waiter: Waiter::new(want, args.max_restarts, args.new_revision),
+            timeout,
+            shared: Arc::clone(&shared),
+        };
+        let interrupted = crate::signal::Interrupt::install()?;
+        let watch = Arc::clone(&shared);
+        let stop = async move {
+            let poll = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let Ok(mut s) = watch.lock() else { return };
+                    if s.outcome.is_some() {
+                        return;
+                    }
+                    if Instant::now() >= s.deadline {
+                        s.outcome = Some(Outcome::TimedOut);
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                () = poll => {}
+                () = interrupted.wait() => {}
+            }
+        };
+        let hooks = Hooks {
+            tap: Some(Box::new(tap)),
+        };
+        rf_recorder::record_with(client, &config, &source, output, stop, |_| {}, hooks)
+            .await
+            .map_err(anyhow::Error::new)?;
+        Ok::<_, anyhow::Error>(namespace)
+    })?;
+    let s = shared
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the wait state was poisoned"))?;
+    let Some(outcome) = s.outcome.clone() else {
+        bail!("interrupted before the condition held");
+    };
+    let rollout = format!("{namespace}/{}", args.rollout);
+    match args.format {
+        crate::args::Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &Report {
+                    rollout,
+                    outcome: &outcome,
+                    exit_code: outcome.exit(),
+                    waited_seconds: begun.elapsed().as_secs_f64(),
+                    last: &s.seen,
+                    notes: &s.notes,
+                },
+            )?;
+            writeln!(out)?;
+        }
+        crate::args::Format::Table => {
+            for n in &s.notes {
+                writeln!(out, "note: {n}")?;
+            }
+            let last = &s.seen;
+            let state = format!(
+                "{} at step {}/{} on {}{}{}",
+                last.phase.as_deref().unwrap_or("unknown phase"),
+                last.step_index,
+                last.step_count,
+                last.pod_hash.as_deref().unwrap_or("no pod hash"),
+                if last.paused { ", paused" } else { "" },
+                last.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            );
+            let line = match outcome {
+                Outcome::Reached => format!("{rollout}: {} reached: {state}", args.condition),
+                Outcome::TimedOut => format!(
+                    "{rollout}: timed out waiting for {} after {} without progress to it; last state: {state}",
+                    args.condition, args.timeout
+                ),
+                Outcome::Aborted => format!("{rollout}: aborted; last state: {state}"),
+                Outcome::Degraded => format!("{rollout}: Degraded; last state: {state}"),
+                Outcome::RestartChurn => format!(
+                    "{rollout}: the canary restarted {} times (more than --max-restarts {}): stop re-running the pipeline; last state: {state}",
+                    last.restarts, args.max_restarts
+                ),
+            };
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(Exit::Code(outcome.exit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rollout(hash: &str, index: i64, phase: &str, paused: bool) -> Value {
+        let mut v = json!({
+            "metadata": {"generation": 2},
+            "spec": {"strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}]}}},
+            "status": {"currentPodHash": hash, "stableRS": "s0", "currentStepIndex": index,
+                       "phase": phase, "observedGeneration": "2"}
+        });
+        if paused {
+            v["status"]["pauseConditions"] = json!([{"reason": "CanaryPauseStep"}]);
+        }
+        v
+    }
+
+    #[test]
+    fn a_paused_canary_is_success_for_pause() {
+        let mut w = Waiter::new(Want::Pause, 3, false);
+        assert_eq!(
+            w.observe(&rollout("s0", 3, "Healthy", false)),
+            Step::Continue
+        );
+        assert_eq!(
+            w.observe(&rollout("h1", 0, "Progressing", false)),
+            Step::Continue
+        );
+        assert_eq!(
+            w.observe(&rollout("h1", 1, "Paused", true)),
+            Step::Done(Outcome::Reached)
+        );
+    }
+
+    #[test]
+    fn a_new_hash_mid_canary_restarts_the_timer_and_too_many_fail() {
+        let mut w = Waiter::new(Want::Healthy, 1, true);
+        assert_eq!(
+            w.observe(&rollout("s0", 3, "Healthy", false)),
+            Step::Continue,
+            "the old revision does not count"
+        );
+        assert_eq!(
+            w.observe(&rollout("h1", 0, "Progressing", false)),
+            Step::Continue,
+            "a release from stable is no restart"
+        );
+        w.observe(&rollout("h1", 1, "Paused", true));
+        assert_eq!(
+            w.observe(&rollout("h2", 0, "Progressing", false)),
+            Step::Restarted {
+                from: "h1".into(),
+                to: "h2".into()
+            }
+        );
+        w.observe(&rollout("h2", 1, "Paused", true));
+        assert_eq!(
+            w.observe(&rollout("h3", 0, "Progressing", false)),
+            Step::Done(Outcome::RestartChurn)
+        );
+    }
+
+    #[test]
+    fn abort_and_degraded_fail_fast_and_healthy_needs_the_new_hash_stable() {
+        let mut w = Waiter::new(Want::Healthy, 3, false);
+        assert_eq!(
+            w.observe(&rollout("s0", 3, "Healthy", false)),
+            Step::Done(Outcome::Reached)
+        );
+        let mut w = Waiter::new(Want::Step(2), 3, false);
+        let mut aborted = rollout("h1", 0, "Degraded", false);
+        aborted["status"]["abort"] = json!(true);
+        assert_eq!(w.observe(&aborted), Step::Done(Outcome::Aborted));
+        let mut w = Waiter::new(Want::Step(2), 3, false);
+        assert_eq!(
+            w.observe(&rollout("h1", 1, "Degraded", false)),
+            Step::Done(Outcome::Degraded)
+        );
+    }
+
+    #[test]
+    fn conditions_parse_and_bad_ones_say_what_is_expected() {
+        assert_eq!(Want::parse("step=2").unwrap(), Want::Step(2));
+        assert!(
+            Want::parse("step=x")
+                .unwrap_err()
+                .to_string()
+                .contains("pause, step=N or healthy")
+        );
+    }
+}
