@@ -21,10 +21,25 @@ pub(crate) struct At {
     pub at: Timestamp,
 }
 
-/// The fields of one observation of a Rollout that the state machine follows.
+/// One observation of a Rollout: where and by whom it was observed, and its state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     pub pos: At,
+    pub actor: Option<String>,
+    pub state: RolloutState,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = RolloutState;
+
+    fn deref(&self) -> &RolloutState {
+        &self.state
+    }
+}
+
+/// The fields of a Rollout that the state machine follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RolloutState {
     pub generation: Option<i64>,
     pub observed_generation: Option<String>,
     pub pod_hash: Option<String>,
@@ -42,7 +57,6 @@ pub(crate) struct Snapshot {
     pub progressing_reason: Option<String>,
     pub canary_weight: Option<i64>,
     pub revision: Option<String>,
-    pub actor: Option<String>,
 }
 
 impl Snapshot {
@@ -53,8 +67,7 @@ impl Snapshot {
         spec_changed: bool,
     ) -> Self {
         let st = &v.status;
-        Snapshot {
-            pos,
+        let state = RolloutState {
             generation: v.metadata.generation,
             observed_generation: st.observed_generation.clone(),
             pod_hash: st.current_pod_hash.clone().filter(|h| !h.is_empty()),
@@ -81,9 +94,13 @@ impl Snapshot {
                 .annotations
                 .get("rollout.argoproj.io/revision")
                 .cloned(),
+        };
+        Snapshot {
+            pos,
             actor: record_actor
                 .map(str::to_owned)
                 .or_else(|| v.metadata.last_manager(!spec_changed).map(str::to_owned)),
+            state,
         }
     }
 
@@ -94,16 +111,7 @@ impl Snapshot {
 
     /// Same state apart from where and by whom it was observed.
     fn same_state(&self, other: &Snapshot) -> bool {
-        let strip = |s: &Snapshot| Snapshot {
-            pos: At {
-                file: 0,
-                seq: 0,
-                at: Timestamp(0),
-            },
-            actor: None,
-            ..s.clone()
-        };
-        strip(self) == strip(other)
+        self.state == other.state
     }
 }
 
