@@ -367,6 +367,7 @@ impl Analyzer {
                 .map(|t| Timeline {
                     rollout: t.subject(),
                     entries: std::mem::take(&mut t.timeline),
+                    traffic: Vec::new(),
                     truncated: t.timeline_truncated,
                 })
                 .collect()

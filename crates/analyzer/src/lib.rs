@@ -46,4 +46,6 @@ pub use report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
 };
 pub use time::{human_duration, parse_rfc3339, rfc3339};
-pub use timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry};
+pub use timeline::{
+    MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry, TrafficEntry,
+};

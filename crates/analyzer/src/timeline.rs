@@ -76,6 +76,23 @@ pub struct TimelineEntry {
     pub replicasets: Vec<ReplicaSetState>,
 }
 
+/// Which pods a Service sends traffic to, by revision, after one change of its endpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TrafficEntry {
+    /// When it was observed.
+    #[serde(serialize_with = "serialize_time")]
+    pub at: Timestamp,
+    /// Which recording (index among the files analyzed).
+    pub file: u32,
+    /// The record's seq (the EndpointSlice, Pod, Service or Rollout record that changed it).
+    pub seq: u64,
+    /// The Service's name.
+    pub service: String,
+    /// Ready endpoint pods by pod-template hash (`""` for pods of no known revision of the
+    /// rollout), pod names sorted.
+    pub endpoints: std::collections::BTreeMap<String, Vec<String>>,
+}
+
 /// The timeline of one rollout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Timeline {
@@ -83,6 +100,9 @@ pub struct Timeline {
     pub rollout: Subject,
     /// Entries in record order.
     pub entries: Vec<TimelineEntry>,
+    /// Endpoint membership of the Services that route to the rollout, one entry per change,
+    /// in record order.
+    pub traffic: Vec<TrafficEntry>,
     /// True when entries beyond [`MAX_TIMELINE_ENTRIES`] were dropped.
     pub truncated: bool,
 }
