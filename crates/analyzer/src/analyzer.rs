@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 
-use crate::detectors::{self, Detector};
+use crate::detectors::{self, Detector, Facts, Scene};
 use crate::finding::Finding;
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
@@ -13,6 +13,7 @@ use crate::rollout::{At, RolloutTrack, Transition};
 use crate::time::rfc3339;
 use crate::timeline::Timeline;
 use crate::view::{ReplicaSetView, RolloutView};
+use crate::world::{Touched, World};
 
 /// Warnings kept verbatim in the report; beyond this they are only counted.
 const MAX_WARNINGS: usize = 50;
@@ -28,6 +29,9 @@ pub struct Options {
     pub until: Option<Timestamp>,
     /// Keep per-rollout timelines for the report.
     pub timelines: bool,
+    /// The records are one snapshot of the cluster (a list at one moment, as `check` takes):
+    /// what holds at the end is judged settled, without waiting for grace periods to pass.
+    pub snapshot: bool,
 }
 
 type Key = (String, String);
@@ -44,6 +48,12 @@ pub struct Analyzer {
     detectors: Vec<Box<dyn Detector>>,
     tracks: BTreeMap<Key, RolloutTrack>,
     live: HashMap<Kind, HashMap<Key, ()>>,
+    world: World,
+    facts: Facts,
+    /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
+    rs_owner: HashMap<Key, String>,
+    /// Rollouts a detector wants to look at again at a time, even if nothing changes.
+    due: BTreeMap<Key, Timestamp>,
     findings: Vec<Finding>,
     summary: RecordingSummary,
     warnings_dropped: u64,
@@ -58,6 +68,7 @@ pub struct Analyzer {
 impl Analyzer {
     /// An analyzer with every detector.
     pub fn new(opts: Options) -> Self {
+        let snapshot = opts.snapshot;
         let mut summary = RecordingSummary {
             complete: true,
             ..RecordingSummary::default()
@@ -68,9 +79,13 @@ impl Analyzer {
         };
         Analyzer {
             opts,
-            detectors: detectors::all(),
+            detectors: detectors::all(snapshot),
             tracks: BTreeMap::new(),
             live: HashMap::new(),
+            world: World::default(),
+            facts: Facts::default(),
+            rs_owner: HashMap::new(),
+            due: BTreeMap::new(),
             findings: Vec::new(),
             summary,
             warnings_dropped: 0,
@@ -157,6 +172,7 @@ impl Analyzer {
         self.first_at.get_or_insert(rec.observed_at);
 
         let before = self.findings.len();
+        self.run_due(pos);
         match &rec.op {
             Op::Gap { reason } => {
                 self.summary.complete = false;
@@ -180,8 +196,23 @@ impl Analyzer {
             Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
                 self.track_live(rec);
                 match rec.kind {
-                    Kind::Rollout => self.on_rollout(rec, pos),
-                    Kind::ReplicaSet => self.on_replicaset(rec, pos),
+                    Kind::Rollout => {
+                        self.on_rollout(rec, pos);
+                        self.look(
+                            &[(rec.namespace.clone(), rec.name.clone())],
+                            None,
+                            pos,
+                            false,
+                        );
+                    }
+                    Kind::ReplicaSet => {
+                        if let Some(owner) = self.on_replicaset(rec, pos) {
+                            self.look(&[(rec.namespace.clone(), owner)], None, pos, false);
+                        }
+                    }
+                    Kind::Service | Kind::EndpointSlice | Kind::Pod | Kind::Application => {
+                        self.on_world_record(rec, pos);
+                    }
                     _ => {}
                 }
             }
@@ -290,7 +321,8 @@ impl Analyzer {
         }
     }
 
-    fn on_replicaset(&mut self, rec: &Record, pos: At) {
+    /// Applies a ReplicaSet record; returns the rollout that owns it.
+    fn on_replicaset(&mut self, rec: &Record, pos: At) -> Option<String> {
         let view: ReplicaSetView = match serde_json::from_slice(&rec.object) {
             Ok(v) => v,
             Err(e) => {
@@ -298,34 +330,147 @@ impl Analyzer {
                     "record seq {} (ReplicaSet {}/{}): unreadable object: {e}",
                     rec.seq, rec.namespace, rec.name
                 ));
-                return;
+                return None;
             }
         };
         let owner = match view.rollout_owner() {
             Some((name, _)) => name.to_owned(),
             None => {
                 // Released from its rollout (no owner): still the rollout's by name and label.
-                let Some(hash) = view.hash() else { return };
-                let Some(name) = rec.name.strip_suffix(&format!("-{hash}")) else {
-                    return;
-                };
+                let hash = view.hash()?;
+                let name = rec.name.strip_suffix(&format!("-{hash}"))?;
                 if !self
                     .tracks
                     .contains_key(&(rec.namespace.clone(), name.to_owned()))
                 {
-                    return;
+                    return None;
                 }
                 name.to_owned()
             }
         };
         let deleted = matches!(rec.op, Op::Deleted { .. });
         let added = matches!(rec.op, Op::Added);
+        let rs_key = (rec.namespace.clone(), rec.name.clone());
+        if deleted {
+            self.rs_owner.remove(&rs_key);
+        } else if self.rs_owner.get(&rs_key) != Some(&owner) {
+            self.rs_owner.insert(rs_key, owner.clone());
+        }
         let track = self.track(&rec.namespace, &owner);
         track.observe_replicaset(&view, &rec.object, pos, deleted, added);
-        let track = &self.tracks[&(rec.namespace.clone(), owner)];
+        let track = &self.tracks[&(rec.namespace.clone(), owner.clone())];
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);
         }
+        Some(owner)
+    }
+
+    /// Applies a Service, EndpointSlice, Pod or Application record and lets the detectors look
+    /// at the rollouts it concerns.
+    fn on_world_record(&mut self, rec: &Record, pos: At) {
+        let touched = match self.world.apply(rec, pos) {
+            Ok(Some(t)) => t,
+            Ok(None) => return,
+            Err(w) => {
+                self.warn(w);
+                return;
+            }
+        };
+        let keys: Vec<Key> = match &touched {
+            Touched::Pod { namespace, name } => {
+                let pod = self.world.pod(namespace, name);
+                let by_owner = pod
+                    .and_then(|p| p.owner.as_ref())
+                    .and_then(|rs| self.rs_owner.get(&(namespace.clone(), rs.clone())));
+                match by_owner {
+                    Some(r) => vec![(namespace.clone(), r.clone())],
+                    // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
+                    // with a revision of that hash or name.
+                    None => self
+                        .tracks_in(namespace)
+                        .filter(|t| crate::world::revision_of(t, name, pod).is_some())
+                        .map(|t| (t.namespace.clone(), t.name.clone()))
+                        .collect(),
+                }
+            }
+            Touched::Service { namespace } => self
+                .tracks_in(namespace)
+                .map(|t| (t.namespace.clone(), t.name.clone()))
+                .collect(),
+            Touched::App { namespace, name } => match self.world.app(namespace, name) {
+                Some(app) => self
+                    .tracks
+                    .values()
+                    .filter(|t| app.manages(t))
+                    .map(|t| (t.namespace.clone(), t.name.clone()))
+                    .collect(),
+                None => Vec::new(),
+            },
+        };
+        self.look(&keys, Some(&touched), pos, false);
+    }
+
+    fn tracks_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a RolloutTrack> + 'a {
+        self.tracks
+            .range((ns.to_owned(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|(_, t)| t)
+    }
+
+    /// Lets every detector look at each rollout of `keys` and the world around it.
+    fn look(&mut self, keys: &[Key], touched: Option<&Touched>, now: At, end: bool) {
+        for key in keys {
+            if self.opts.timelines {
+                if let Some(track) = self.tracks.get_mut(key) {
+                    track.observe_traffic(&self.world, now);
+                }
+            }
+            let Some(track) = self.tracks.get(key) else {
+                continue;
+            };
+            if track.last.is_none() {
+                continue;
+            }
+            let scene = Scene {
+                track,
+                world: &self.world,
+                now,
+                touched,
+                snapshot: self.opts.snapshot,
+                end,
+            };
+            let mut next: Option<Timestamp> = None;
+            for d in &mut self.detectors {
+                if let Some(t) = d.on_world(&scene, &mut self.facts, &mut self.findings) {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+            match next {
+                Some(t) => {
+                    self.due.insert(key.clone(), t);
+                }
+                None => {
+                    self.due.remove(key);
+                }
+            }
+        }
+    }
+
+    /// Looks again at the rollouts whose re-check time has come.
+    fn run_due(&mut self, pos: At) {
+        if self.due.is_empty() || !self.due.values().any(|t| *t <= pos.at) {
+            return;
+        }
+        let keys: Vec<Key> = self
+            .due
+            .iter()
+            .filter(|(_, t)| **t <= pos.at)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &keys {
+            self.due.remove(k);
+        }
+        self.look(&keys, None, pos, false);
     }
 
     /// Ends the analysis: runs the end-of-recording checks and returns the report.
@@ -336,6 +481,8 @@ impl Analyzer {
                 at: self.end_time(last.at),
                 ..last
             };
+            let keys: Vec<Key> = self.tracks.keys().cloned().collect();
+            self.look(&keys, None, end, true);
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
             for d in &mut self.detectors {
                 d.on_end(&tracks, end, &mut self.findings);
@@ -367,7 +514,7 @@ impl Analyzer {
                 .map(|t| Timeline {
                     rollout: t.subject(),
                     entries: std::mem::take(&mut t.timeline),
-                    traffic: Vec::new(),
+                    traffic: std::mem::take(&mut t.traffic),
                     truncated: t.timeline_truncated,
                 })
                 .collect()
@@ -424,7 +571,7 @@ impl Analyzer {
     /// not the number of records.
     pub fn retained(&self) -> Retained {
         Retained {
-            live_objects: self.live.values().map(HashMap::len).sum(),
+            live_objects: self.live.values().map(HashMap::len).sum::<usize>() + self.world.len(),
             rollouts: self.tracks.len(),
             replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
             timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),

@@ -53,11 +53,25 @@ pub enum Rule {
     ManualStepJump,
     /// `restart-churn`
     RestartChurn,
+    /// `service-selector-mismatch`
+    ServiceSelectorMismatch,
+    /// `canary-not-in-endpoints`
+    CanaryNotInEndpoints,
+    /// `gitops-health-mismatch`
+    GitopsHealthMismatch,
+    /// `double-render`
+    DoubleRender,
+    /// `image-not-pinned`
+    ImageNotPinned,
+    /// `image-digest-drift`
+    ImageDigestDrift,
+    /// `no-rollback-history`
+    NoRollbackHistory,
 }
 
 impl Rule {
     /// Every rule, in the order they are documented.
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 14] = [
         Rule::RerenderRestart,
         Rule::PauseLost,
         Rule::ConfigOnlyRerender,
@@ -65,6 +79,13 @@ impl Rule {
         Rule::OrphanedReplicaSet,
         Rule::ManualStepJump,
         Rule::RestartChurn,
+        Rule::ServiceSelectorMismatch,
+        Rule::CanaryNotInEndpoints,
+        Rule::GitopsHealthMismatch,
+        Rule::DoubleRender,
+        Rule::ImageNotPinned,
+        Rule::ImageDigestDrift,
+        Rule::NoRollbackHistory,
     ];
 
     /// The kebab-case id, as in reports and `--fail-on` output.
@@ -77,17 +98,34 @@ impl Rule {
             Rule::OrphanedReplicaSet => "orphaned-replicaset",
             Rule::ManualStepJump => "manual-step-jump",
             Rule::RestartChurn => "restart-churn",
+            Rule::ServiceSelectorMismatch => "service-selector-mismatch",
+            Rule::CanaryNotInEndpoints => "canary-not-in-endpoints",
+            Rule::GitopsHealthMismatch => "gitops-health-mismatch",
+            Rule::DoubleRender => "double-render",
+            Rule::ImageNotPinned => "image-not-pinned",
+            Rule::ImageDigestDrift => "image-digest-drift",
+            Rule::NoRollbackHistory => "no-rollback-history",
         }
     }
 
-    /// The rule's severity.
+    /// The rule's severity (a finding of `gitops-health-mismatch` can be lower: `info` when the
+    /// GitOps UI is red by design).
     pub fn severity(self) -> Severity {
         match self {
-            Rule::RerenderRestart | Rule::PauseLost | Rule::OrphanedReplicaSet => Severity::Error,
+            Rule::RerenderRestart
+            | Rule::PauseLost
+            | Rule::OrphanedReplicaSet
+            | Rule::ServiceSelectorMismatch
+            | Rule::CanaryNotInEndpoints
+            | Rule::ImageDigestDrift => Severity::Error,
             Rule::ConfigOnlyRerender
             | Rule::HashOnlyChange
             | Rule::ManualStepJump
-            | Rule::RestartChurn => Severity::Warning,
+            | Rule::RestartChurn
+            | Rule::GitopsHealthMismatch
+            | Rule::DoubleRender
+            | Rule::ImageNotPinned
+            | Rule::NoRollbackHistory => Severity::Warning,
         }
     }
 
@@ -217,6 +255,11 @@ impl Finding {
             evidence: Vec::new(),
             remedy: Remedy::default(),
         }
+    }
+
+    pub(crate) fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
     }
 
     pub(crate) fn explain(mut self, text: String) -> Self {

@@ -35,6 +35,7 @@ mod rollout;
 mod time;
 mod timeline;
 mod view;
+mod world;
 
 #[cfg(test)]
 mod testkit;

@@ -158,6 +158,10 @@ pub(crate) struct SpecChange {
     pub generation: Option<i64>,
     pub actor: Option<String>,
     pub template_changed: bool,
+    /// The template changed, and only in annotations.
+    pub only_annotations: bool,
+    /// The paths the template change touched (at most a few).
+    pub paths: Vec<String>,
 }
 
 /// A change of `status.currentPodHash`.
@@ -211,6 +215,10 @@ pub(crate) struct RsTrack {
     pub raw: Vec<u8>,
     /// When it stopped being the new or the stable one.
     pub other_since: Option<At>,
+    /// The labels of its pods (`spec.template.metadata.labels`).
+    pub pod_labels: BTreeMap<String, String>,
+    /// Since when it has had ready replicas.
+    pub ready_since: Option<Timestamp>,
 }
 
 impl RsTrack {
@@ -244,6 +252,22 @@ pub(crate) struct RolloutTrack {
     pub keep_timeline: bool,
     pub last_revision_change: Option<RevisionChange>,
     pub last_jump: Option<StepJump>,
+    /// `spec.strategy.canary.canaryService` / `stableService`.
+    pub canary_service: Option<String>,
+    pub stable_service: Option<String>,
+    /// `spec.strategy.canary.trafficRouting` is set.
+    pub traffic_routing: bool,
+    /// `spec.revisionHistoryLimit`.
+    pub revision_history_limit: Option<i64>,
+    /// The Argo CD Application that tracks it (tracking-id annotation or instance label).
+    pub tracked_by: Option<String>,
+    /// Container images of the last template seen (containers and init containers).
+    pub images: Vec<String>,
+    /// The ReplicaSet of the last `observe_replicaset`, and whether that record deleted it.
+    pub last_rs_change: Option<(String, bool)>,
+    /// Endpoint membership of the Services routing to it, per change (with timelines on).
+    pub traffic: Vec<crate::timeline::TrafficEntry>,
+    traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
 }
@@ -270,6 +294,15 @@ impl RolloutTrack {
             keep_timeline,
             last_revision_change: None,
             last_jump: None,
+            canary_service: None,
+            stable_service: None,
+            traffic_routing: false,
+            revision_history_limit: None,
+            tracked_by: None,
+            images: Vec::new(),
+            last_rs_change: None,
+            traffic: Vec::new(),
+            traffic_last: BTreeMap::new(),
             pending_reset: None,
         }
     }
@@ -362,6 +395,16 @@ impl RolloutTrack {
         let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
         let cur = Snapshot::from_view(view, pos, actor, spec_changed);
         self.steps = view.steps().to_vec();
+        let canary = view.spec.strategy.canary.as_ref();
+        self.canary_service = canary
+            .and_then(|c| c.canary_service.clone())
+            .filter(|s| !s.is_empty());
+        self.stable_service = canary
+            .and_then(|c| c.stable_service.clone())
+            .filter(|s| !s.is_empty());
+        self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
+        self.revision_history_limit = view.spec.revision_history_limit;
+        self.tracked_by = tracking_app(&view.metadata);
         self.track_template(view, &cur, spec_changed);
 
         let prev = self.last.take();
@@ -383,6 +426,33 @@ impl RolloutTrack {
         let changes = describe_changes(prev.as_ref(), &cur, &self.steps);
         self.push_timeline(pos, "Rollout", changes, cur.actor.clone(), None);
         Some(prev.unwrap_or(cur))
+    }
+
+    /// Records the endpoint membership by revision of every Service that routes to this
+    /// rollout, when it changed.
+    pub fn observe_traffic(&mut self, world: &crate::world::World, pos: At) {
+        if !self.keep_timeline || self.traffic.len() >= MAX_TIMELINE_ENTRIES {
+            return;
+        }
+        let services: Vec<String> = world
+            .services_in(&self.namespace)
+            .filter(|(name, svc)| crate::world::route(self, name, svc).is_some())
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        for service in services {
+            let now = crate::world::membership(world, self, &service);
+            if self.traffic_last.get(&service) == Some(&now) {
+                continue;
+            }
+            self.traffic.push(crate::timeline::TrafficEntry {
+                at: pos.at,
+                file: pos.file,
+                seq: pos.seq,
+                service: service.clone(),
+                endpoints: now.clone(),
+            });
+            self.traffic_last.insert(service, now);
+        }
     }
 
     fn forget_history(&mut self) {
@@ -418,11 +488,19 @@ impl RolloutTrack {
         };
         if spec_changed {
             let template_changed = self.last_template.as_ref() != Some(&template);
+            let diff = match &self.last_template {
+                Some(old) if template_changed => crate::diff::template_diff(old, &template),
+                _ => Vec::new(),
+            };
+            let only_annotations = !diff.is_empty() && crate::diff::only_annotations(&diff);
+            let paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
             self.template_changes.push_back(SpecChange {
                 pos: cur.pos,
                 generation: cur.generation,
                 actor: cur.actor.clone(),
                 template_changed,
+                only_annotations,
+                paths,
             });
             if self.template_changes.len() > 16 {
                 self.template_changes.pop_front();
@@ -436,6 +514,7 @@ impl RolloutTrack {
                     .or_insert_with(|| template.clone());
             }
         }
+        self.images = template_images(&template);
         self.last_template = Some(template);
     }
 
@@ -629,6 +708,8 @@ impl RolloutTrack {
                 deleted,
                 raw: Vec::new(),
                 other_since: None,
+                pod_labels: BTreeMap::new(),
+                ready_since: None,
             });
         if is_new && added {
             entry.created = Some(pos);
@@ -640,7 +721,18 @@ impl RolloutTrack {
         entry.status_replicas = status_replicas;
         entry.ready = ready;
         entry.deadline = view.scale_down_deadline().map(str::to_owned);
+        let deleted_now = deleted && !entry.deleted;
         entry.deleted = deleted;
+        if !view.spec.template.metadata.labels.is_empty() {
+            entry
+                .pod_labels
+                .clone_from(&view.spec.template.metadata.labels);
+        }
+        if ready > 0 && !deleted {
+            entry.ready_since.get_or_insert(pos.at);
+        } else {
+            entry.ready_since = None;
+        }
         if !raw.is_empty() {
             entry.raw = raw.to_vec();
         }
@@ -652,6 +744,7 @@ impl RolloutTrack {
         if !changes.is_empty() {
             self.push_timeline(pos, "ReplicaSet", changes, None, Some(&name));
         }
+        self.last_rs_change = Some((name, deleted_now));
         if deleted {
             self.compact();
         }
@@ -850,4 +943,42 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
         c.push("status updated".to_owned());
     }
     c
+}
+
+/// Every container and init container image of a pod template.
+pub(crate) fn template_images(template: &Value) -> Vec<String> {
+    let mut images = Vec::new();
+    for list in ["containers", "initContainers"] {
+        for c in template
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(image) = c.get("image").and_then(Value::as_str) {
+                if !images.iter().any(|i| i == image) {
+                    images.push(image.to_owned());
+                }
+            }
+        }
+    }
+    images
+}
+
+/// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`
+/// annotation (`<app>:<group>/<kind>:<ns>/<name>`), else the `app.kubernetes.io/instance` label
+/// (Argo CD's default label tracking).
+pub(crate) fn tracking_app(meta: &crate::view::Meta) -> Option<String> {
+    if let Some(id) = meta.annotations.get("argocd.argoproj.io/tracking-id") {
+        if let Some((app, _)) = id.split_once(':') {
+            if !app.is_empty() {
+                // `<namespace>_<name>` when apps live outside the control-plane namespace.
+                return Some(app.rsplit('_').next().unwrap_or(app).to_owned());
+            }
+        }
+    }
+    meta.labels
+        .get("app.kubernetes.io/instance")
+        .filter(|s| !s.is_empty())
+        .cloned()
 }

@@ -14,7 +14,28 @@ pub(crate) fn default_steps() -> Value {
     json!([{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {"duration": "30s"}}])
 }
 
+/// A pod template whose image is pinned by a digest derived from `image` (as a careful team
+/// deploys); see [`template_unpinned`] for a tag.
 pub(crate) fn template(image: &str, checksum: &str) -> Value {
+    template_unpinned(&pinned(image), checksum)
+}
+
+/// `image@sha256:<64 hex derived from image>`.
+pub(crate) fn pinned(image: &str) -> String {
+    format!("{image}@{}", digest(image))
+}
+
+/// A fake digest derived from `seed`.
+pub(crate) fn digest(seed: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("sha256:{}", format!("{h:016x}").repeat(4))
+}
+
+/// A pod template with `image` as given.
+pub(crate) fn template_unpinned(image: &str, checksum: &str) -> Value {
     json!({
         "metadata": {"labels": {"app": NAME}, "annotations": {"checksum/config": checksum}},
         "spec": {"containers": [{"name": "app", "image": image}]}
@@ -242,5 +263,105 @@ impl Kit {
             "status": {"replicas": replicas, "readyReplicas": replicas}
         });
         self.push(Kind::ReplicaSet, Op::Modified, &name, obj);
+    }
+}
+
+impl Kit {
+    /// The current time of the script.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::from_unix_seconds(self.t)
+    }
+
+    /// A Service (added or changed) with `selector`.
+    pub fn service(&mut self, name: &str, selector: Value) {
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-svc-{name}")},
+            "spec": {"type": "ClusterIP", "selector": selector, "ports": [{"port": 80}]}
+        });
+        self.push(Kind::Service, Op::Modified, name, obj);
+    }
+
+    /// The one EndpointSlice of `service`, listing `pods` (name, ready).
+    pub fn slice(&mut self, service: &str, pods: &[(&str, bool)]) {
+        let name = format!("{service}-abcde");
+        let endpoints: Vec<Value> = pods
+            .iter()
+            .enumerate()
+            .map(|(i, (pod, ready))| {
+                json!({"addresses": [format!("10.0.0.{i}")],
+                       "conditions": {"ready": ready, "serving": ready, "terminating": false},
+                       "targetRef": {"kind": "Pod", "namespace": NS, "name": pod}})
+            })
+            .collect();
+        let obj = json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": name, "namespace": NS,
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4", "endpoints": endpoints, "ports": [{"port": 8080}]
+        });
+        self.push(Kind::EndpointSlice, Op::Modified, &name, obj);
+    }
+
+    /// A pod `<rollout>-<hash>-<suffix>` of revision `hash`, running `image` as `image_id`.
+    pub fn pod(&mut self, hash: &str, suffix: &str, ready: bool, image: &str, image_id: &str) {
+        let name = format!("{NAME}-{hash}-{suffix}");
+        let since = crate::time::rfc3339(self.now());
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": format!("{NAME}-{hash}"), "uid": format!("uid-{NAME}-{hash}"),
+                    "controller": true}]},
+            "spec": {"containers": [{"name": "app", "image": image}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
+                                "lastTransitionTime": since}],
+                "containerStatuses": [{"name": "app", "image": image,
+                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": ready}]}
+        });
+        self.push(Kind::Pod, Op::Modified, &name, obj);
+    }
+
+    /// Deletes a pod.
+    pub fn delete_pod(&mut self, hash: &str, suffix: &str) {
+        let name = format!("{NAME}-{hash}-{suffix}");
+        self.push(Kind::Pod, Op::Deleted { inferred: false }, &name, json!({}));
+    }
+
+    /// The Argo CD Application `checkout-api` managing the rollout, with `history` as
+    /// (revision, seconds since the script's start).
+    pub fn app(&mut self, sync: &str, health: &str, history: &[(&str, i64)]) {
+        let history: Vec<Value> = history
+            .iter()
+            .enumerate()
+            .map(|(i, (rev, at))| {
+                json!({"id": i, "revision": rev,
+                       "deployedAt": crate::time::rfc3339(Timestamp::from_unix_seconds(T0 + at))})
+            })
+            .collect();
+        let obj = json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": NAME, "namespace": "argocd"},
+            "status": {"sync": {"status": sync, "revision": "abc"}, "health": {"status": health},
+                "history": history,
+                "resources": [{"group": "argoproj.io", "kind": "Rollout", "namespace": NS,
+                               "name": NAME, "status": sync, "health": {"status": health}}]}
+        });
+        self.seq += 1;
+        let rec = Record {
+            seq: self.seq,
+            observed_at: Timestamp::from_unix_seconds(self.t).plus_nanos(self.seq as i64 * 1000),
+            kind: Kind::Application,
+            op: Op::Modified,
+            namespace: "argocd".to_owned(),
+            name: NAME.to_owned(),
+            uid: "uid-app".to_owned(),
+            resource_version: self.seq.to_string(),
+            actor: None,
+            object: serde_json::to_vec(&obj).unwrap(),
+        };
+        self.found.extend(self.analyzer.push(&rec));
     }
 }

@@ -139,6 +139,7 @@ impl<'de> Deserialize<'de> for Step {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Canary {
     pub steps: Option<Vec<Step>>,
+    pub traffic_routing: Option<serde::de::IgnoredAny>,
     pub canary_service: Option<String>,
     pub stable_service: Option<String>,
 }
@@ -157,6 +158,8 @@ pub(crate) struct RolloutSpec {
     pub paused: Option<bool>,
     pub template: Option<Box<RawValue>>,
     pub strategy: Strategy,
+    #[serde(deserialize_with = "lenient_int")]
+    pub revision_history_limit: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -277,6 +280,20 @@ impl RolloutView {
 pub(crate) struct RsSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub replicas: Option<i64>,
+    pub template: TemplateMeta,
+}
+
+/// `spec.template.metadata` of a ReplicaSet: the labels its pods get.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct TemplateMeta {
+    pub metadata: TemplateLabels,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct TemplateLabels {
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -323,4 +340,189 @@ impl ReplicaSetView {
             .get("scale-down-deadline")
             .map(String::as_str)
     }
+}
+
+/// A `v1` Service: only its selector matters here.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ServiceView {
+    pub metadata: Meta,
+    pub spec: ServiceSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ServiceSpec {
+    /// `None` (no selector: endpoints managed by hand) differs from an empty map.
+    pub selector: Option<BTreeMap<String, String>>,
+}
+
+/// A `discovery.k8s.io/v1` EndpointSlice.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EndpointSliceView {
+    pub metadata: Meta,
+    pub endpoints: Option<Vec<Endpoint>>,
+}
+
+impl EndpointSliceView {
+    /// The Service it belongs to (`kubernetes.io/service-name`).
+    pub fn service(&self) -> Option<&str> {
+        self.metadata
+            .labels
+            .get("kubernetes.io/service-name")
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Endpoint {
+    pub addresses: Vec<String>,
+    pub conditions: EndpointConditions,
+    pub target_ref: Option<TargetRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EndpointConditions {
+    /// Absent means ready (the API's documented default).
+    pub ready: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct TargetRef {
+    pub kind: String,
+    pub name: String,
+}
+
+/// A `v1` Pod: its revision, readiness and the images it runs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct PodView {
+    pub metadata: Meta,
+    pub spec: PodSpec,
+    pub status: PodStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodSpec {
+    pub containers: Vec<Container>,
+    pub init_containers: Vec<Container>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Container {
+    pub name: String,
+    pub image: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodStatus {
+    pub conditions: Vec<PodCondition>,
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub last_transition_time: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ContainerStatus {
+    pub name: String,
+    pub image: String,
+    #[serde(rename = "imageID")]
+    pub image_id: String,
+}
+
+impl PodView {
+    /// `Ready` is True, and since when (the condition's lastTransitionTime).
+    pub fn ready(&self) -> (bool, Option<&str>) {
+        self.status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status == "True", c.last_transition_time.as_deref()))
+            .unwrap_or((false, None))
+    }
+
+    /// The ReplicaSet controlling it.
+    pub fn owner_replicaset(&self) -> Option<&str> {
+        self.metadata
+            .owner_references
+            .iter()
+            .find(|o| o.kind == "ReplicaSet" && o.controller != Some(false))
+            .map(|o| o.name.as_str())
+    }
+}
+
+/// An Argo CD `Application`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ApplicationView {
+    pub metadata: Meta,
+    pub status: AppStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AppStatus {
+    pub sync: AppSync,
+    pub health: AppHealth,
+    pub history: Vec<AppHistory>,
+    pub resources: Vec<AppResource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppSync {
+    pub status: Option<String>,
+    #[serde(deserialize_with = "lenient_string")]
+    pub revision: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppHealth {
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AppHistory {
+    #[serde(deserialize_with = "lenient_string")]
+    pub revision: Option<String>,
+    pub revisions: Option<Vec<String>>,
+    pub deployed_at: Option<String>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub id: Option<i64>,
+}
+
+impl AppHistory {
+    /// The revision deployed (multi-source apps list several: joined).
+    pub fn revision(&self) -> Option<String> {
+        self.revision
+            .clone()
+            .filter(|r| !r.is_empty())
+            .or_else(|| self.revisions.as_ref().map(|r| r.join("+")))
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppResource {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
 }

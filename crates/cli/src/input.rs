@@ -187,5 +187,6 @@ pub fn options(
         since,
         until,
         timelines,
+        snapshot: false,
     })
 }

@@ -3,17 +3,66 @@
 
 use std::fmt::Debug;
 
+use std::collections::BTreeSet;
+
+use rf_format::Timestamp;
+
 use crate::finding::Finding;
 use crate::rollout::{At, RolloutTrack, Transition};
+use crate::world::{Touched, World};
 
+mod canary_not_in_endpoints;
 mod config_only_rerender;
+mod double_render;
+mod gitops_health_mismatch;
 mod hash_only_change;
+mod image_digest_drift;
+mod image_not_pinned;
 mod manual_step_jump;
+mod no_rollback_history;
 mod orphaned_replicaset;
 mod pause_lost;
 mod rerender_restart;
 mod restart_churn;
+mod service_selector_mismatch;
 
+/// How long a cross-object mismatch must hold before it counts: the endpoints controller and
+/// Argo CD's refresh follow a change within seconds.
+pub(crate) const SETTLE_SECONDS: i64 = 10;
+
+/// A rollout and the world around it, at `now`.
+#[derive(Debug)]
+pub(crate) struct Scene<'a> {
+    pub track: &'a RolloutTrack,
+    pub world: &'a World,
+    /// The record being replayed (or the end of the analysis).
+    pub now: At,
+    /// What the record changed, when it was not the rollout itself.
+    pub touched: Option<&'a Touched>,
+    /// The records are one snapshot (`check`): what holds now is settled.
+    pub snapshot: bool,
+    /// This is the end of the analysis.
+    pub end: bool,
+}
+
+impl Scene<'_> {
+    /// True when a condition true since `since` has held long enough (`secs`).
+    pub fn settled(&self, since: At, secs: i64) -> bool {
+        self.snapshot || self.now.at.0 - since.at.0 >= secs * 1_000_000_000
+    }
+
+    /// When a condition true since `since` will have held `secs`.
+    pub fn due(since: At, secs: i64) -> Timestamp {
+        Timestamp(since.at.0.saturating_add(secs * 1_000_000_000))
+    }
+}
+
+/// Facts one detector establishes for another, by (namespace, rollout, pod hash).
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// The revision takes traffic but no Service that should route to it does.
+    pub not_adopted: BTreeSet<(String, String, String)>,
+}
 /// A detector sees every rollout transition, every change of a rollout's ReplicaSets, and the
 /// end of the analysis; it pushes what it finds.
 pub(crate) trait Detector: Debug + Send {
@@ -24,18 +73,36 @@ pub(crate) trait Detector: Debug + Send {
     /// The analysis ends at `end` (the last record, or `--at`). `findings` holds every finding
     /// so far; a detector may amend its own.
     fn on_end(&mut self, _tracks: &[&RolloutTrack], _end: At, _findings: &mut Vec<Finding>) {}
+    /// Something around a rollout changed (a Service, its endpoints, a Pod, an Application),
+    /// or the rollout itself, or a re-check it asked for is due, or the analysis ends. Returns
+    /// when it wants to look again even if nothing changes.
+    fn on_world(
+        &mut self,
+        _scene: &Scene<'_>,
+        _facts: &mut Facts,
+        _out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        None
+    }
 }
 
 /// One instance of every detector, in rule order.
-pub(crate) fn all() -> Vec<Box<dyn Detector>> {
+pub(crate) fn all(snapshot: bool) -> Vec<Box<dyn Detector>> {
     vec![
         Box::new(rerender_restart::RerenderRestart),
         Box::new(pause_lost::PauseLost),
         Box::new(config_only_rerender::ConfigOnlyRerender::default()),
         Box::new(hash_only_change::HashOnlyChange::default()),
-        Box::new(orphaned_replicaset::OrphanedReplicaSet),
+        Box::new(orphaned_replicaset::OrphanedReplicaSet { snapshot }),
         Box::new(manual_step_jump::ManualStepJump),
         Box::new(restart_churn::RestartChurn),
+        Box::new(service_selector_mismatch::ServiceSelectorMismatch::default()),
+        Box::new(canary_not_in_endpoints::CanaryNotInEndpoints::default()),
+        Box::new(gitops_health_mismatch::GitopsHealthMismatch::default()),
+        Box::new(double_render::DoubleRender::default()),
+        Box::new(image_not_pinned::ImageNotPinned::default()),
+        Box::new(image_digest_drift::ImageDigestDrift::default()),
+        Box::new(no_rollback_history::NoRollbackHistory::default()),
     ]
 }
 

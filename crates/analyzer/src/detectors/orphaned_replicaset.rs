@@ -30,7 +30,10 @@ use crate::time::{human_duration, parse_rfc3339, rfc3339};
 pub(crate) const GRACE_SECONDS: i64 = 30;
 
 #[derive(Debug)]
-pub(crate) struct OrphanedReplicaSet;
+pub(crate) struct OrphanedReplicaSet {
+    /// The records are one snapshot: a ReplicaSet up now counts without waiting.
+    pub snapshot: bool,
+}
 
 fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
     match &rs.owner_uid {
@@ -42,7 +45,7 @@ fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
     }
 }
 
-fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
+fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Finding> {
     let last = track.last.as_ref()?;
     let hash = rs.hash.as_deref()?;
     if rs.deleted
@@ -66,7 +69,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At) -> Option<Finding> {
         }),
         (a, b) => a.or(b.copied()),
     }?;
-    let waited = end.at.0 - since.at.0 >= GRACE_SECONDS * 1_000_000_000;
+    let waited = snapshot || end.at.0 - since.at.0 >= GRACE_SECONDS * 1_000_000_000;
     // The controller completed a step of the current revision after this RS stopped being
     // current: it reconciled, and left it up. Decides where times are compressed or unknown
     // (an import without receive times, a recording of a replay at full speed).
@@ -149,7 +152,7 @@ impl Detector for OrphanedReplicaSet {
     fn on_end(&mut self, tracks: &[&RolloutTrack], end: At, findings: &mut Vec<Finding>) {
         for track in tracks {
             for rs in track.replicasets.values() {
-                findings.extend(check(track, rs, end));
+                findings.extend(check(track, rs, end, self.snapshot));
             }
         }
     }

@@ -1,0 +1,431 @@
+//! `canary-not-in-endpoints` (error).
+//!
+//! # What it detects
+//! The rollout says its current revision takes traffic (a canary weight above 0, a step past
+//! the first `setWeight`, or Healthy after promotion), pods of that revision are Ready, and yet
+//! for at least [`SETTLE_SECONDS`](super::SETTLE_SECONDS) the EndpointSlices of the Service that
+//! should send it traffic hold no ready address of any of its pods. The Service is the
+//! `canaryService` (the `stableService` once promoted) when the rollout names them, else every
+//! Service that selects the rollout's pods. A Service none of whose EndpointSlices was recorded
+//! is not judged.
+//!
+//! # Why it matters
+//! This is adoption, not application: the canary's metrics, the analysis and the promotion all
+//! assume customers reached the new pods. They did not.
+//!
+//! # Example
+//! At setWeight 20 the slice of `checkout-api` lists four pods of `68f6c5dd9b` (stable) and none
+//! of `5d98c7bf64`, whose pod is Ready.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rf_format::{Kind, Timestamp};
+
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene};
+use crate::diff::HASH_LABEL;
+use crate::finding::{Evidence, Finding, Rule, Subject};
+use crate::rollout::{At, RolloutTrack};
+use crate::time::rfc3339;
+use crate::view::Step;
+use crate::world::{Route, World, membership, revision_of, route};
+
+type Key = (String, String, String, String);
+
+#[derive(Debug, Default)]
+pub(crate) struct CanaryNotInEndpoints {
+    pending: BTreeMap<Key, At>,
+    fired: BTreeSet<Key>,
+}
+
+/// Why the rollout says `hash` takes traffic, if it does.
+fn takes_traffic(track: &RolloutTrack) -> Option<String> {
+    let cur = track.last.as_ref()?;
+    let hash = cur.pod_hash.as_deref()?;
+    if cur.abort {
+        return None;
+    }
+    let promoted = cur.stable_rs.as_deref() == Some(hash);
+    if promoted {
+        return (cur.phase.as_deref() == Some("Healthy"))
+            .then(|| "the rollout is Healthy on it".to_owned());
+    }
+    if let Some(w) = cur.canary_weight.filter(|w| *w > 0) {
+        return Some(format!("status.canary.weights.canary.weight is {w}"));
+    }
+    let first = track
+        .steps
+        .iter()
+        .position(|s| matches!(s, Step::SetWeight(w) if *w > 0))?;
+    (cur.step_index > i64::try_from(first).ok()?).then(|| {
+        format!(
+            "the rollout is at step {} of {}, past setWeight {} (step {first})",
+            cur.step_index,
+            track.steps.len(),
+            match track.steps[first] {
+                Step::SetWeight(w) => w,
+                _ => 0,
+            }
+        )
+    })
+}
+
+/// The ready pods of revision `hash`, and since when the first of them has been ready.
+fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, Option<At>) {
+    let mut names = Vec::new();
+    let mut since: Option<At> = None;
+    for (name, pod) in world.pods_in(&track.namespace) {
+        if !pod.ready || revision_of(track, name, Some(pod)).as_deref() != Some(hash) {
+            continue;
+        }
+        names.push(name.to_owned());
+        if let Some(t) = pod.ready_since {
+            let at = At { at: t, ..pod.pos };
+            if since.is_none_or(|s| at.at < s.at) {
+                since = Some(at);
+            }
+        }
+    }
+    names.sort();
+    if names.is_empty() {
+        // No pods recorded: the ReplicaSet's own count.
+        if let Some(rs) = track
+            .rs_by_hash(hash)
+            .filter(|rs| !rs.deleted && rs.ready > 0)
+        {
+            let at = At {
+                at: rs.ready_since.unwrap_or(rs.last.at),
+                ..rs.last
+            };
+            return (Vec::new(), Some(at));
+        }
+    }
+    (names, since)
+}
+
+fn describe(by: &BTreeMap<String, Vec<String>>, track: &RolloutTrack) -> String {
+    if by.is_empty() {
+        return "no ready endpoints".to_owned();
+    }
+    let cur = track.last.as_ref();
+    let role = |h: &str| {
+        if cur.and_then(|c| c.stable_rs.as_deref()) == Some(h) {
+            " (stable)"
+        } else if h.is_empty() {
+            ""
+        } else {
+            " (other)"
+        }
+    };
+    by.iter()
+        .map(|(h, pods)| {
+            let which = if h.is_empty() {
+                "not of this rollout".to_owned()
+            } else {
+                format!("of {h}{}", role(h))
+            };
+            format!("{} pod(s) {which}: {}", pods.len(), pods.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Detector for CanaryNotInEndpoints {
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let ns = track.namespace.clone();
+        let mine = |k: &Key| k.0 == ns && k.1 == track.name;
+        let cur = track.last.as_ref()?;
+        let (Some(hash), Some(why)) = (cur.pod_hash.clone(), takes_traffic(track)) else {
+            self.pending.retain(|k, _| !mine(k));
+            facts
+                .not_adopted
+                .retain(|(n, r, _)| !(*n == ns && *r == track.name));
+            return None;
+        };
+        let promoted = cur.stable_rs.as_deref() == Some(hash.as_str());
+        let named = track.canary_service.is_some() || track.stable_service.is_some();
+        let services: Vec<(&str, Route)> = s
+            .world
+            .services_in(&ns)
+            .filter_map(|(name, svc)| Some((name, route(track, name, svc)?)))
+            .filter(|(_, why)| match why {
+                Route::Canary => !promoted,
+                Route::Stable => promoted,
+                Route::Selects => !named,
+            })
+            .filter(|(name, _)| s.world.has_slices(&ns, name))
+            .collect();
+        let (ready, ready_since) = ready_pods(s.world, track, &hash);
+        let mut seen = BTreeSet::new();
+        let mut due = None;
+        for (service, _) in services {
+            let Some(ready_since) = ready_since else {
+                continue;
+            };
+            let by = membership(s.world, track, service);
+            if by.get(&hash).is_some_and(|p| !p.is_empty()) {
+                continue;
+            }
+            let key = (
+                ns.clone(),
+                track.name.clone(),
+                service.to_owned(),
+                hash.clone(),
+            );
+            seen.insert(key.clone());
+            facts
+                .not_adopted
+                .insert((ns.clone(), track.name.clone(), hash.clone()));
+            if self.fired.contains(&key) {
+                continue;
+            }
+            let first = *self.pending.entry(key.clone()).or_insert(s.now);
+            let since = if ready_since.at > first.at {
+                ready_since
+            } else {
+                first
+            };
+            if !s.settled(since, SETTLE_SECONDS) {
+                let t = Scene::due(since, SETTLE_SECONDS);
+                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
+                continue;
+            }
+            self.pending.remove(&key);
+            self.fired.insert(key);
+            let subject = Subject::new(Kind::Service, &ns, service);
+            let ready_words = if ready.is_empty() {
+                "its ReplicaSet reports ready pods".to_owned()
+            } else {
+                format!("{} pod(s) Ready: {}", ready.len(), ready.join(", "))
+            };
+            let summary = format!(
+                "Service {service} sends no traffic to revision {hash} although {why}: its endpoints hold none of its pods ({ready_words})"
+            );
+            let explanation = format!(
+                "Endpoints of {service}: {}. The rollout's revision {hash} has had ready pods since {} and the Service still has none of them. Whatever the weight, phase or GitOps status say, no customer request through {service} reaches {hash}.",
+                describe(&by, track),
+                rfc3339(ready_since.at)
+            );
+            let mut evidence: Vec<Evidence> = s
+                .world
+                .slices_of(&ns, service)
+                .map(|(name, slice)| Evidence {
+                    file: slice.pos.file,
+                    seq: slice.pos.seq,
+                    at: slice.pos.at,
+                    object: Subject::new(Kind::EndpointSlice, &ns, name),
+                    detail: format!("endpoints of {service}: {}", describe(&by, track)),
+                })
+                .collect();
+            if let Some(p) = ready.first().and_then(|n| s.world.pod(&ns, n)) {
+                evidence.push(Evidence {
+                    file: p.pos.file,
+                    seq: p.pos.seq,
+                    at: p.pos.at,
+                    object: Subject::new(Kind::Pod, &ns, &ready[0]),
+                    detail: format!("pod of {hash}, Ready"),
+                });
+            }
+            evidence.push(track.evidence(cur.pos, why.clone()));
+            out.push(
+                Finding::new(
+                    Rule::CanaryNotInEndpoints,
+                    subject,
+                    track.subject(),
+                    since.at,
+                    summary,
+                )
+                .explain(explanation)
+                .with_evidence(evidence)
+                .remedy(
+                    format!("Do not promote: the canary has taken no traffic through {service}, so its metrics and analysis prove nothing. Find why the Service does not select its pods (selector, labels, readiness), fix it, then restart the canary's evaluation."),
+                    vec![
+                        format!("kubectl -n {ns} get endpointslices -l kubernetes.io/service-name={service} -o wide"),
+                        format!("kubectl -n {ns} get pods -l {HASH_LABEL}={hash} -o wide --show-labels"),
+                        format!("kubectl -n {ns} get svc {service} -o jsonpath='{{.spec.selector}}'"),
+                    ],
+                    "Gate promotion on adoption: check that the Service's endpoints include the new revision (rollout-forensics check) before the first pause ends.".to_owned(),
+                ),
+            );
+        }
+        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
+        if seen.is_empty() {
+            facts
+                .not_adopted
+                .retain(|(n, r, _)| !(*n == ns && *r == track.name));
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, NAME, digest, pinned, template};
+
+    fn setup(selector: serde_json::Value) -> Kit {
+        let mut kit = Kit::new();
+        let mut stable = template("app:1", "c0");
+        stable["metadata"]["labels"]["version"] = json!("v417");
+        kit.replicaset("stable0", 5, stable, rf_format::Op::Modified);
+        kit.service("checkout-api", selector);
+        for i in 0..2 {
+            kit.pod(
+                "stable0",
+                &format!("s{i}"),
+                true,
+                &pinned("app:1"),
+                &digest("app:1"),
+            );
+        }
+        kit.slice(
+            "checkout-api",
+            &[
+                ("checkout-api-stable0-s0", true),
+                ("checkout-api-stable0-s1", true),
+            ],
+        );
+        kit
+    }
+
+    fn labelled(version: &str) -> serde_json::Value {
+        let mut t = template("app:2", "c1");
+        t["metadata"]["labels"]["version"] = json!(version);
+        t
+    }
+
+    fn found(kit: &Kit) -> usize {
+        kit.found
+            .iter()
+            .filter(|f| f.rule == Rule::CanaryNotInEndpoints)
+            .count()
+    }
+
+    #[test]
+    fn a_ready_canary_missing_from_the_endpoints_is_reported_after_settling() {
+        let mut kit = setup(json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        assert_eq!(found(&kit), 0, "not before the settle time");
+        kit.advance(super::SETTLE_SECONDS + 1);
+        kit.step(1);
+        assert_eq!(found(&kit), 1, "{:#?}", kit.found);
+        let f = kit
+            .found
+            .iter()
+            .find(|f| f.rule == Rule::CanaryNotInEndpoints)
+            .unwrap();
+        assert_eq!(f.subject.name, "checkout-api");
+        assert!(
+            f.explanation.contains("checkout-api-stable0-s0"),
+            "{}",
+            f.explanation
+        );
+        assert!(f.remedy.commands[0].contains("kubernetes.io/service-name=checkout-api"));
+    }
+
+    #[test]
+    fn it_fires_at_the_end_when_nothing_else_happens() {
+        let mut kit = setup(json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        assert_eq!(
+            report
+                .findings
+                .iter()
+                .filter(|f| f.rule == Rule::CanaryNotInEndpoints)
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn an_adopted_canary_is_fine() {
+        let mut kit = setup(json!({"app": NAME}));
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        kit.advance(1);
+        kit.slice(
+            "checkout-api",
+            &[
+                ("checkout-api-stable0-s0", true),
+                ("checkout-api-stable0-s1", true),
+                ("checkout-api-new1-c0", true),
+            ],
+        );
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+
+    #[test]
+    fn an_unready_canary_or_one_before_its_first_weight_is_not_judged() {
+        let mut kit = setup(json!({"app": NAME, "version": "v417"}));
+        kit.advance(5);
+        kit.new_revision("new1", labelled("v418"));
+        // step 0 (setWeight 20) not yet complete, and the pod is not ready.
+        kit.pod("new1", "c0", false, &pinned("app:2"), &digest("app:2"));
+        kit.advance(600);
+        kit.step(0);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+
+    #[test]
+    fn a_service_without_recorded_slices_is_not_judged() {
+        let mut kit = Kit::new();
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+
+    #[test]
+    fn after_an_abort_nothing_is_expected_of_the_canary() {
+        let mut kit = setup(json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        kit.status(|s| {
+            s.insert("abort".into(), json!(true));
+            s.insert("phase".into(), json!("Degraded"));
+        });
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+}

@@ -1,0 +1,385 @@
+//! `double-render` (warning).
+//!
+//! # What it detects
+//! Two renders of the same rollout within [`WINDOW_SECONDS`]: two changes of its pod template,
+//! the second changing only annotations (a config checksum, a timestamp); or, when the Rollout's
+//! records do not show both changes (a relist after a gap coalesces them), two syncs of the Argo
+//! CD Application that manages it with different revisions, followed by a restart of its canary.
+//! The finding names both times, both generations and, when an Application manages the rollout,
+//! the Git revisions it synced.
+//!
+//! # Why it matters
+//! These are the two renders of the re-render race: the first starts a canary, the second
+//! restarts it at step 0 for nothing a user would call a release. Whatever renders twice (a
+//! values file and a config file committed separately, two pipelines, an image updater and a
+//! config change) should render once.
+//!
+//! # Example
+//! Generation 2 at 13:02:30 (image and `checksum/config`, revision 3f2a…) and generation 3 at
+//! 13:03:00 (`checksum/config` only, revision 9c1e…): 30 s apart.
+
+use std::collections::BTreeSet;
+
+use rf_format::{Kind, Timestamp};
+
+use crate::detectors::{Detector, Facts, Scene, argo};
+use crate::finding::{Evidence, Finding, Rule, Subject};
+use crate::rollout::{SpecChange, Transition};
+use crate::time::{human_duration, rfc3339};
+use crate::world::{AppObj, World};
+
+/// Two renders closer than this are one render too many.
+pub(crate) const WINDOW_SECONDS: i64 = 120;
+
+/// How long to wait for the Application's history to name the second render's revision.
+const WAIT_FOR_APP_SECONDS: i64 = 30;
+
+const NS: i64 = 1_000_000_000;
+
+#[derive(Debug)]
+struct Pending {
+    namespace: String,
+    rollout: String,
+    first: SpecChange,
+    second: SpecChange,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct DoubleRender {
+    pending: Vec<Pending>,
+    /// Rollout renders reported: (namespace, rollout, time of the second render).
+    fired: BTreeSet<(String, String, i64)>,
+    /// Application syncs reported: (app namespace, app, revision, time).
+    fired_apps: BTreeSet<(String, String, String, i64)>,
+}
+
+/// The Application sync nearest before (or just after) `at`.
+fn sync_near<'a>(apps: &[&'a AppObj], at: Timestamp) -> Option<(&'a AppObj, &'a str)> {
+    apps.iter()
+        .flat_map(|a| a.history.iter().map(move |h| (*a, h)))
+        .filter(|(_, h)| h.deployed_at.0 <= at.0 + 10 * NS && at.0 - h.deployed_at.0 <= 60 * NS)
+        .min_by_key(|(_, h)| (h.deployed_at.0 - at.0).abs())
+        .map(|(a, h)| (a, h.revision.as_str()))
+}
+
+fn generation(c: &SpecChange) -> String {
+    c.generation
+        .map(|g| format!("generation {g}"))
+        .unwrap_or_else(|| "a spec change".to_owned())
+}
+
+impl DoubleRender {
+    fn emit(
+        &mut self,
+        p: &Pending,
+        world: &World,
+        track: &crate::rollout::RolloutTrack,
+        out: &mut Vec<Finding>,
+    ) {
+        let apps: Vec<&AppObj> = world.apps_of(track).collect();
+        let rev = |c: &SpecChange| sync_near(&apps, c.pos.at).map(|(_, r)| r.to_owned());
+        let (r1, r2) = (rev(&p.first), rev(&p.second));
+        let with_rev = |c: &SpecChange, r: &Option<String>| {
+            format!(
+                "{} at {}{}",
+                generation(c),
+                rfc3339(c.pos.at),
+                r.as_ref()
+                    .map(|r| format!(" (revision {r})"))
+                    .unwrap_or_default()
+            )
+        };
+        let gap = p.second.pos.at.0 - p.first.pos.at.0;
+        let summary = format!(
+            "two renders {} apart: {} and {}; the second changed only {}",
+            human_duration(gap),
+            with_rev(&p.first, &r1),
+            with_rev(&p.second, &r2),
+            p.second.paths.join(", ")
+        );
+        let who = |c: &SpecChange| {
+            c.actor
+                .clone()
+                .unwrap_or_else(|| "an unknown writer".to_owned())
+        };
+        let explanation = format!(
+            "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and a canary restarted at step 0. This is the re-render race.",
+            who(&p.first),
+            who(&p.second),
+            human_duration(WINDOW_SECONDS * NS)
+        );
+        let mut evidence = vec![
+            track.evidence(
+                p.first.pos,
+                format!(
+                    "{} changed {}",
+                    generation(&p.first),
+                    p.first.paths.join(", ")
+                ),
+            ),
+            track.evidence(
+                p.second.pos,
+                format!(
+                    "{} changed {}",
+                    generation(&p.second),
+                    p.second.paths.join(", ")
+                ),
+            ),
+        ];
+        for app in &apps {
+            evidence.push(Evidence {
+                file: app.pos.file,
+                seq: app.pos.seq,
+                at: app.pos.at,
+                object: Subject::new(Kind::Application, &app.namespace, &app.name),
+                detail: format!(
+                    "history: {}",
+                    app.history
+                        .iter()
+                        .map(|h| format!("{} at {}", h.revision, rfc3339(h.deployed_at)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let mut commands = vec![format!("kubectl argo rollouts get rollout {}", argo(track))];
+        for app in &apps {
+            commands.push(format!("argocd app history {}", app.name));
+        }
+        out.push(
+            Finding::new(Rule::DoubleRender, track.subject(), track.subject(), p.second.pos.at, summary)
+                .explain(explanation)
+                .with_evidence(evidence)
+                .remedy(
+                    "Do not re-run the pipeline: it renders twice again. Let the canary that runs now finish.".to_owned(),
+                    commands,
+                    "Render once per release: commit values and config together, or compute config checksums from the same commit the image tag comes from.".to_owned(),
+                ),
+        );
+    }
+
+    fn check_apps(&mut self, s: &Scene<'_>, out: &mut Vec<Finding>) {
+        let track = s.track;
+        for app in s.world.apps_of(track) {
+            let [.., h1, h2] = app.history.as_slice() else {
+                continue;
+            };
+            if h1.revision == h2.revision
+                || h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS
+            {
+                continue;
+            }
+            let key = (
+                app.namespace.clone(),
+                app.name.clone(),
+                h2.revision.clone(),
+                h2.deployed_at.0,
+            );
+            if self.fired_apps.contains(&key) {
+                continue;
+            }
+            let lo = h1.deployed_at.0 - 5 * NS;
+            let hi = h2.deployed_at.0 + WINDOW_SECONDS * NS;
+            let in_window = |t: i64| t >= lo && t <= hi;
+            if self
+                .fired
+                .iter()
+                .any(|(n, r, t)| *n == track.namespace && *r == track.name && in_window(*t))
+                || self.pending.iter().any(|p| {
+                    p.namespace == track.namespace
+                        && p.rollout == track.name
+                        && in_window(p.second.pos.at.0)
+                })
+            {
+                continue;
+            }
+            let Some((at, change)) = track.restarts.iter().find(|(at, _)| in_window(at.at.0))
+            else {
+                continue;
+            };
+            self.fired_apps.insert(key);
+            let subject = Subject::new(Kind::Application, &app.namespace, &app.name);
+            out.push(
+                Finding::new(
+                    Rule::DoubleRender,
+                    subject.clone(),
+                    track.subject(),
+                    h2.deployed_at,
+                    format!(
+                        "two syncs of {} {} apart, revision {} at {} and revision {} at {}, then the canary of {} restarted ({} -> {})",
+                        app.name,
+                        human_duration(h2.deployed_at.0 - h1.deployed_at.0),
+                        h1.revision,
+                        rfc3339(h1.deployed_at),
+                        h2.revision,
+                        rfc3339(h2.deployed_at),
+                        track.name,
+                        change.from,
+                        change.to
+                    ),
+                )
+                .explain("Two renders of the same application within two minutes, and the rollout's canary restarted after them: the re-render race, seen through Argo CD's history.".to_owned())
+                .with_evidence([
+                    Evidence {
+                        file: app.pos.file,
+                        seq: app.pos.seq,
+                        at: app.pos.at,
+                        object: subject,
+                        detail: format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at)),
+                    },
+                    track.evidence(*at, format!("canary restarted: {} -> {}", change.from, change.to)),
+                ])
+                .remedy(
+                    "Do not re-run the pipeline: it renders twice again.".to_owned(),
+                    vec![format!("argocd app history {}", app.name), format!("kubectl argo rollouts get rollout {}", argo(track))],
+                    "Render once per release: commit values and config together.".to_owned(),
+                ),
+            );
+        }
+    }
+}
+
+impl Detector for DoubleRender {
+    fn on_transition(&mut self, t: &Transition<'_>, _out: &mut Vec<Finding>) {
+        let track = t.track;
+        let Some(last) = track.template_changes.back() else {
+            return;
+        };
+        if last.pos != t.cur.pos || !last.only_annotations {
+            return;
+        }
+        let Some(first) = track
+            .template_changes
+            .iter()
+            .rev()
+            .skip(1)
+            .find(|c| c.template_changed)
+        else {
+            return;
+        };
+        if last.pos.at.0 - first.pos.at.0 > WINDOW_SECONDS * NS {
+            return;
+        }
+        self.pending.push(Pending {
+            namespace: track.namespace.clone(),
+            rollout: track.name.clone(),
+            first: first.clone(),
+            second: last.clone(),
+        });
+    }
+
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        _facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let mut due: Option<Timestamp> = None;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let p = &self.pending[i];
+            if p.namespace != track.namespace || p.rollout != track.name {
+                i += 1;
+                continue;
+            }
+            let apps: Vec<&AppObj> = s.world.apps_of(track).collect();
+            let known = apps.is_empty()
+                || sync_near(&apps, p.second.pos.at).is_some_and(|(_, r)| {
+                    sync_near(&apps, p.first.pos.at).is_none_or(|(_, r1)| r1 != r)
+                });
+            let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
+            if known || waited || s.end || s.snapshot {
+                let p = self.pending.remove(i);
+                let key = (p.namespace.clone(), p.rollout.clone(), p.second.pos.at.0);
+                if self.fired.insert(key) {
+                    self.emit(&p, s.world, track, out);
+                }
+            } else {
+                let t = Timestamp(p.second.pos.at.0 + WAIT_FOR_APP_SECONDS * NS);
+                due = Some(due.map_or(t, |d| d.min(t)));
+                i += 1;
+            }
+        }
+        self.check_apps(s, out);
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    fn count(report: &crate::Report) -> usize {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::DoubleRender)
+            .count()
+    }
+
+    #[test]
+    fn a_checksum_only_render_30s_after_a_release_is_a_double_render() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template("app:2", "c1"));
+        kit.advance(20);
+        kit.new_revision("b", template("app:2", "c2"));
+        kit.advance(60);
+        kit.step(0);
+        let report = kit.finish();
+        assert_eq!(count(&report), 1, "{:#?}", report.findings);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.rule == Rule::DoubleRender)
+            .unwrap();
+        assert!(f.summary.contains("checksum/config"), "{}", f.summary);
+        assert!(
+            f.summary.contains("generation 2") && f.summary.contains("generation 3"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn the_app_revisions_are_named_when_an_application_manages_the_rollout() {
+        let mut kit = Kit::new();
+        kit.app("Synced", "Healthy", &[("r0", 0)]);
+        kit.advance(10);
+        kit.new_revision("a", template("app:2", "c1"));
+        kit.app("Synced", "Progressing", &[("r0", 0), ("rev-one", 10)]);
+        kit.advance(20);
+        kit.new_revision("b", template("app:2", "c2"));
+        kit.app(
+            "Synced",
+            "Progressing",
+            &[("r0", 0), ("rev-one", 10), ("rev-two", 30)],
+        );
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::DoubleRender)
+            .collect();
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert!(
+            f[0].summary.contains("rev-one") && f[0].summary.contains("rev-two"),
+            "{}",
+            f[0].summary
+        );
+    }
+
+    #[test]
+    fn renders_far_apart_or_changing_more_than_annotations_are_not() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template("app:2", "c1"));
+        kit.advance(300);
+        kit.new_revision("b", template("app:2", "c2"));
+        kit.advance(20);
+        kit.new_revision("c", template("app:3", "c2"));
+        kit.advance(60);
+        kit.step(0);
+        let report = kit.finish();
+        assert_eq!(count(&report), 0, "{:#?}", report.findings);
+    }
+}

@@ -1,0 +1,278 @@
+//! `gitops-health-mismatch` (info or warning).
+//!
+//! # What it detects
+//! The Argo CD Application that manages a rollout (it lists the Rollout in
+//! `status.resources`, or the Rollout carries its tracking id or instance label) disagrees with
+//! the rollout:
+//! - **info**: the Application reads `Suspended` or `Degraded` while the rollout is paused at a
+//!   canary pause step by design (not aborted, not Degraded);
+//! - **warning**: the Application reads `Healthy` and `Synced` while the rollout is Degraded, or
+//!   while its current revision takes traffic that no Service sends it
+//!   (`canary-not-in-endpoints`), for at least [`SETTLE_SECONDS`](super::SETTLE_SECONDS).
+//!
+//! # Why it matters
+//! People act on the GitOps UI. A paused canary reads red there by design, and pipelines get
+//! re-run against a healthy rollout ("trust the rollout, not the app health"). The opposite is
+//! worse: green everywhere while customers never reach the release.
+//!
+//! # Example
+//! `checkout-api` reads `Suspended` at 13:03:00 while the rollout waits at step 1 (pause until
+//! promoted) on `7b4c9f5d86`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rf_format::{Kind, Timestamp};
+
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, argo, step_words};
+use crate::finding::{Evidence, Finding, Rule, Severity, Subject};
+use crate::rollout::At;
+use crate::time::rfc3339;
+use crate::world::AppObj;
+
+/// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
+type Key = (String, String, String, String, String, &'static str);
+
+#[derive(Debug, Default)]
+pub(crate) struct GitopsHealthMismatch {
+    pending: BTreeMap<Key, At>,
+    fired: BTreeSet<Key>,
+}
+
+fn app_evidence(app: &AppObj, detail: String) -> Evidence {
+    Evidence {
+        file: app.pos.file,
+        seq: app.pos.seq,
+        at: app.pos.at,
+        object: Subject::new(Kind::Application, &app.namespace, &app.name),
+        detail,
+    }
+}
+
+impl Detector for GitopsHealthMismatch {
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let cur = track.last.as_ref()?;
+        let hash = cur.pod_hash.clone().unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        let mut due = None;
+        for app in s.world.apps_of(track) {
+            let health = app.health.as_deref().unwrap_or("");
+            let sync = app.sync.as_deref().unwrap_or("");
+            let rollout_degraded = cur.phase.as_deref() == Some("Degraded");
+            let by_design = cur.at_pause_step() && !cur.abort && !rollout_degraded;
+            let not_adopted = facts.not_adopted.contains(&(
+                track.namespace.clone(),
+                track.name.clone(),
+                hash.clone(),
+            ));
+            let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
+                "red-while-paused"
+            } else if health == "Healthy" && sync == "Synced" && rollout_degraded {
+                "green-while-degraded"
+            } else if health == "Healthy" && sync == "Synced" && not_adopted {
+                "green-while-not-adopted"
+            } else {
+                continue;
+            };
+            let key = (
+                app.namespace.clone(),
+                app.name.clone(),
+                track.namespace.clone(),
+                track.name.clone(),
+                hash.clone(),
+                kind,
+            );
+            seen.insert(key.clone());
+            if self.fired.contains(&key) {
+                continue;
+            }
+            let since = *self.pending.entry(key.clone()).or_insert(s.now);
+            // Paused-and-red is how Argo CD shows a pause: true at once. The others wait for
+            // Argo CD's refresh to catch up.
+            if kind != "red-while-paused" && !s.settled(since, SETTLE_SECONDS) {
+                let t = Scene::due(since, SETTLE_SECONDS);
+                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
+                continue;
+            }
+            self.pending.remove(&key);
+            self.fired.insert(key);
+            let subject = Subject::new(Kind::Application, &app.namespace, &app.name);
+            let app_state = format!(
+                "health {health}, sync {sync}{}",
+                app.revision
+                    .as_ref()
+                    .map(|r| format!(" at revision {r}"))
+                    .unwrap_or_default()
+            );
+            let finding = match kind {
+                "red-while-paused" => Finding::new(
+                    Rule::GitopsHealthMismatch,
+                    subject,
+                    track.subject(),
+                    since.at,
+                    format!(
+                        "Application {} reads {health} while rollout {} is paused at {} by design",
+                        app.name,
+                        track.name,
+                        step_words(track, cur.step_index)
+                    ),
+                )
+                .with_severity(Severity::Info)
+                .explain(format!(
+                    "Argo CD maps a paused Rollout to Suspended (older health checks to Degraded). The rollout itself is fine: it waits at a pause step on {hash} since {}. Trust the rollout, not the app health: do not re-run the pipeline or re-sync because of this colour.",
+                    rfc3339(cur.pos.at)
+                ))
+                .with_evidence([
+                    app_evidence(app, app_state),
+                    track.evidence(cur.pos, format!("paused at step {} (CanaryPauseStep)", cur.step_index)),
+                ])
+                .remedy(
+                    "Nothing to fix; promote when the canary is verified.".to_owned(),
+                    vec![
+                        format!("kubectl argo rollouts get rollout {}", argo(track)),
+                        format!("kubectl argo rollouts promote {}", argo(track)),
+                    ],
+                    "Have pipelines wait on the rollout's own state (rollout-forensics wait --for pause), not on the Application's health.".to_owned(),
+                ),
+                _ => {
+                    let (what, evidence_detail) = if kind == "green-while-degraded" {
+                        (
+                            format!(
+                                "rollout {} is Degraded{}",
+                                track.name,
+                                cur.message
+                                    .as_ref()
+                                    .map(|m| format!(" ({m})"))
+                                    .unwrap_or_default()
+                            ),
+                            "phase Degraded".to_owned(),
+                        )
+                    } else {
+                        (
+                            format!(
+                                "no Service sends traffic to revision {hash} of rollout {}",
+                                track.name
+                            ),
+                            format!("revision {hash} not in the endpoints of its Service"),
+                        )
+                    };
+                    Finding::new(
+                        Rule::GitopsHealthMismatch,
+                        subject,
+                        track.subject(),
+                        since.at,
+                        format!("Application {} reads Healthy and Synced while {what}", app.name),
+                    )
+                    .explain(format!(
+                        "Synced says Git matches the cluster; Healthy says the objects report healthy. Neither says customers reach the release. Since {} the Application has been green while {what}.",
+                        rfc3339(since.at)
+                    ))
+                    .with_evidence([
+                        app_evidence(app, app_state),
+                        track.evidence(cur.pos, evidence_detail),
+                    ])
+                    .remedy(
+                        "Do not take the green Application as proof of the release; look at the rollout and its Service's endpoints.".to_owned(),
+                        vec![
+                            format!("kubectl argo rollouts get rollout {}", argo(track)),
+                            format!("rollout-forensics check {} -n {}", track.name, track.namespace),
+                        ],
+                        "Add an adoption check (rollout-forensics check, as a PostSync hook) so the Application's sync fails when the release is not reached.".to_owned(),
+                    )
+                }
+            };
+            out.push(finding);
+        }
+        let mine = |k: &Key| k.2 == track.namespace && k.3 == track.name;
+        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testkit::{Kit, template};
+    use crate::{Rule, Severity};
+
+    fn gitops(kit: &Kit) -> Vec<&crate::Finding> {
+        kit.found
+            .iter()
+            .filter(|f| f.rule == Rule::GitopsHealthMismatch)
+            .collect()
+    }
+
+    #[test]
+    fn suspended_while_paused_by_design_is_info() {
+        let mut kit = Kit::new();
+        kit.app("Synced", "Healthy", &[("r1", 0)]);
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.advance(2);
+        kit.app("Synced", "Suspended", &[("r1", 0), ("r2", 5)]);
+        let f = gitops(&kit);
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert_eq!(f[0].subject.kind, rf_format::Kind::Application);
+    }
+
+    #[test]
+    fn healthy_and_synced_while_degraded_is_a_warning_once_settled() {
+        let mut kit = Kit::new();
+        kit.app("Synced", "Healthy", &[("r1", 0)]);
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.status(|s| {
+            s.insert("phase".into(), json!("Degraded"));
+            s.insert("message".into(), json!("ProgressDeadlineExceeded"));
+            s.remove("pauseConditions");
+        });
+        assert!(gitops(&kit).is_empty());
+        kit.advance(30);
+        kit.app("Synced", "Healthy", &[("r1", 0)]);
+        let f = gitops(&kit);
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert_eq!(f[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn agreeing_states_are_fine() {
+        let mut kit = Kit::new();
+        kit.app("Synced", "Healthy", &[("r1", 0)]);
+        kit.advance(5);
+        kit.new_revision("new1", template("app:2", "c1"));
+        kit.app("Synced", "Progressing", &[("r1", 0), ("r2", 5)]);
+        kit.advance(120);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::GitopsHealthMismatch)
+        );
+    }
+
+    #[test]
+    fn degraded_app_while_the_rollout_is_degraded_is_no_mismatch() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.status(|s| {
+            s.insert("abort".into(), json!(true));
+            s.insert("phase".into(), json!("Degraded"));
+        });
+        kit.app("Synced", "Degraded", &[("r1", 0)]);
+        kit.advance(120);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::GitopsHealthMismatch)
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! `no-rollback-history` (warning).
+//!
+//! # What it detects
+//! A rollout with `spec.revisionHistoryLimit: 0` (reported once, when first seen so), or the
+//! ReplicaSet of its previous stable revision deleted while the rollout was not yet Healthy on
+//! the new one (reported per ReplicaSet).
+//!
+//! # Why it matters
+//! A rollback to the previous release reuses its ReplicaSet. Without it, `kubectl argo rollouts
+//! undo` has nothing to go back to, and a bad release can only be fixed forward through the
+//! pipeline, at the worst moment.
+//!
+//! # Example
+//! `payments/checkout-api` has `revisionHistoryLimit: 0`: after the release of `5d98c7bf64` the
+//! ReplicaSet of `68f6c5dd9b` is deleted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rf_format::Kind;
+
+use crate::detectors::{Detector, argo};
+use crate::finding::{Finding, Rule, Subject};
+use crate::rollout::{RolloutTrack, Transition};
+
+#[derive(Debug, Default)]
+pub(crate) struct NoRollbackHistory {
+    /// The stable revision before the current one, per rollout.
+    previous_stable: BTreeMap<(String, String), String>,
+    fired_limit: BTreeSet<(String, String, String)>,
+    fired_rs: BTreeSet<(String, String)>,
+}
+
+impl Detector for NoRollbackHistory {
+    fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
+        let track = t.track;
+        let key = (track.namespace.clone(), track.name.clone());
+        if let (Some(old), Some(new)) = (&t.prev.stable_rs, &t.cur.stable_rs) {
+            if old != new {
+                self.previous_stable.insert(key.clone(), old.clone());
+            }
+        }
+        if track.revision_history_limit != Some(0)
+            || !self
+                .fired_limit
+                .insert((key.0.clone(), key.1.clone(), track.uid.clone()))
+        {
+            return;
+        }
+        out.push(
+            Finding::new(
+                Rule::NoRollbackHistory,
+                track.subject(),
+                track.subject(),
+                t.cur.pos.at,
+                format!("rollout {} keeps no old ReplicaSets (revisionHistoryLimit: 0): nothing to roll back to", track.name),
+            )
+            .explain("With revisionHistoryLimit 0 the controller deletes every old ReplicaSet once it is scaled down. A rollback needs the previous revision's ReplicaSet; without it the only way back is a new release through the pipeline.".to_owned())
+            .with_evidence([track.evidence(t.cur.pos, "spec.revisionHistoryLimit: 0")])
+            .remedy(
+                "Keep at least the previous revision.".to_owned(),
+                vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
+                "Set spec.revisionHistoryLimit to 2 or more in the manifest.".to_owned(),
+            ),
+        );
+    }
+
+    fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
+        let Some((name, true)) = &track.last_rs_change else {
+            return;
+        };
+        let Some(cur) = &track.last else { return };
+        let Some(rs) = track.replicasets.get(name) else {
+            return;
+        };
+        let Some(hash) = rs.hash.as_deref() else {
+            return;
+        };
+        let key = (track.namespace.clone(), track.name.clone());
+        let is_stable_mid_release =
+            cur.stable_rs.as_deref() == Some(hash) && cur.pod_hash.as_deref() != Some(hash);
+        let is_previous_stable = self.previous_stable.get(&key).map(String::as_str) == Some(hash)
+            && cur.phase.as_deref() != Some("Healthy");
+        if !(is_stable_mid_release || is_previous_stable) {
+            return;
+        }
+        if !self
+            .fired_rs
+            .insert((track.namespace.clone(), name.clone()))
+        {
+            return;
+        }
+        let phase = cur.phase.clone().unwrap_or_else(|| "unknown".to_owned());
+        out.push(
+            Finding::new(
+                Rule::NoRollbackHistory,
+                Subject::new(Kind::ReplicaSet, &track.namespace, name),
+                track.subject(),
+                rs.last.at,
+                format!(
+                    "ReplicaSet {name} of the previous stable revision {hash} was deleted while the rollout was {phase}, not yet Healthy on {}",
+                    cur.pod_hash.as_deref().unwrap_or("its new revision")
+                ),
+            )
+            .explain("Until the new revision is Healthy, the previous stable ReplicaSet is the way back. It is gone: a rollback now creates it anew from the old template (a full restart of the old revision), or is impossible if the template is gone too.".to_owned())
+            .with_evidence([
+                track.rs_evidence(rs, rs.last, format!("deleted ReplicaSet of {hash}")),
+                track.evidence(cur.pos, format!("phase {phase}")),
+            ])
+            .remedy(
+                "Do not rely on a quick rollback for this release; find what deleted the ReplicaSet.".to_owned(),
+                vec![
+                    format!("kubectl argo rollouts get rollout {}", argo(track)),
+                    format!("kubectl -n {} get rs -l rollouts-pod-template-hash={hash}", track.namespace),
+                ],
+                "Keep revisionHistoryLimit of 2 or more, and keep cleanup jobs and pruning (Argo CD prune) away from ReplicaSets that a Rollout owns.".to_owned(),
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    fn count(report: &crate::Report) -> usize {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::NoRollbackHistory)
+            .count()
+    }
+
+    #[test]
+    fn revision_history_limit_zero_is_reported_once() {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s.insert("revisionHistoryLimit".into(), json!(0));
+        });
+        kit.release_to_pause("a", template("app:2", "c1"));
+        assert_eq!(count(&kit.finish()), 1);
+    }
+
+    #[test]
+    fn deleting_the_stable_replicaset_mid_release_is_reported() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template("app:2", "c1"));
+        kit.replicaset(
+            "stable0",
+            0,
+            template("app:1", "c0"),
+            rf_format::Op::Deleted { inferred: false },
+        );
+        let report = kit.finish();
+        assert_eq!(count(&report), 1, "{:#?}", report.findings);
+        assert_eq!(
+            report
+                .findings
+                .iter()
+                .find(|f| f.rule == Rule::NoRollbackHistory)
+                .unwrap()
+                .subject
+                .kind,
+            rf_format::Kind::ReplicaSet
+        );
+    }
+
+    #[test]
+    fn a_default_history_and_cleanup_after_healthy_are_fine() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template("app:2", "c1"));
+        kit.status(|s| {
+            s.insert("stableRS".into(), json!("a"));
+            s.insert("currentStepIndex".into(), json!(4));
+            s.insert("phase".into(), json!("Healthy"));
+            s.remove("pauseConditions");
+        });
+        kit.advance(60);
+        kit.replicaset(
+            "stable0",
+            0,
+            template("app:1", "c0"),
+            rf_format::Op::Deleted { inferred: false },
+        );
+        let report = kit.finish();
+        assert_eq!(count(&report), 0, "{:#?}", report.findings);
+    }
+}

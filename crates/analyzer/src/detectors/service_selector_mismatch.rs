@@ -1,0 +1,300 @@
+//! `service-selector-mismatch` (error).
+//!
+//! # What it detects
+//! A Service that routes to the rollout (named as its `canaryService` or `stableService`, or
+//! whose selector selects the pods of one of its revisions) has a selector that the pods of the
+//! current revision (`status.currentPodHash`) do not satisfy, for at least
+//! [`SETTLE_SECONDS`](super::SETTLE_SECONDS). The `rollouts-pod-template-hash` key is left out:
+//! the controller manages it on the canary and stable Services.
+//!
+//! # Why it matters
+//! Every gate can be green while no customer reaches the new revision: the rollout is Healthy
+//! because its pods exist, Argo CD is Synced because Git matches the cluster, probes pass. Only
+//! the Service decides where traffic goes, and it does not select the new pods. After a full
+//! promotion it selects nothing at all.
+//!
+//! # Example
+//! Service `checkout-api` selects `version: v417` (pinned in an environment values file) while
+//! the rollout stamps `version: v418` on the pods of `5d98c7bf64`: the canary takes no traffic.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rf_format::{Kind, Timestamp};
+
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene};
+use crate::diff::HASH_LABEL;
+use crate::finding::{Evidence, Finding, Rule, Subject};
+use crate::rollout::At;
+use crate::time::rfc3339;
+use crate::world::{Route, route};
+
+type Key = (String, String, String, String);
+
+#[derive(Debug, Default)]
+pub(crate) struct ServiceSelectorMismatch {
+    /// (namespace, rollout, service, hash) -> since when it mismatches.
+    pending: BTreeMap<Key, At>,
+    fired: BTreeSet<Key>,
+}
+
+/// A JSON-pointer segment (`/` and `~` escaped).
+fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+impl Detector for ServiceSelectorMismatch {
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        _facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let cur = track.last.as_ref()?;
+        let hash = cur.pod_hash.clone()?;
+        let ns = &track.namespace;
+        let mine = |k: &Key| k.0 == *ns && k.1 == track.name;
+        let Some(rs) = track
+            .rs_by_hash(&hash)
+            .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
+        else {
+            self.pending.retain(|k, _| !mine(k));
+            return None;
+        };
+        let mut seen = BTreeSet::new();
+        let mut due = None;
+        for (name, svc) in s.world.services_in(ns) {
+            let Some(why) = route(track, name, svc) else {
+                continue;
+            };
+            let Some(selector) = &svc.selector else {
+                continue;
+            };
+            let wrong: Vec<(&String, &String, Option<&String>)> = selector
+                .iter()
+                .filter(|(k, _)| k.as_str() != HASH_LABEL)
+                .filter(|(k, v)| rs.pod_labels.get(*k) != Some(*v))
+                .map(|(k, v)| (k, v, rs.pod_labels.get(k)))
+                .collect();
+            if wrong.is_empty() {
+                continue;
+            }
+            let key = (
+                ns.clone(),
+                track.name.clone(),
+                name.to_owned(),
+                hash.clone(),
+            );
+            seen.insert(key.clone());
+            if self.fired.contains(&key) {
+                continue;
+            }
+            let since = *self.pending.entry(key.clone()).or_insert(s.now);
+            if !s.settled(since, SETTLE_SECONDS) {
+                let t = Scene::due(since, SETTLE_SECONDS);
+                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
+                continue;
+            }
+            self.pending.remove(&key);
+            self.fired.insert(key);
+            let words: Vec<String> = wrong
+                .iter()
+                .map(|(k, v, got)| match got {
+                    Some(g) => format!("{k}: Service {v:?}, pods {g:?}"),
+                    None => format!("{k}: Service {v:?}, pods have no such label"),
+                })
+                .collect();
+            let role = match why {
+                Route::Canary => "the rollout's canaryService",
+                Route::Stable => "the rollout's stableService",
+                Route::Selects => "a Service that selects the rollout's pods",
+            };
+            let subject = Subject::new(Kind::Service, ns, name);
+            let summary = format!(
+                "Service {name} does not select the pods of revision {hash}: {}",
+                words.join("; ")
+            );
+            let explanation = format!(
+                "{name} is {role}. Its selector {} is not satisfied by the pod labels of {} (revision {hash}), so it sends them no traffic, whatever the rollout's weight or phase says. The mismatch has held since {}.",
+                format_selector(selector),
+                rs.name,
+                rfc3339(since.at)
+            );
+            let mut commands = vec![
+                format!("kubectl -n {ns} get svc {name} -o jsonpath='{{.spec.selector}}'"),
+                format!("kubectl -n {ns} get pods -l {HASH_LABEL}={hash} --show-labels"),
+            ];
+            let ops: Vec<String> = wrong
+                .iter()
+                .map(|(k, _, _)| {
+                    format!(
+                        "{{\"op\":\"remove\",\"path\":\"/spec/selector/{}\"}}",
+                        pointer_segment(k)
+                    )
+                })
+                .collect();
+            commands.push(format!(
+                "kubectl -n {ns} patch svc {name} --type json -p '[{}]'",
+                ops.join(",")
+            ));
+            let evidence = [
+                Evidence {
+                    file: svc.pos.file,
+                    seq: svc.pos.seq,
+                    at: svc.pos.at,
+                    object: subject.clone(),
+                    detail: format!("selector {}", format_selector(selector)),
+                },
+                track.rs_evidence(
+                    rs,
+                    rs.last,
+                    format!("pod labels {}", format_selector(&rs.pod_labels)),
+                ),
+                track.evidence(cur.pos, format!("currentPodHash {hash}")),
+            ];
+            out.push(
+                Finding::new(
+                    Rule::ServiceSelectorMismatch,
+                    subject,
+                    track.subject(),
+                    since.at,
+                    summary,
+                )
+                .explain(explanation)
+                .with_evidence(evidence)
+                .remedy(
+                    format!(
+                        "Do not promote on this canary's metrics: it has served no traffic through {name}. Make the selector match the labels the rollout stamps (the patch removes the mismatching keys; Argo CD reverts it unless Git is fixed too)."
+                    ),
+                    commands,
+                    "Keep release-specific labels (version, build) out of Service selectors: select on the app label and let the rollout's canary/stable Services add the pod-template hash.".to_owned(),
+                ),
+            );
+        }
+        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
+        due
+    }
+}
+
+pub(crate) fn format_selector(sel: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = sel.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, NAME, template};
+
+    fn labelled(version: &str) -> serde_json::Value {
+        let mut t = template("app:2", "c0");
+        t["metadata"]["labels"]["version"] = json!(version);
+        t
+    }
+
+    #[test]
+    fn a_selector_pinned_to_the_old_version_is_reported_with_key_and_values() {
+        let mut kit = Kit::new();
+        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(SETTLE);
+        kit.step(1);
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::ServiceSelectorMismatch)
+            .collect();
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert_eq!(f[0].subject.name, "checkout-api");
+        assert!(
+            f[0].summary
+                .contains("version: Service \"v417\", pods \"v418\""),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].remedy
+                .commands
+                .iter()
+                .any(|c| c.contains("/spec/selector/version"))
+        );
+    }
+
+    #[test]
+    fn a_selector_on_the_app_label_only_is_fine() {
+        let mut kit = Kit::new();
+        kit.service("checkout-api", json!({"app": NAME}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(60);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::ServiceSelectorMismatch)
+        );
+    }
+
+    #[test]
+    fn the_hash_key_of_a_managed_stable_service_is_ignored() {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["stableService"] = json!("checkout-api-stable");
+        });
+        kit.service(
+            "checkout-api-stable",
+            json!({"app": NAME, "rollouts-pod-template-hash": "stable0"}),
+        );
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.advance(60);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::ServiceSelectorMismatch)
+        );
+    }
+
+    #[test]
+    fn an_unrelated_service_is_not_judged() {
+        let mut kit = Kit::new();
+        kit.service("other", json!({"app": "other-app", "version": "v1"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(60);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::ServiceSelectorMismatch)
+        );
+    }
+
+    #[test]
+    fn a_mismatch_fixed_within_the_settle_time_is_not_reported() {
+        let mut kit = Kit::new();
+        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(2);
+        kit.service("checkout-api", json!({"app": NAME}));
+        kit.advance(60);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::ServiceSelectorMismatch)
+        );
+    }
+
+    const SETTLE: i64 = super::SETTLE_SECONDS;
+}

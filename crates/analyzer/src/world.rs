@@ -1,0 +1,487 @@
+//! The objects that decide where traffic goes, as last seen: Services, their EndpointSlices,
+//! Pods and Argo CD Applications. Rollouts and ReplicaSets live in their [`RolloutTrack`]s.
+//!
+//! Each object is reduced to the few fields the cross-object detectors compare, so memory follows
+//! the number of live objects, not the number of records.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use rf_format::{Kind, Op, Record, Timestamp};
+
+use crate::diff::HASH_LABEL;
+use crate::rollout::{At, RolloutTrack};
+use crate::time::parse_rfc3339;
+use crate::view::{ApplicationView, EndpointSliceView, PodView, ServiceView};
+
+type Key = (String, String);
+
+/// A Service: its selector.
+#[derive(Debug, Clone)]
+pub(crate) struct ServiceObj {
+    /// `None`: no selector (endpoints managed by hand).
+    pub selector: Option<BTreeMap<String, String>>,
+    pub pos: At,
+}
+
+/// One endpoint of an EndpointSlice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EndpointObj {
+    /// `targetRef.name` when it is a Pod.
+    pub pod: Option<String>,
+    pub address: String,
+    pub ready: bool,
+}
+
+/// An EndpointSlice: the Service it serves and its endpoints.
+#[derive(Debug, Clone)]
+pub(crate) struct SliceObj {
+    pub service: String,
+    pub endpoints: Vec<EndpointObj>,
+    pub pos: At,
+}
+
+/// One container of a Pod: the image asked for and the digest that ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PodImage {
+    pub container: String,
+    pub image: String,
+    /// `sha256:...` from `status.containerStatuses[].imageID`, once pulled.
+    pub digest: Option<String>,
+}
+
+/// A Pod: its revision, readiness and images.
+#[derive(Debug, Clone)]
+pub(crate) struct PodObj {
+    pub hash: Option<String>,
+    pub owner: Option<String>,
+    pub ready: bool,
+    pub ready_since: Option<Timestamp>,
+    pub images: Vec<PodImage>,
+    pub pos: At,
+}
+
+/// One `status.history[]` entry of an Application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sync {
+    pub revision: String,
+    pub deployed_at: Timestamp,
+}
+
+/// An Argo CD Application.
+#[derive(Debug, Clone)]
+pub(crate) struct AppObj {
+    pub namespace: String,
+    pub name: String,
+    pub sync: Option<String>,
+    pub health: Option<String>,
+    pub revision: Option<String>,
+    /// The last few syncs, oldest first.
+    pub history: Vec<Sync>,
+    /// The Rollouts it manages (`status.resources[]`): (namespace, name).
+    pub rollouts: Vec<Key>,
+    pub pos: At,
+}
+
+impl AppObj {
+    /// True when this Application manages `track`.
+    pub fn manages(&self, track: &RolloutTrack) -> bool {
+        self.rollouts
+            .iter()
+            .any(|(ns, n)| *ns == track.namespace && *n == track.name)
+            || track.tracked_by.as_deref() == Some(self.name.as_str())
+    }
+}
+
+/// What a record changed in the world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Touched {
+    /// A Pod whose revision, readiness or images changed (or that appeared or went).
+    Pod { namespace: String, name: String },
+    /// A Service's selector, or the endpoints of a Service.
+    Service { namespace: String },
+    /// An Application.
+    App { namespace: String, name: String },
+}
+
+/// Syncs kept per Application.
+const KEEP_SYNCS: usize = 8;
+
+/// The live objects of the kinds the cross-object detectors read.
+#[derive(Debug, Default)]
+pub(crate) struct World {
+    services: BTreeMap<Key, ServiceObj>,
+    slices: HashMap<Key, SliceObj>,
+    slices_of: HashMap<Key, BTreeSet<String>>,
+    pods: HashMap<Key, PodObj>,
+    apps: BTreeMap<Key, AppObj>,
+}
+
+/// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
+/// or a bare `sha256:...`).
+fn digest_of(image_id: &str) -> Option<String> {
+    let d = image_id.rsplit('@').next().unwrap_or(image_id);
+    let d = d.strip_prefix("docker://").unwrap_or(d);
+    d.starts_with("sha256:").then(|| d.to_owned())
+}
+
+impl World {
+    /// Applies one record of a Service, EndpointSlice, Pod or Application. Returns what changed,
+    /// or `Err` with a warning when the object cannot be read.
+    pub fn apply(&mut self, rec: &Record, pos: At) -> Result<Option<Touched>, String> {
+        let key = (rec.namespace.clone(), rec.name.clone());
+        let deleted = matches!(rec.op, Op::Deleted { .. });
+        let unreadable = |e: serde_json::Error| {
+            format!(
+                "record seq {} ({} {}/{}): unreadable object: {e}",
+                rec.seq,
+                rec.kind.name(),
+                rec.namespace,
+                rec.name
+            )
+        };
+        match rec.kind {
+            Kind::Service => {
+                if deleted {
+                    self.services.remove(&key);
+                } else {
+                    let v: ServiceView = serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let selector = v.spec.selector;
+                    if self
+                        .services
+                        .get(&key)
+                        .is_some_and(|s| s.selector == selector)
+                    {
+                        return Ok(None);
+                    }
+                    self.services.insert(key, ServiceObj { selector, pos });
+                }
+                Ok(Some(Touched::Service {
+                    namespace: rec.namespace.clone(),
+                }))
+            }
+            Kind::EndpointSlice => {
+                let old = self.slices.remove(&key);
+                if let Some(old) = &old {
+                    if let Some(set) = self
+                        .slices_of
+                        .get_mut(&(rec.namespace.clone(), old.service.clone()))
+                    {
+                        set.remove(&rec.name);
+                        if set.is_empty() {
+                            self.slices_of
+                                .remove(&(rec.namespace.clone(), old.service.clone()));
+                        }
+                    }
+                }
+                if !deleted {
+                    let v: EndpointSliceView =
+                        serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    if let Some(service) = v.service().map(str::to_owned) {
+                        let endpoints = v
+                            .endpoints
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|e| EndpointObj {
+                                pod: e
+                                    .target_ref
+                                    .filter(|t| t.kind == "Pod" && !t.name.is_empty())
+                                    .map(|t| t.name),
+                                address: e.addresses.into_iter().next().unwrap_or_default(),
+                                ready: e.conditions.ready.unwrap_or(true),
+                            })
+                            .collect();
+                        self.slices_of
+                            .entry((rec.namespace.clone(), service.clone()))
+                            .or_default()
+                            .insert(rec.name.clone());
+                        let unchanged = old
+                            .as_ref()
+                            .is_some_and(|o| o.service == service && o.endpoints == endpoints);
+                        self.slices.insert(
+                            key,
+                            SliceObj {
+                                service,
+                                endpoints,
+                                pos,
+                            },
+                        );
+                        if unchanged {
+                            return Ok(None);
+                        }
+                    }
+                }
+                Ok(Some(Touched::Service {
+                    namespace: rec.namespace.clone(),
+                }))
+            }
+            Kind::Pod => {
+                if deleted {
+                    self.pods.remove(&key);
+                } else {
+                    let v: PodView = serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let (ready, since) = v.ready();
+                    let terminating = v.metadata.deletion_timestamp.is_some();
+                    let ready = ready && !terminating;
+                    let images: Vec<PodImage> = v
+                        .spec
+                        .init_containers
+                        .iter()
+                        .chain(&v.spec.containers)
+                        .map(|c| PodImage {
+                            container: c.name.clone(),
+                            image: c.image.clone(),
+                            digest: v
+                                .status
+                                .container_statuses
+                                .iter()
+                                .find(|s| s.name == c.name)
+                                .and_then(|s| digest_of(&s.image_id)),
+                        })
+                        .collect();
+                    let hash = v.metadata.labels.get(HASH_LABEL).cloned();
+                    let owner = v.owner_replicaset().map(str::to_owned);
+                    let old = self.pods.get(&key);
+                    let ready_since = match old {
+                        Some(o) if o.ready && ready => o.ready_since,
+                        _ if ready => Some(
+                            since
+                                .and_then(parse_rfc3339)
+                                .map_or(pos.at, |t| t.min(pos.at)),
+                        ),
+                        _ => None,
+                    };
+                    let unchanged = old.is_some_and(|o| {
+                        o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
+                    });
+                    self.pods.insert(
+                        key,
+                        PodObj {
+                            hash,
+                            owner,
+                            ready,
+                            ready_since,
+                            images,
+                            pos,
+                        },
+                    );
+                    if unchanged {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(Touched::Pod {
+                    namespace: rec.namespace.clone(),
+                    name: rec.name.clone(),
+                }))
+            }
+            Kind::Application => {
+                if deleted {
+                    self.apps.remove(&key);
+                } else {
+                    let v: ApplicationView =
+                        serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let mut history: Vec<Sync> = v
+                        .status
+                        .history
+                        .iter()
+                        .filter_map(|h| {
+                            Some(Sync {
+                                revision: h.revision()?,
+                                deployed_at: h.deployed_at.as_deref().and_then(parse_rfc3339)?,
+                            })
+                        })
+                        .collect();
+                    history.sort_by_key(|h| h.deployed_at);
+                    if history.len() > KEEP_SYNCS {
+                        history.drain(..history.len() - KEEP_SYNCS);
+                    }
+                    let rollouts = v
+                        .status
+                        .resources
+                        .iter()
+                        .filter(|r| r.kind == "Rollout")
+                        .map(|r| (r.namespace.clone(), r.name.clone()))
+                        .collect();
+                    self.apps.insert(
+                        key,
+                        AppObj {
+                            namespace: rec.namespace.clone(),
+                            name: rec.name.clone(),
+                            sync: v.status.sync.status,
+                            health: v.status.health.status,
+                            revision: v.status.sync.revision,
+                            history,
+                            rollouts,
+                            pos,
+                        },
+                    );
+                }
+                Ok(Some(Touched::App {
+                    namespace: rec.namespace.clone(),
+                    name: rec.name.clone(),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The Services of a namespace, by name.
+    pub fn services_in<'a>(
+        &'a self,
+        ns: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a ServiceObj)> + 'a {
+        self.services
+            .range((ns.to_owned(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|((_, name), s)| (name.as_str(), s))
+    }
+
+    /// True when at least one EndpointSlice of the Service is known: only then can its
+    /// endpoints be judged.
+    pub fn has_slices(&self, ns: &str, service: &str) -> bool {
+        self.slices_of
+            .contains_key(&(ns.to_owned(), service.to_owned()))
+    }
+
+    /// The EndpointSlices of a Service.
+    pub fn slices_of<'a>(
+        &'a self,
+        ns: &'a str,
+        service: &str,
+    ) -> impl Iterator<Item = (&'a str, &'a SliceObj)> + 'a {
+        self.slices_of
+            .get(&(ns.to_owned(), service.to_owned()))
+            .into_iter()
+            .flatten()
+            .filter_map(move |name| {
+                self.slices
+                    .get(&(ns.to_owned(), name.clone()))
+                    .map(|s| (name.as_str(), s))
+            })
+    }
+
+    pub fn pod(&self, ns: &str, name: &str) -> Option<&PodObj> {
+        self.pods.get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    /// Every pod of the namespace (unordered).
+    pub fn pods_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
+        self.pods
+            .iter()
+            .filter(move |((n, _), _)| n == ns)
+            .map(|((_, name), p)| (name.as_str(), p))
+    }
+
+    pub fn app(&self, ns: &str, name: &str) -> Option<&AppObj> {
+        self.apps.get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    /// The Applications that manage `track`.
+    pub fn apps_of<'a>(&'a self, track: &'a RolloutTrack) -> impl Iterator<Item = &'a AppObj> + 'a {
+        self.apps.values().filter(move |a| a.manages(track))
+    }
+
+    /// Objects held, all kinds.
+    pub fn len(&self) -> usize {
+        self.services.len() + self.slices.len() + self.pods.len() + self.apps.len()
+    }
+}
+
+/// True when `selector` (non-empty) selects pods with `labels`.
+pub(crate) fn selects(
+    selector: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// The revision (pod-template hash) of a pod of `track`: its hash label when it names a
+/// revision of the rollout, else its owner ReplicaSet's hash, else by name
+/// (`<rollout>-<hash>-<suffix>`).
+pub(crate) fn revision_of(
+    track: &RolloutTrack,
+    pod_name: &str,
+    pod: Option<&PodObj>,
+) -> Option<String> {
+    if let Some(p) = pod {
+        if let Some(h) = &p.hash {
+            if track
+                .replicasets
+                .values()
+                .any(|rs| rs.hash.as_ref() == Some(h))
+            {
+                return Some(h.clone());
+            }
+        }
+        if let Some(owner) = &p.owner {
+            if let Some(h) = track.replicasets.get(owner).and_then(|rs| rs.hash.clone()) {
+                return Some(h);
+            }
+        }
+        if p.hash.is_some() {
+            return None;
+        }
+    }
+    track
+        .replicasets
+        .values()
+        .filter(|rs| {
+            pod_name
+                .strip_prefix(rs.name.as_str())
+                .is_some_and(|rest| rest.starts_with('-') && !rest[1..].contains('-'))
+        })
+        .find_map(|rs| rs.hash.clone())
+}
+
+/// Why a Service routes to a rollout's pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// `spec.strategy.canary.canaryService`.
+    Canary,
+    /// `spec.strategy.canary.stableService`.
+    Stable,
+    /// Its selector selects the pods of at least one revision of the rollout.
+    Selects,
+}
+
+/// How `service` relates to `track`, if at all.
+pub(crate) fn route(track: &RolloutTrack, name: &str, svc: &ServiceObj) -> Option<Route> {
+    if track.canary_service.as_deref() == Some(name) {
+        return Some(Route::Canary);
+    }
+    if track.stable_service.as_deref() == Some(name) {
+        return Some(Route::Stable);
+    }
+    let selector = svc.selector.as_ref()?;
+    track
+        .replicasets
+        .values()
+        .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
+        .any(|rs| selects(selector, &rs.pod_labels))
+        .then_some(Route::Selects)
+}
+
+/// Ready endpoint pods of `service` by revision of `track` (`""`: not a pod of the rollout).
+pub(crate) fn membership(
+    world: &World,
+    track: &RolloutTrack,
+    service: &str,
+) -> BTreeMap<String, Vec<String>> {
+    let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (_, slice) in world.slices_of(&track.namespace, service) {
+        for e in slice.endpoints.iter().filter(|e| e.ready) {
+            let (rev, who) = match &e.pod {
+                Some(p) => (
+                    revision_of(track, p, world.pod(&track.namespace, p)).unwrap_or_default(),
+                    p.clone(),
+                ),
+                None => (String::new(), e.address.clone()),
+            };
+            by.entry(rev).or_default().push(who);
+        }
+    }
+    for pods in by.values_mut() {
+        pods.sort();
+        pods.dedup();
+    }
+    by
+}
