@@ -54,6 +54,8 @@ pub struct Analyzer {
     rs_owner: HashMap<Key, String>,
     /// Rollouts a detector wants to look at again at a time, even if nothing changes.
     due: BTreeMap<Key, Timestamp>,
+    /// `Options::snapshot` was asked for (not inferred from a header).
+    snapshot_requested: bool,
     findings: Vec<Finding>,
     summary: RecordingSummary,
     warnings_dropped: u64,
@@ -69,6 +71,7 @@ impl Analyzer {
     /// An analyzer with every detector.
     pub fn new(opts: Options) -> Self {
         let snapshot = opts.snapshot;
+        let snapshot_requested = opts.snapshot;
         let mut summary = RecordingSummary {
             complete: true,
             ..RecordingSummary::default()
@@ -86,6 +89,7 @@ impl Analyzer {
             facts: Facts::default(),
             rs_owner: HashMap::new(),
             due: BTreeMap::new(),
+            snapshot_requested,
             findings: Vec::new(),
             summary,
             warnings_dropped: 0,
@@ -99,8 +103,19 @@ impl Analyzer {
     }
 
     /// Starts the next file: records pushed from now on belong to it.
+    ///
+    /// A recording whose header carries the note `snapshot` (as `check --save` writes) is one
+    /// list at one moment: when it is the only input, it is judged as [`Options::snapshot`].
     pub fn begin_file(&mut self, name: &str, format_version: u32, header: &Header) {
         let index = u32::try_from(self.summary.files.len()).unwrap_or(u32::MAX);
+        if index == 0 && self.summary.records == 0 && header.notes.contains_key("snapshot") {
+            self.opts.snapshot = true;
+            self.detectors = detectors::all(true);
+        } else if index > 0 && self.opts.snapshot && !self.snapshot_requested {
+            // A second file: a history, not one snapshot.
+            self.opts.snapshot = false;
+            self.detectors = detectors::all(false);
+        }
         if index > 0 {
             self.file = index;
             // Between two files nothing was recorded: every watch has a hole there.

@@ -36,6 +36,9 @@ pub enum Command {
     /// Wait for a rollout to pause, reach a step or become healthy; a re-render restarts the
     /// timer instead of timing out (exit 0 reached, 3 timeout, 4 aborted, 5 degraded, 6 churn).
     Wait(crate::commands::wait::WaitArgs),
+    /// One-shot adoption check: do the Services route to the rollout's current revision?
+    /// (exit 0 adopted, 1 not adopted, 2 error)
+    Check(crate::commands::check::CheckArgs),
     /// Turn a kubectl watch capture or an API server audit log into a recording.
     Import(crate::commands::import::ImportArgs),
 }

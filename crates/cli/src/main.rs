@@ -28,6 +28,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Record(a) => commands::record::run(a, out),
         Command::Watch(a) => commands::record::watch(a, out),
         Command::Wait(a) => commands::wait::run(a, out),
+        Command::Check(a) => commands::check::run(a, out),
         Command::Import(a) => commands::import::run(a, out),
     }
 }

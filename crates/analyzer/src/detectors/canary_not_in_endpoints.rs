@@ -73,8 +73,11 @@ fn takes_traffic(track: &RolloutTrack) -> Option<String> {
 fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, Option<At>) {
     let mut names = Vec::new();
     let mut since: Option<At> = None;
+    let mut pods_recorded = false;
     for (name, pod) in world.pods_in(&track.namespace) {
-        if !pod.ready || revision_of(track, name, Some(pod)).as_deref() != Some(hash) {
+        let revision = revision_of(track, name, Some(pod));
+        pods_recorded |= revision.is_some();
+        if !pod.ready || revision.as_deref() != Some(hash) {
             continue;
         }
         names.push(name.to_owned());
@@ -86,8 +89,8 @@ fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, 
         }
     }
     names.sort();
-    if names.is_empty() {
-        // No pods recorded: the ReplicaSet's own count.
+    if !pods_recorded {
+        // No pods of the rollout recorded: the ReplicaSet's own count.
         if let Some(rs) = track
             .rs_by_hash(hash)
             .filter(|rs| !rs.deleted && rs.ready > 0)
@@ -389,6 +392,49 @@ mod tests {
                 .findings
                 .iter()
                 .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+
+    #[test]
+    fn a_canary_whose_pods_are_gone_is_not_judged() {
+        let mut kit = setup(json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        kit.advance(2);
+        kit.delete_pod("new1", "c0");
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.rule != Rule::CanaryNotInEndpoints)
+        );
+    }
+
+    #[test]
+    fn without_pods_the_replicaset_ready_count_decides() {
+        let mut kit = Kit::new();
+        let mut stable = template("app:1", "c0");
+        stable["metadata"]["labels"]["version"] = json!("v417");
+        kit.replicaset("stable0", 5, stable, rf_format::Op::Modified);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.slice("checkout-api", &[("checkout-api-stable0-s0", true)]);
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(600);
+        kit.step(1);
+        let report = kit.finish();
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::CanaryNotInEndpoints)
+            .collect();
+        assert_eq!(f.len(), 1, "{:#?}", report.findings);
+        assert!(
+            f[0].explanation.contains("checkout-api-stable0-s0"),
+            "{}",
+            f[0].explanation
         );
     }
 

@@ -1,6 +1,7 @@
 //! One file per subcommand.
 
 pub mod analyze;
+pub mod check;
 pub mod diff;
 pub mod import;
 pub mod inspect;

@@ -1,0 +1,839 @@
+//! `rollout-forensics check ROLLOUT -n NS [--expect-version LABEL=VALUE] [-o json] [--save FILE]`:
+//! one-shot adoption verification. Lists the rollout, its ReplicaSets and Pods, the namespace's
+//! Services and EndpointSlices and the Argo CD Applications, runs every detector on that
+//! snapshot, and says whether the current revision is what the Services route to.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use kube::core::Request;
+use kube::core::params::ListParams;
+use rf_analyzer::{Analyzer, FileEnd, Finding, Options, Severity};
+use rf_format::{Header, Kind, Op, Record, Source, Timestamp, Writer};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::commands::record::client_for;
+use crate::exit::Exit;
+use crate::timespec::parse_duration;
+
+const HASH_LABEL: &str = "rollouts-pod-template-hash";
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The Rollout to check.
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: String,
+    /// Its namespace (default: the kubeconfig context's).
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The pod label that names the release, and the value the promoted revision must carry
+    /// (e.g. `version=v418`): the current revision must have it, and every Service that routes
+    /// to the rollout must have a ready endpoint of a pod with it.
+    #[arg(long, value_name = "LABEL=VALUE")]
+    pub expect_version: Option<String>,
+    /// Write the snapshot as a recording: the artifact that proves adoption.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Namespace of the Argo CD Applications (skipped when not served or not allowed).
+    #[arg(long, default_value = "argocd", value_name = "NS")]
+    pub app_namespace: String,
+    /// While adoption fails, take a new snapshot every 5 s for up to this long (endpoints follow
+    /// readiness within seconds; a PostSync hook may run just before).
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub retry_for: String,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = crate::args::Format::Table)]
+    pub format: crate::args::Format,
+    /// Path to the kubeconfig.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// A label the promoted revision must carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct Expect {
+    label: String,
+    value: String,
+}
+
+fn parse_expect(s: &str) -> Result<Expect> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.is_empty() => Ok(Expect {
+            label: k.trim().to_owned(),
+            value: v.to_owned(),
+        }),
+        _ => bail!("invalid --expect-version {s:?}: expected LABEL=VALUE, e.g. version=v418"),
+    }
+}
+
+/// One kind to list.
+struct Target {
+    kind: Kind,
+    namespace: String,
+    selector: Option<&'static str>,
+    optional: bool,
+}
+
+fn now() -> Timestamp {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Lists every page of one kind; `Ok(None)` when an optional kind is not served or not allowed.
+async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<Value>)>> {
+    let resource = rf_recorder::Resource::for_kind(&t.kind)
+        .with_context(|| format!("no API resource for {}", t.kind.name()))?;
+    let path = resource.url_path(Some(&t.namespace));
+    let mut items = Vec::new();
+    let mut token: Option<String> = None;
+    let mut rv;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(tok) = &token {
+            lp = lp.continue_token(tok);
+        }
+        if let Some(sel) = t.selector {
+            lp = lp.labels(sel);
+        }
+        let req = Request::new(&path)
+            .list(&lp)
+            .map_err(kube::Error::BuildRequest)?;
+        let page: Value = match client.request(req).await {
+            Ok(p) => p,
+            Err(kube::Error::Api(s)) if t.optional && (s.code == 403 || s.code == 404) => {
+                return Ok(None);
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 => bail!(
+                "forbidden: cannot list {} in namespace {} ({}); the check needs get/list on it (see deploy/check-postsync.yaml)",
+                resource.qualified(),
+                t.namespace,
+                s.message
+            ),
+            Err(kube::Error::Api(s)) if s.code == 404 => bail!(
+                "the API server does not serve {} ({}){}",
+                resource.qualified(),
+                s.message,
+                if t.kind == Kind::Rollout {
+                    ": is Argo Rollouts installed?"
+                } else {
+                    ""
+                }
+            ),
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "cannot list {} in {}",
+                    resource.qualified(),
+                    t.namespace
+                )));
+            }
+        };
+        rv = page
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        for mut item in page
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(o) = item.as_object_mut() {
+                o.entry("apiVersion")
+                    .or_insert_with(|| Value::String(resource.api_version()));
+                o.entry("kind")
+                    .or_insert_with(|| Value::String(t.kind.name().to_owned()));
+            }
+            items.push(item);
+        }
+        token = page
+            .pointer("/metadata/continue")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        if token.is_none() {
+            break;
+        }
+    }
+    Ok(Some((rv, items)))
+}
+
+/// The snapshot: records in list order, and what was skipped.
+struct Snapshot {
+    records: Vec<Record>,
+    taken_at: Timestamp,
+    notes: Vec<String>,
+}
+
+async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snapshot> {
+    let targets = [
+        Target {
+            kind: Kind::Rollout,
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: false,
+        },
+        Target {
+            kind: Kind::ReplicaSet,
+            namespace: ns.to_owned(),
+            selector: Some(HASH_LABEL),
+            optional: false,
+        },
+        Target {
+            kind: Kind::Pod,
+            namespace: ns.to_owned(),
+            selector: Some(HASH_LABEL),
+            optional: true,
+        },
+        Target {
+            kind: Kind::Service,
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+        Target {
+            kind: Kind::EndpointSlice,
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+        Target {
+            kind: Kind::Application,
+            namespace: app_ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+    ];
+    let mut records = Vec::new();
+    let mut notes = Vec::new();
+    let taken_at = now();
+    let mut seq = 0u64;
+    let mut push = |records: &mut Vec<Record>,
+                    kind: &Kind,
+                    op: Op,
+                    ns: &str,
+                    item: Option<&Value>,
+                    rv: &str| {
+        seq += 1;
+        let meta = |p: &str| {
+            item.and_then(|v| v.pointer(p))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let object = match item {
+            Some(v) => {
+                let bytes = serde_json::to_vec(v).unwrap_or_default();
+                rf_recorder::redact_object(&bytes).unwrap_or(bytes)
+            }
+            None => Vec::new(),
+        };
+        records.push(Record {
+            seq,
+            observed_at: taken_at,
+            kind: kind.clone(),
+            op,
+            namespace: if item.is_some() {
+                meta("/metadata/namespace")
+            } else {
+                ns.to_owned()
+            },
+            name: meta("/metadata/name"),
+            uid: meta("/metadata/uid"),
+            resource_version: if item.is_some() {
+                meta("/metadata/resourceVersion")
+            } else {
+                rv.to_owned()
+            },
+            actor: None,
+            object,
+        });
+    };
+    for t in &targets {
+        let Some((rv, items)) = list(client, t).await? else {
+            notes.push(format!(
+                "{} in namespace {} not listed (not served or not allowed)",
+                t.kind.name(),
+                t.namespace
+            ));
+            continue;
+        };
+        push(&mut records, &t.kind, Op::ListBegin, &t.namespace, None, "");
+        for item in &items {
+            push(
+                &mut records,
+                &t.kind,
+                Op::Listed,
+                &t.namespace,
+                Some(item),
+                "",
+            );
+        }
+        push(&mut records, &t.kind, Op::ListEnd, &t.namespace, None, &rv);
+    }
+    Ok(Snapshot {
+        records,
+        taken_at,
+        notes,
+    })
+}
+
+/// What the snapshot shows about the rollout, for a person and for `-o json`.
+#[derive(Debug, Default, Serialize)]
+struct State {
+    phase: Option<String>,
+    step_index: i64,
+    step_count: usize,
+    current_pod_hash: Option<String>,
+    stable_rs: Option<String>,
+    replicasets: Vec<RsState>,
+    services: Vec<ServiceState>,
+    applications: Vec<AppState>,
+}
+
+#[derive(Debug, Serialize)]
+struct RsState {
+    name: String,
+    hash: String,
+    role: &'static str,
+    replicas: i64,
+    ready: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct ServiceState {
+    name: String,
+    selector: BTreeMap<String, String>,
+    /// Ready endpoint pods by revision (`""`: not a pod of this rollout).
+    endpoints: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Serialize)]
+struct AppState {
+    name: String,
+    sync: Option<String>,
+    health: Option<String>,
+}
+
+fn labels(v: &Value, pointer: &str) -> BTreeMap<String, String> {
+    v.pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn selects(selector: &BTreeMap<String, String>, l: &BTreeMap<String, String>) -> bool {
+    !selector.is_empty() && selector.iter().all(|(k, v)| l.get(k) == Some(v))
+}
+
+fn objects<'a>(records: &'a [Record], kind: &'a Kind) -> impl Iterator<Item = Value> + 'a {
+    records
+        .iter()
+        .filter(move |r| r.kind == *kind && r.op == Op::Listed)
+        .filter_map(|r| serde_json::from_slice(&r.object).ok())
+}
+
+/// The state of `name` in the snapshot, and why adoption fails, if it does: no Service routes
+/// to the rollout, one that does has no ready endpoint of it, or `expect` does not hold.
+fn describe(
+    records: &[Record],
+    ns: &str,
+    name: &str,
+    expect: Option<&Expect>,
+) -> Option<(State, Vec<String>)> {
+    let rollout = objects(records, &Kind::Rollout)
+        .find(|r| r.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?;
+    let st = |p: &str| {
+        rollout
+            .pointer(p)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut state = State {
+        phase: st("/status/phase"),
+        step_index: rollout
+            .pointer("/status/currentStepIndex")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
+        step_count: rollout
+            .pointer("/spec/strategy/canary/steps")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len),
+        current_pod_hash: st("/status/currentPodHash"),
+        stable_rs: st("/status/stableRS"),
+        ..State::default()
+    };
+    let named: Vec<String> = [
+        "/spec/strategy/canary/canaryService",
+        "/spec/strategy/canary/stableService",
+    ]
+    .iter()
+    .filter_map(|p| st(p))
+    .collect();
+    let mut rs_labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for rs in objects(records, &Kind::ReplicaSet) {
+        let owned = rs
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|o| {
+                o.iter().any(|o| {
+                    o.get("kind").and_then(Value::as_str) == Some("Rollout")
+                        && o.get("name").and_then(Value::as_str) == Some(name)
+                })
+            });
+        let hash = labels(&rs, "/metadata/labels")
+            .get(HASH_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        let rs_name = rs
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !owned && rs_name != format!("{name}-{hash}") {
+            continue;
+        }
+        let role = if state.current_pod_hash.as_deref() == Some(hash.as_str()) {
+            "new"
+        } else if state.stable_rs.as_deref() == Some(hash.as_str()) {
+            "stable"
+        } else {
+            "other"
+        };
+        rs_labels.insert(hash.clone(), labels(&rs, "/spec/template/metadata/labels"));
+        state.replicasets.push(RsState {
+            name: rs_name,
+            hash,
+            role,
+            replicas: rs
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            ready: rs
+                .pointer("/status/readyReplicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+        });
+    }
+    let pod_hash: BTreeMap<String, String> = objects(records, &Kind::Pod)
+        .filter_map(|p| {
+            Some((
+                p.pointer("/metadata/name")?.as_str()?.to_owned(),
+                labels(&p, "/metadata/labels").get(HASH_LABEL)?.clone(),
+            ))
+        })
+        .collect();
+    let slices: Vec<Value> = objects(records, &Kind::EndpointSlice).collect();
+    for svc in objects(records, &Kind::Service) {
+        let svc_name = svc
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let selector = labels(&svc, "/spec/selector");
+        if !named.contains(&svc_name) && !rs_labels.values().any(|l| selects(&selector, l)) {
+            continue;
+        }
+        let mut endpoints: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for slice in slices.iter().filter(|s| {
+            labels(s, "/metadata/labels").get("kubernetes.io/service-name") == Some(&svc_name)
+        }) {
+            for e in slice
+                .get("endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if e.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                    continue;
+                }
+                let pod = e
+                    .pointer("/targetRef/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let rev = pod_hash
+                    .get(pod)
+                    .filter(|h| rs_labels.contains_key(*h))
+                    .cloned()
+                    .unwrap_or_default();
+                endpoints.entry(rev).or_default().push(pod.to_owned());
+            }
+        }
+        state.services.push(ServiceState {
+            name: svc_name,
+            selector,
+            endpoints,
+        });
+    }
+    for app in objects(records, &Kind::Application) {
+        let manages = app
+            .pointer("/status/resources")
+            .and_then(Value::as_array)
+            .is_some_and(|r| {
+                r.iter().any(|r| {
+                    r.get("kind").and_then(Value::as_str) == Some("Rollout")
+                        && r.get("name").and_then(Value::as_str) == Some(name)
+                        && r.get("namespace").and_then(Value::as_str) == Some(ns)
+                })
+            });
+        if manages {
+            state.applications.push(AppState {
+                name: app
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                sync: app
+                    .pointer("/status/sync/status")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                health: app
+                    .pointer("/status/health/status")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+    let mut failures = Vec::new();
+    let listed = |k: &Kind| records.iter().any(|r| r.kind == *k && r.op == Op::ListEnd);
+    if !listed(&Kind::Service) || !listed(&Kind::EndpointSlice) {
+        failures.push(
+            "cannot verify adoption: Services or EndpointSlices could not be listed".to_owned(),
+        );
+    } else if state.services.is_empty() {
+        failures.push(format!(
+            "no Service routes to {ns}/{name}: none is named by it or selects its pods"
+        ));
+    }
+    for s in &state.services {
+        if s.endpoints
+            .iter()
+            .all(|(h, pods)| h.is_empty() || pods.is_empty())
+        {
+            failures.push(format!(
+                "Service {} has no ready endpoint of any pod of {ns}/{name}",
+                s.name
+            ));
+        }
+    }
+    if let Some(e) = expect {
+        let current = state.current_pod_hash.clone().unwrap_or_default();
+        let has = |hash: &str| rs_labels.get(hash).and_then(|l| l.get(&e.label)) == Some(&e.value);
+        if !has(&current) {
+            let got = rs_labels
+                .get(&current)
+                .and_then(|l| l.get(&e.label))
+                .map_or("no such label".to_owned(), |v| format!("{v:?}"));
+            failures.push(format!(
+                "the current revision {current} has {}: {got}, expected {:?}",
+                e.label, e.value
+            ));
+        }
+        for s in &state.services {
+            let served = s
+                .endpoints
+                .iter()
+                .any(|(h, pods)| !pods.is_empty() && has(h));
+            if !served {
+                failures.push(format!(
+                    "Service {} has no ready endpoint of a pod with {}={}",
+                    s.name, e.label, e.value
+                ));
+            }
+        }
+    }
+    Some((state, failures))
+}
+
+#[derive(Serialize)]
+struct Outcome<'a> {
+    rollout: String,
+    adopted: bool,
+    taken_at: String,
+    state: &'a State,
+    expect: Option<&'a Expect>,
+    failures: &'a [String],
+    findings: &'a [Finding],
+    notes: &'a [String],
+    saved: Option<String>,
+}
+
+/// Writes the snapshot to `path` through a temporary file, so a failed write leaves nothing
+/// that looks complete.
+fn save(
+    path: &Path,
+    snap: &Snapshot,
+    ns: &str,
+    server: Option<String>,
+    context: Option<String>,
+) -> Result<()> {
+    let mut header = Header::new(
+        env!("CARGO_PKG_VERSION"),
+        snap.taken_at,
+        Source {
+            context,
+            server,
+            namespaces: vec![ns.to_owned()],
+            label_selector: None,
+            kinds: vec![
+                Kind::Rollout,
+                Kind::ReplicaSet,
+                Kind::Pod,
+                Kind::Service,
+                Kind::EndpointSlice,
+                Kind::Application,
+            ],
+        },
+    );
+    header
+        .notes
+        .insert("snapshot".to_owned(), "rollout-forensics check".to_owned());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.partial",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("check.rfr")
+    ));
+    let result = (|| -> Result<()> {
+        let file = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write the snapshot to {}", tmp.display()))?;
+        let mut w = Writer::new(std::io::BufWriter::new(file), &header)?;
+        for r in &snap.records {
+            w.write(r)?;
+        }
+        let mut inner = w.finish_at(snap.taken_at)?;
+        inner.flush()?;
+        inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move the snapshot to {}", path.display()))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("failed to save the snapshot to {}", path.display()))
+}
+
+pub fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Exit> {
+    let expect = args
+        .expect_version
+        .as_deref()
+        .map(parse_expect)
+        .transpose()?;
+    let retry_for = Duration::from_nanos(
+        u64::try_from(parse_duration(&args.retry_for).context("in --retry-for")?).unwrap_or(0),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let begun = Instant::now();
+    let (ns, snap, source, (adopted, report_findings, state, failures)) =
+        runtime.block_on(async {
+            let (client, source, default_ns) =
+                client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+            let ns = args.namespace.clone().unwrap_or(default_ns);
+            loop {
+                let snap = snapshot(&client, &ns, &args.app_namespace).await?;
+                let v = verdict(&snap, &ns, &args.rollout, expect.as_ref())?;
+                if v.0 || begun.elapsed() + Duration::from_secs(5) > retry_for {
+                    return Ok::<_, anyhow::Error>((ns, snap, source, v));
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        })?;
+    let saved = match &args.save {
+        Some(path) => {
+            save(
+                path,
+                &snap,
+                &ns,
+                source.server.clone(),
+                source.context.clone(),
+            )?;
+            Some(path.display().to_string())
+        }
+        None => None,
+    };
+    let rollout = format!("{ns}/{}", args.rollout);
+    if args.format == crate::args::Format::Json {
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &Outcome {
+                rollout,
+                adopted,
+                taken_at: rf_analyzer::rfc3339(snap.taken_at),
+                state: &state,
+                expect: expect.as_ref(),
+                failures: &failures,
+                findings: &report_findings,
+                notes: &snap.notes,
+                saved,
+            },
+        )?;
+        writeln!(out)?;
+    } else {
+        print_table(
+            out,
+            &rollout,
+            &state,
+            &report_findings,
+            &failures,
+            &snap.notes,
+            adopted,
+            saved.as_deref(),
+        )?;
+    }
+    out.flush()?;
+    Ok(if adopted { Exit::Ok } else { Exit::Findings })
+}
+
+type Verdict = (bool, Vec<Finding>, State, Vec<String>);
+
+/// Analyzes the snapshot: adopted when no error finding concerns the rollout and every
+/// expectation holds.
+fn verdict(snap: &Snapshot, ns: &str, name: &str, expect: Option<&Expect>) -> Result<Verdict> {
+    let Some((state, failures)) = describe(&snap.records, ns, name, expect) else {
+        bail!("rollout {ns}/{name} not found");
+    };
+    let mut analyzer = Analyzer::new(Options {
+        rollout: Some((ns.to_owned(), name.to_owned())),
+        snapshot: true,
+        ..Options::default()
+    });
+    let header = Header::new(env!("CARGO_PKG_VERSION"), snap.taken_at, Source::default());
+    analyzer.begin_file("(cluster snapshot)", rf_format::FORMAT_VERSION, &header);
+    for r in &snap.records {
+        analyzer.push(r);
+    }
+    analyzer.end_file(FileEnd::Closed, Some(snap.taken_at), None);
+    let report = analyzer.finish();
+    let adopted =
+        failures.is_empty() && report.findings.iter().all(|f| f.severity < Severity::Error);
+    Ok((adopted, report.findings, state, failures))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_table(
+    out: &mut dyn Write,
+    rollout: &str,
+    state: &State,
+    findings: &[Finding],
+    failures: &[String],
+    notes: &[String],
+    adopted: bool,
+    saved: Option<&str>,
+) -> Result<()> {
+    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "none".to_owned());
+    writeln!(
+        out,
+        "rollout {rollout}: {} at step {}/{} on {} (stable {})",
+        opt(&state.phase),
+        state.step_index,
+        state.step_count,
+        opt(&state.current_pod_hash),
+        opt(&state.stable_rs)
+    )?;
+    for rs in &state.replicasets {
+        writeln!(
+            out,
+            "  rs {:<40} {:<6} {}/{} ready",
+            rs.name, rs.role, rs.ready, rs.replicas
+        )?;
+    }
+    for s in &state.services {
+        let sel: Vec<String> = s.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(out, "  svc {} selector {{{}}}", s.name, sel.join(", "))?;
+        if s.endpoints.is_empty() {
+            writeln!(out, "      no ready endpoints")?;
+        }
+        for (h, pods) in &s.endpoints {
+            let which = if h.is_empty() {
+                "(not this rollout)".to_owned()
+            } else {
+                h.clone()
+            };
+            writeln!(
+                out,
+                "      {which}: {} ready endpoint(s): {}",
+                pods.len(),
+                pods.join(", ")
+            )?;
+        }
+    }
+    for a in &state.applications {
+        writeln!(
+            out,
+            "  application {}: {}, {}",
+            a.name,
+            opt(&a.sync),
+            opt(&a.health)
+        )?;
+    }
+    for n in notes {
+        writeln!(out, "note: {n}")?;
+    }
+    for f in findings {
+        writeln!(
+            out,
+            "{} {} {}: {}",
+            f.severity, f.rule, f.subject, f.summary
+        )?;
+        for c in &f.remedy.commands {
+            writeln!(out, "    $ {c}")?;
+        }
+    }
+    for f in failures {
+        writeln!(out, "error adoption: {f}")?;
+    }
+    if let Some(p) = saved {
+        writeln!(out, "snapshot saved to {p}")?;
+    }
+    if adopted {
+        writeln!(
+            out,
+            "adopted: the Services route to revision {}",
+            opt(&state.current_pod_hash)
+        )?;
+    } else {
+        writeln!(out, "NOT ADOPTED: see the errors above")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expect_version_parses_label_and_value() {
+        assert_eq!(
+            parse_expect("version=v418").unwrap(),
+            Expect {
+                label: "version".into(),
+                value: "v418".into()
+            }
+        );
+        assert!(parse_expect("version").is_err());
+        assert!(parse_expect("=v1").is_err());
+        assert!(parse_expect("version=").is_err());
+    }
+}
