@@ -6,6 +6,7 @@ use rf_format::{Header, Kind, Op, Record, Timestamp};
 
 use crate::detectors::{self, Detector, Facts, Scene};
 use crate::finding::Finding;
+use crate::prepare::{Parsed, Prepared};
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
 };
@@ -165,6 +166,12 @@ impl Analyzer {
     /// Replays one record. Returns the findings it made true (within the window and rollout
     /// filter), in the order found.
     pub fn push(&mut self, rec: &Record) -> Vec<Finding> {
+        self.push_prepared(rec, Prepared::of(rec))
+    }
+
+    /// [`push`](Analyzer::push) with the record's object already parsed by
+    /// [`Prepared::of`] (on another thread, say).
+    pub fn push_prepared(&mut self, rec: &Record, prepared: Prepared) -> Vec<Finding> {
         if self.opts.until.is_some_and(|u| rec.observed_at > u) {
             self.past_until = true;
             return Vec::new();
@@ -210,9 +217,14 @@ impl Analyzer {
             Op::ListBegin | Op::ListEnd => {}
             Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
                 self.track_live(rec);
-                match rec.kind {
-                    Kind::Rollout => {
-                        self.on_rollout(rec, pos);
+                match (&rec.kind, prepared.0) {
+                    (_, Parsed::Unreadable(w)) => self.warn(w),
+                    (Kind::Rollout, parsed) => {
+                        let view = match parsed {
+                            Parsed::Rollout(v) => Some(v),
+                            _ => None,
+                        };
+                        self.on_rollout(rec, view.as_deref(), pos);
                         self.look(
                             &[(rec.namespace.clone(), rec.name.clone())],
                             None,
@@ -220,13 +232,16 @@ impl Analyzer {
                             false,
                         );
                     }
-                    Kind::ReplicaSet => {
-                        if let Some(owner) = self.on_replicaset(rec, pos) {
+                    (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
+                        if let Some(owner) = self.on_replicaset(rec, &view, pos) {
                             self.look(&[(rec.namespace.clone(), owner)], None, pos, false);
                         }
                     }
-                    Kind::Service | Kind::EndpointSlice | Kind::Pod | Kind::Application => {
-                        self.on_world_record(rec, pos);
+                    (
+                        Kind::Service | Kind::EndpointSlice | Kind::Pod | Kind::Application,
+                        parsed,
+                    ) => {
+                        self.on_world_record(rec, parsed, pos);
                     }
                     _ => {}
                 }
@@ -301,23 +316,14 @@ impl Analyzer {
             .or_insert_with(|| RolloutTrack::new(namespace, name, keep))
     }
 
-    fn on_rollout(&mut self, rec: &Record, pos: At) {
+    fn on_rollout(&mut self, rec: &Record, view: Option<&RolloutView>, pos: At) {
         if matches!(rec.op, Op::Deleted { .. }) {
             self.track(&rec.namespace, &rec.name).deleted = true;
             return;
         }
-        let view: RolloutView = match serde_json::from_slice(&rec.object) {
-            Ok(v) => v,
-            Err(e) => {
-                self.warn(format!(
-                    "record seq {} (Rollout {}/{}): unreadable object: {e}",
-                    rec.seq, rec.namespace, rec.name
-                ));
-                return;
-            }
-        };
+        let Some(view) = view else { return };
         let track = self.track(&rec.namespace, &rec.name);
-        let Some(prev) = track.observe_rollout(&view, pos, rec.actor.as_deref()) else {
+        let Some(prev) = track.observe_rollout(view, pos, rec.actor.as_deref()) else {
             return;
         };
         let track = &self.tracks[&(rec.namespace.clone(), rec.name.clone())];
@@ -337,17 +343,7 @@ impl Analyzer {
     }
 
     /// Applies a ReplicaSet record; returns the rollout that owns it.
-    fn on_replicaset(&mut self, rec: &Record, pos: At) -> Option<String> {
-        let view: ReplicaSetView = match serde_json::from_slice(&rec.object) {
-            Ok(v) => v,
-            Err(e) => {
-                self.warn(format!(
-                    "record seq {} (ReplicaSet {}/{}): unreadable object: {e}",
-                    rec.seq, rec.namespace, rec.name
-                ));
-                return None;
-            }
-        };
+    fn on_replicaset(&mut self, rec: &Record, view: &ReplicaSetView, pos: At) -> Option<String> {
         let owner = match view.rollout_owner() {
             Some((name, _)) => name.to_owned(),
             None => {
@@ -372,7 +368,7 @@ impl Analyzer {
             self.rs_owner.insert(rs_key, owner.clone());
         }
         let track = self.track(&rec.namespace, &owner);
-        track.observe_replicaset(&view, &rec.object, pos, deleted, added);
+        track.observe_replicaset(view, &rec.object, pos, deleted, added);
         let track = &self.tracks[&(rec.namespace.clone(), owner.clone())];
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);
@@ -382,14 +378,9 @@ impl Analyzer {
 
     /// Applies a Service, EndpointSlice, Pod or Application record and lets the detectors look
     /// at the rollouts it concerns.
-    fn on_world_record(&mut self, rec: &Record, pos: At) {
-        let touched = match self.world.apply(rec, pos) {
-            Ok(Some(t)) => t,
-            Ok(None) => return,
-            Err(w) => {
-                self.warn(w);
-                return;
-            }
+    fn on_world_record(&mut self, rec: &Record, parsed: Parsed, pos: At) {
+        let Some(touched) = self.world.apply(rec, parsed, pos) else {
+            return;
         };
         let keys: Vec<Key> = match &touched {
             Touched::Pod { namespace, name } => {

@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rf_format::{Kind, Op, Record, Timestamp};
 
 use crate::diff::HASH_LABEL;
+use crate::prepare::Parsed;
 use crate::rollout::{At, RolloutTrack};
 use crate::time::parse_rfc3339;
-use crate::view::{ApplicationView, EndpointSliceView, PodView, ServiceView};
 
 type Key = (String, String);
 
@@ -125,39 +125,32 @@ fn digest_of(image_id: &str) -> Option<String> {
 }
 
 impl World {
-    /// Applies one record of a Service, EndpointSlice, Pod or Application. Returns what changed,
-    /// or `Err` with a warning when the object cannot be read.
-    pub fn apply(&mut self, rec: &Record, pos: At) -> Result<Option<Touched>, String> {
+    /// Applies one record of a Service, EndpointSlice, Pod or Application, its object parsed
+    /// (nothing for a deletion). Returns what changed.
+    pub fn apply(&mut self, rec: &Record, parsed: Parsed, pos: At) -> Option<Touched> {
         let key = (rec.namespace.clone(), rec.name.clone());
         let deleted = matches!(rec.op, Op::Deleted { .. });
-        let unreadable = |e: serde_json::Error| {
-            format!(
-                "record seq {} ({} {}/{}): unreadable object: {e}",
-                rec.seq,
-                rec.kind.name(),
-                rec.namespace,
-                rec.name
-            )
-        };
         match rec.kind {
             Kind::Service => {
                 if deleted {
                     self.services.remove(&key);
                 } else {
-                    let v: ServiceView = serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let Parsed::Service(v) = parsed else {
+                        return None;
+                    };
                     let selector = v.spec.selector;
                     if self
                         .services
                         .get(&key)
                         .is_some_and(|s| s.selector == selector)
                     {
-                        return Ok(None);
+                        return None;
                     }
                     self.services.insert(key, ServiceObj { selector, pos });
                 }
-                Ok(Some(Touched::Service {
+                Some(Touched::Service {
                     namespace: rec.namespace.clone(),
-                }))
+                })
             }
             Kind::EndpointSlice => {
                 let old = self.slices.remove(&key);
@@ -174,8 +167,9 @@ impl World {
                     }
                 }
                 if !deleted {
-                    let v: EndpointSliceView =
-                        serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let Parsed::Slice(v) = parsed else {
+                        return None;
+                    };
                     if let Some(service) = v.service().map(str::to_owned) {
                         let endpoints = v
                             .endpoints
@@ -206,19 +200,21 @@ impl World {
                             },
                         );
                         if unchanged {
-                            return Ok(None);
+                            return None;
                         }
                     }
                 }
-                Ok(Some(Touched::Service {
+                Some(Touched::Service {
                     namespace: rec.namespace.clone(),
-                }))
+                })
             }
             Kind::Pod => {
                 if deleted {
                     self.pods.remove(&key);
                 } else {
-                    let v: PodView = serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let Parsed::Pod(v) = parsed else {
+                        return None;
+                    };
                     let (ready, since) = v.ready();
                     let terminating = v.metadata.deletion_timestamp.is_some();
                     let ready = ready && !terminating;
@@ -265,20 +261,21 @@ impl World {
                         },
                     );
                     if unchanged {
-                        return Ok(None);
+                        return None;
                     }
                 }
-                Ok(Some(Touched::Pod {
+                Some(Touched::Pod {
                     namespace: rec.namespace.clone(),
                     name: rec.name.clone(),
-                }))
+                })
             }
             Kind::Application => {
                 if deleted {
                     self.apps.remove(&key);
                 } else {
-                    let v: ApplicationView =
-                        serde_json::from_slice(&rec.object).map_err(unreadable)?;
+                    let Parsed::App(v) = parsed else {
+                        return None;
+                    };
                     let mut history: Vec<Sync> = v
                         .status
                         .history
@@ -315,12 +312,12 @@ impl World {
                         },
                     );
                 }
-                Ok(Some(Touched::App {
+                Some(Touched::App {
                     namespace: rec.namespace.clone(),
                     name: rec.name.clone(),
-                }))
+                })
             }
-            _ => Ok(None),
+            _ => None,
         }
     }
 

@@ -1,0 +1,74 @@
+//! Parsing a record's object into the small view the analyzer reads. Pure and independent of the
+//! analyzer's state, so a reader can prepare records on other threads while the analyzer
+//! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)).
+
+use rf_format::{Kind, Op, Record};
+use serde::de::DeserializeOwned;
+
+use crate::view::{
+    ApplicationView, EndpointSliceView, PodView, ReplicaSetView, RolloutView, ServiceView,
+};
+
+/// A record's object, parsed (or the reason it could not be).
+#[derive(Debug)]
+pub struct Prepared(pub(crate) Parsed);
+
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// Nothing to parse: a marker, a deletion, or a kind no detector reads.
+    Nothing,
+    Rollout(Box<RolloutView>),
+    ReplicaSet(Box<ReplicaSetView>),
+    Service(Box<ServiceView>),
+    Slice(Box<EndpointSliceView>),
+    Pod(Box<PodView>),
+    App(Box<ApplicationView>),
+    /// The warning to report.
+    Unreadable(String),
+}
+
+fn parse<T: DeserializeOwned>(rec: &Record, wrap: fn(Box<T>) -> Parsed) -> Parsed {
+    match serde_json::from_slice::<T>(&rec.object) {
+        Ok(v) => wrap(Box::new(v)),
+        Err(e) => Parsed::Unreadable(format!(
+            "record seq {} ({} {}/{}): unreadable object: {e}",
+            rec.seq,
+            rec.kind.name(),
+            rec.namespace,
+            rec.name
+        )),
+    }
+}
+
+impl Prepared {
+    /// Parses what the analyzer will read of `rec`.
+    pub fn of(rec: &Record) -> Prepared {
+        let deleted = matches!(rec.op, Op::Deleted { .. });
+        if !matches!(
+            rec.op,
+            Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. }
+        ) {
+            return Prepared(Parsed::Nothing);
+        }
+        Prepared(match rec.kind {
+            // A deleted ReplicaSet is still read: its owner names the rollout.
+            Kind::ReplicaSet => parse(rec, Parsed::ReplicaSet),
+            _ if deleted => Parsed::Nothing,
+            Kind::Rollout => parse(rec, Parsed::Rollout),
+            Kind::Service => parse(rec, Parsed::Service),
+            Kind::EndpointSlice => parse(rec, Parsed::Slice),
+            Kind::Pod => parse(rec, Parsed::Pod),
+            Kind::Application => parse(rec, Parsed::App),
+            _ => Parsed::Nothing,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn prepared_records_can_move_to_the_analyzer_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<super::Prepared>();
+    }
+}
