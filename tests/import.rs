@@ -45,15 +45,23 @@ fn from_audit(rec: &Recording) -> Imported {
     rf_import::audit_log(vec![input("audit.log", to_audit_log(rec))]).unwrap()
 }
 
+/// One `kubectl get KIND -w` capture per recorded kind but Events: Rollouts, ReplicaSets and,
+/// where the scenario has them, Services, EndpointSlices, Pods and Applications.
 fn from_kubectl(rec: &Recording) -> Imported {
-    rf_import::kubectl_watch(vec![
-        input("rollouts.json", to_kubectl_watch(rec, &[Kind::Rollout])),
-        input(
-            "replicasets.json",
-            to_kubectl_watch(rec, &[Kind::ReplicaSet]),
-        ),
-    ])
-    .unwrap()
+    let inputs = rec
+        .header
+        .source
+        .kinds
+        .iter()
+        .filter(|k| **k != Kind::Event)
+        .map(|k| {
+            input(
+                &format!("{}.json", k.name().to_lowercase()),
+                to_kubectl_watch(rec, std::slice::from_ref(k)),
+            )
+        })
+        .collect();
+    rf_import::kubectl_watch(inputs).unwrap()
 }
 
 #[test]
@@ -119,6 +127,53 @@ fn issue_5_rerender_race_from_both_sources_names_the_four_findings_and_the_rende
         assert!(
             detail.contains("argocd-application-controller"),
             "render without its actor: {detail}"
+        );
+    }
+}
+
+/// The objects alive at the end of a recording, by kind and name, with their last
+/// resourceVersion.
+fn live_at_end(records: &[rf_format::Record]) -> BTreeSet<(String, String, String)> {
+    let mut live = std::collections::BTreeMap::new();
+    for r in records.iter().filter(|r| r.op.has_object()) {
+        let key = (r.kind.name().to_owned(), r.name.clone());
+        if matches!(r.op, rf_format::Op::Deleted { .. }) {
+            live.remove(&key);
+        } else {
+            live.insert(key, r.resource_version.clone());
+        }
+    }
+    live.into_iter().map(|((k, n), rv)| (k, n, rv)).collect()
+}
+
+#[test]
+fn pods_services_endpoint_slices_and_applications_survive_both_imports() {
+    for s in catalog() {
+        let rec = generate(s.name).unwrap();
+        let traffic = |records: &[rf_format::Record]| {
+            live_at_end(records)
+                .into_iter()
+                .filter(|(k, ..)| k != "Rollout" && k != "ReplicaSet" && k != "Event")
+                .collect::<BTreeSet<_>>()
+        };
+        let want = traffic(&rec.records);
+        assert!(
+            want.iter().any(|(k, ..)| k == "Pod")
+                && want.iter().any(|(k, ..)| k == "EndpointSlice"),
+            "{}: {want:?}",
+            s.name
+        );
+        assert_eq!(
+            traffic(&from_audit(&rec).records),
+            want,
+            "{} (audit)",
+            s.name
+        );
+        assert_eq!(
+            traffic(&from_kubectl(&rec).records),
+            want,
+            "{} (kubectl)",
+            s.name
         );
     }
 }

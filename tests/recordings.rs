@@ -102,14 +102,25 @@ fn every_recording_matches_its_report_snapshot() {
 #[test]
 fn issue_2_rerender_race_names_restart_lost_pause_checksum_and_orphan() {
     let report = analyze("rerender-race");
+    // The two renders are Argo CD syncs: `double-render`, and the Application reading
+    // Suspended at each pause by design (info).
     assert_eq!(
         rules(&report),
         vec![
             Rule::RerenderRestart,
             Rule::PauseLost,
             Rule::ConfigOnlyRerender,
-            Rule::OrphanedReplicaSet
+            Rule::OrphanedReplicaSet,
+            Rule::GitopsHealthMismatch,
+            Rule::DoubleRender
         ]
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::GitopsHealthMismatch)
+            .all(|f| f.severity == rf_analyzer::Severity::Info)
     );
     let orphan = report
         .findings
@@ -190,4 +201,58 @@ fn issue_2_manual_jump_then_rerender() {
 fn issue_2_hash_only_change_is_only_a_warning() {
     let r = rules(&analyze("hash-only-change"));
     assert_eq!(r, vec![Rule::HashOnlyChange]);
+}
+
+/// (rule, severity) of every finding, sorted, without repeats.
+fn rule_severities(report: &Report) -> Vec<(Rule, rf_analyzer::Severity)> {
+    let mut r: Vec<_> = report
+        .findings
+        .iter()
+        .map(|f| (f.rule, f.severity))
+        .collect();
+    r.sort();
+    r.dedup();
+    r
+}
+
+#[test]
+fn the_traffic_scenarios_find_what_they_were_made_for() {
+    use rf_analyzer::Severity::{Error, Info, Warning};
+    let adoption = analyze("adoption-selector-drift");
+    assert_eq!(
+        rule_severities(&adoption),
+        vec![
+            (Rule::ServiceSelectorMismatch, Error),
+            (Rule::CanaryNotInEndpoints, Error),
+            (Rule::GitopsHealthMismatch, Info)
+        ]
+    );
+    let mismatch = adoption
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::ServiceSelectorMismatch)
+        .unwrap();
+    assert_eq!(mismatch.subject.name, "checkout-api");
+    assert!(mismatch.summary.contains("version"), "{}", mismatch.summary);
+    let double = rules(&analyze("gitops-double-render"));
+    for rule in [
+        Rule::DoubleRender,
+        Rule::RerenderRestart,
+        Rule::PauseLost,
+        Rule::ConfigOnlyRerender,
+        Rule::OrphanedReplicaSet,
+    ] {
+        assert!(double.contains(&rule), "{rule:?} missing in {double:?}");
+    }
+    assert_eq!(
+        rule_severities(&analyze("moved-tag")),
+        vec![
+            (Rule::ImageNotPinned, Warning),
+            (Rule::ImageDigestDrift, Error)
+        ]
+    );
+    assert_eq!(
+        rule_severities(&analyze("no-rollback-history")),
+        vec![(Rule::NoRollbackHistory, Warning)]
+    );
 }

@@ -76,6 +76,36 @@ impl Builder {
         self.pending.is_empty()
     }
 
+    /// Makes approximate times agree with the resourceVersion order: a write with a higher
+    /// numeric resourceVersion (a cluster-wide counter) happened after every write with a lower
+    /// one, so its time is at least theirs. Each time stays a lower bound of the true one; a
+    /// `DELETED` event, whose object carries only the times of earlier writes, is placed after
+    /// what happened before it. Records without a numeric resourceVersion keep their time.
+    pub fn raise_times_in_resource_version_order(&mut self) {
+        let mut by_rv: Vec<(u64, usize)> = self
+            .pending
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                p.record
+                    .resource_version
+                    .parse::<u64>()
+                    .ok()
+                    .map(|rv| (rv, i))
+            })
+            .collect();
+        by_rv.sort_unstable();
+        let mut latest: Option<Timestamp> = None;
+        for (_, i) in by_rv {
+            let p = &mut self.pending[i];
+            if let Some(t) = latest.filter(|t| *t > p.at) {
+                p.at = t;
+                p.record.observed_at = t;
+            }
+            latest = Some(latest.map_or(p.at, |l| l.max(p.at)));
+        }
+    }
+
     /// Orders the records by time (stable), numbers them and writes the header.
     pub fn finish(
         mut self,

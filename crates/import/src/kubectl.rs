@@ -49,6 +49,7 @@ pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
         }
     }
     debug_assert!(!builder.is_empty());
+    builder.raise_times_in_resource_version_order();
     Ok(builder.finish(
         "import:kubectl-watch",
         &[("times", "approximate"), ("source", "kubectl-watch")],
@@ -269,12 +270,18 @@ impl Stream<'_> {
 
 /// The latest time an object carries: `managedFields[].time`, condition `lastUpdateTime` and
 /// `lastTransitionTime`, pause condition `startTime`, creation and deletion timestamps (and an
-/// Event's `lastTimestamp`/`eventTime`).
+/// Event's `lastTimestamp`/`eventTime`). A `deletionTimestamp` lies in the future by
+/// `deletionGracePeriodSeconds` (the API server sets it to request time + grace period): the
+/// request time is used.
 pub(crate) fn object_time(object: &Value) -> Option<Timestamp> {
     let mut times = Vec::new();
     let meta = &object["metadata"];
     times.push(&meta["creationTimestamp"]);
-    times.push(&meta["deletionTimestamp"]);
+    let grace = meta["deletionGracePeriodSeconds"].as_i64().unwrap_or(0);
+    let deletion_requested = meta["deletionTimestamp"]
+        .as_str()
+        .and_then(parse_time)
+        .map(|t| Timestamp(t.0 - grace.saturating_mul(1_000_000_000)));
     for m in meta["managedFields"].as_array().into_iter().flatten() {
         times.push(&m["time"]);
     }
@@ -291,6 +298,7 @@ pub(crate) fn object_time(object: &Value) -> Option<Timestamp> {
     times
         .into_iter()
         .filter_map(|v| v.as_str().and_then(parse_time))
+        .chain(deletion_requested)
         .max()
 }
 
@@ -397,6 +405,37 @@ mod tests {
             imp.records[1].observed_at, t,
             "never before the previous event"
         );
+    }
+
+    #[test]
+    fn a_deletion_is_never_placed_before_a_write_with_a_lower_resource_version() {
+        // The ReplicaSet's last write was at :05; it was deleted (rv 30) after the rollout's
+        // write at :20 (rv 20).
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": "rs", "namespace": "shop", "uid": "r1", "resourceVersion": "30",
+            "creationTimestamp": "2026-03-14T13:00:00Z",
+            "managedFields": [{"manager": "kube-controller-manager", "time": "2026-03-14T13:00:05Z"}]
+        }});
+        let deleted = json!({"type": "DELETED", "object": rs});
+        let ro = rollout("u1", 20, "2026-03-14T13:00:20Z", 6);
+        let imp = import(vec![("rs", deleted.to_string()), ("ro", ro.to_string())]).unwrap();
+        assert_eq!(ops(&imp), ["added", "deleted"]);
+        assert_eq!(imp.records[0].kind, Kind::Rollout);
+        assert_eq!(
+            imp.records[1].observed_at,
+            parse_time("2026-03-14T13:00:20Z").unwrap()
+        );
+    }
+
+    #[test]
+    fn a_pod_being_deleted_is_dated_by_the_request_not_the_end_of_its_grace_period() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "p", "namespace": "shop", "uid": "p1", "resourceVersion": "9",
+            "creationTimestamp": "2026-03-14T13:00:00Z",
+            "deletionTimestamp": "2026-03-14T13:00:40Z", "deletionGracePeriodSeconds": 30,
+            "managedFields": [{"manager": "kubelet", "time": "2026-03-14T13:00:05Z"}]
+        }});
+        assert_eq!(object_time(&pod), parse_time("2026-03-14T13:00:10Z"));
     }
 
     #[test]

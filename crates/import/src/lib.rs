@@ -7,10 +7,12 @@
 //!   either watch events `{"type": "MODIFIED", "object": {...}}` or bare objects. kubectl prints
 //!   no receive times, so each event's time is taken from the object (the latest of
 //!   `managedFields[].time`, condition `lastUpdateTime`/`lastTransitionTime`, pause condition
-//!   `startTime`, `creationTimestamp` and `deletionTimestamp`) and never goes backwards within
-//!   one input; the header's notes say `times: approximate`. Events of several inputs that fall
-//!   on the same time are ordered by their numeric `resourceVersion` (a cluster-wide counter in
-//!   every current API server).
+//!   `startTime`, `creationTimestamp` and `deletionTimestamp` less its grace period) and never
+//!   goes backwards within one input; the header's notes say `times: approximate`. The
+//!   `resourceVersion` is a cluster-wide counter in every current API server: a write is never
+//!   dated before one with a lower numeric `resourceVersion` (a `DELETED` event, whose object
+//!   carries only earlier times, lands after what preceded it), and events that fall on the same
+//!   time are ordered by it.
 //! - [`audit_log`]: `audit.k8s.io/v1` Event JSON lines (plain or gzip). Completed
 //!   (`ResponseComplete`), successful (code < 400) `create`, `update`, `patch` and `delete`
 //!   requests of the recorded kinds, subresources included, become records at their

@@ -85,10 +85,10 @@ impl Sim {
         );
         meta.annotations
             .insert(REVISION.to_owned(), revision.to_string());
-        meta.owner = Some(Owner {
-            name: self.rollout.meta.name.clone(),
-            uid: self.rollout.meta.uid.clone(),
-        });
+        meta.owner = Some(Owner::rollout(
+            self.rollout.meta.name.clone(),
+            self.rollout.meta.uid.clone(),
+        ));
         self.replica_sets.push(ReplicaSet {
             meta,
             hash: hash.to_owned(),

@@ -31,17 +31,29 @@ pub fn to_kubectl_watch(recording: &Recording, kinds: &[Kind]) -> String {
     out
 }
 
-/// The audit user of a field manager.
-fn user_of(manager: &str) -> &'static str {
-    match manager {
-        "argocd-controller" => "system:serviceaccount:argocd:argocd-application-controller",
-        "rollouts-controller" => "system:serviceaccount:argo-rollouts:argo-rollouts",
-        "kube-controller-manager" | "replicaset-controller" => {
+/// The audit user of a field manager's write of `object` (of `kind`).
+fn user_of(manager: &str, kind: &Kind, object: &Value) -> String {
+    let user = match (manager, kind) {
+        ("argocd-controller" | "argocd-application-controller", _) => {
+            "system:serviceaccount:argocd:argocd-application-controller"
+        }
+        ("argocd-server", _) => "system:serviceaccount:argocd:argocd-server",
+        ("rollouts-controller", _) => "system:serviceaccount:argo-rollouts:argo-rollouts",
+        ("kube-controller-manager", Kind::EndpointSlice) => {
+            "system:serviceaccount:kube-system:endpointslice-controller"
+        }
+        ("kube-controller-manager" | "replicaset-controller", _) => {
             "system:serviceaccount:kube-system:replicaset-controller"
         }
-        m if m.starts_with("kubectl") => "alice@example.com",
+        ("kube-scheduler", _) => "system:kube-scheduler",
+        ("kubelet", _) => {
+            let node = object["spec"]["nodeName"].as_str().unwrap_or_default();
+            return format!("system:node:{node}");
+        }
+        (m, _) if m.starts_with("kubectl") => "alice@example.com",
         _ => "system:unknown",
-    }
+    };
+    user.to_owned()
 }
 
 /// The `managedFields` entry of the write that produced `object`: the one whose time changed
@@ -170,19 +182,29 @@ pub fn to_audit_log(recording: &Recording) -> String {
         .first()
         .cloned()
         .unwrap_or_default();
-    for (resource, group, version, user) in [
-        (
-            "rollouts",
-            "argoproj.io",
-            "v1alpha1",
-            user_of("rollouts-controller"),
-        ),
-        ("replicasets", "apps", "v1", user_of("rollouts-controller")),
-    ] {
+    // The controllers' informers list and watch what they manage.
+    let watchers = [
+        (Kind::Rollout, "rollouts-controller"),
+        (Kind::ReplicaSet, "rollouts-controller"),
+        (Kind::Pod, "kube-controller-manager"),
+        (Kind::EndpointSlice, "kube-controller-manager"),
+        (Kind::Application, "argocd-application-controller"),
+    ];
+    for (kind, manager) in watchers {
+        if !recording.header.source.kinds.contains(&kind) {
+            continue;
+        }
+        let (resource, group, version) = resource_of(&kind);
+        let user = user_of(manager, &kind, &Value::Null);
+        let namespace = if kind == Kind::Application {
+            crate::argocd::ARGOCD_NAMESPACE
+        } else {
+            namespace.as_str()
+        };
         for verb in ["list", "watch"] {
             id += 1;
             let r = json!({"resource": resource, "namespace": namespace, "apiGroup": group, "apiVersion": version});
-            line(&mut out, event(id, start, verb, user, r, 200, None));
+            line(&mut out, event(id, start, verb, &user, r, 200, None));
         }
     }
     for r in &recording.records {
@@ -201,6 +223,7 @@ pub fn to_audit_log(recording: &Recording) -> String {
         let manager = w
             .and_then(|w| w["manager"].as_str())
             .unwrap_or_else(|| object["reportingComponent"].as_str().unwrap_or_default());
+        let user = user_of(manager, &r.kind, &object);
         let mut verb = verb_code.0;
         if verb == "update" && manager.starts_with("kubectl-") {
             verb = "patch";
@@ -230,7 +253,7 @@ pub fn to_audit_log(recording: &Recording) -> String {
                 id,
                 r.observed_at,
                 verb,
-                user_of(manager),
+                &user,
                 object_ref,
                 verb_code.1,
                 Some(&object),
@@ -242,15 +265,7 @@ pub fn to_audit_log(recording: &Recording) -> String {
             let get_ref = json!({"resource": resource, "namespace": r.namespace, "name": r.name, "apiGroup": group, "apiVersion": version});
             line(
                 &mut out,
-                event(
-                    id,
-                    r.observed_at,
-                    "get",
-                    user_of(manager),
-                    get_ref,
-                    200,
-                    None,
-                ),
+                event(id, r.observed_at, "get", &user, get_ref, 200, None),
             );
         }
         if matches!(r.op, Op::Deleted { .. }) {

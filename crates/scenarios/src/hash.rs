@@ -112,6 +112,30 @@ pub fn fake_sha256(seed: &str) -> String {
         .collect()
 }
 
+/// The 5 characters the API server appends to a `generateName` (alphabet of
+/// `utilrand.String`: no vowels, no digits that read as letters), derived from `seed`.
+pub(crate) fn name_suffix(seed: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut h = fnv64(format!("name/{seed}").as_bytes());
+    let len = ALPHABET.len() as u64;
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[usize::try_from(h % len).unwrap_or(0)];
+            h /= len;
+            char::from(c)
+        })
+        .collect()
+}
+
+/// A 40-hex-digit git commit SHA derived from `seed` (well mixed: seeds that differ in one
+/// character give unrelated SHAs).
+pub(crate) fn git_sha(seed: &str) -> String {
+    let mut mix = SplitMix::new(fnv64(format!("git/{seed}").as_bytes()));
+    let mut s: String = (0..3).map(|_| format!("{:016x}", mix.next())).collect();
+    s.truncate(40);
+    s
+}
+
 /// `sha256:` and 12 hex digits, the form the recorder's redaction gives every env value.
 pub(crate) fn env_digest(seed: &str) -> String {
     let full = fake_sha256(seed);

@@ -1,11 +1,14 @@
 //! rf-scenarios: a deterministic simulator of Argo Rollouts incidents.
 //!
 //! It models the Argo Rollouts canary controller (v1.9/v1.10 semantics, basic canary without
-//! traffic routing), the ReplicaSet controller and GitOps (Argo CD) renders, and emits the
+//! traffic routing), the ReplicaSet controller, the scheduler and the kubelets (pods, the digest
+//! each node pulled for an image), the endpointslice controller, and GitOps renders (optionally
+//! as syncs of an Argo CD Application whose health follows the Rollout's), and emits the
 //! [`rf_format::Record`]s a recorder watching the API server would have seen: the initial lists,
-//! then `Added`/`Modified`/`Deleted` watch events of the Rollout, its ReplicaSets and the
-//! Kubernetes Events about it, with real object shapes and in the real order. The analyzer's
-//! tests, the CLI's `simulate` command and the committed fixtures are built from it.
+//! then `Added`/`Modified`/`Deleted` watch events of the Rollout, its ReplicaSets, their Pods,
+//! the Services and their EndpointSlices, the Application and the Kubernetes Events about the
+//! Rollout, with real object shapes and in the real order. The analyzer's tests, the CLI's
+//! `simulate` command and the committed fixtures are built from it.
 //!
 //! It never touches a clock, the environment, randomness or a hash map's iteration order: time
 //! is simulated from [`SIMULATION_START`], every name and uid is derived from FNV hashes, and the
@@ -29,12 +32,14 @@
 //! let recording = sim.finish("my-variation");
 //! ```
 
+mod argocd;
 mod calendar;
 mod controller;
 mod export;
 mod hash;
 mod json;
 mod objects;
+mod pods;
 mod recording;
 mod replica_set_controller;
 mod scale;
@@ -42,6 +47,7 @@ mod scenarios;
 mod sim;
 mod spec;
 mod status;
+mod traffic;
 
 pub use export::{to_audit_log, to_kubectl_watch};
 pub use hash::{HashFunction, fake_sha256, pod_template_hash, steps_hash};
@@ -50,6 +56,7 @@ pub use scale::{ScaleConfig, scale};
 pub use scenarios::{ScenarioInfo, catalog, generate};
 pub use sim::Sim;
 pub use spec::{
-    NEW_IMAGE, PREVIOUS_IMAGE, SIMULATION_START, STABLE_IMAGE, SimConfig, Step, TemplateChange,
-    config_checksum, default_steps, stable_config_checksum,
+    NEW_IMAGE, NEW_TAG, PREVIOUS_IMAGE, SIMULATION_START, STABLE_IMAGE, ServiceConfig, SimConfig,
+    Step, TemplateChange, config_checksum, default_steps, image_digest, pinned,
+    stable_config_checksum,
 };

@@ -24,6 +24,10 @@ pub(crate) mod manager {
     pub const KUBECTL_ROLLOUTS: &str = "kubectl-argo-rollouts";
     pub const KUBECTL_PATCH: &str = "kubectl-patch";
     pub const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+    pub const KUBE_SCHEDULER: &str = "kube-scheduler";
+    pub const KUBELET: &str = "kubelet";
+    pub const ARGOCD_SERVER: &str = "argocd-server";
+    pub const ARGOCD_APP_CONTROLLER: &str = "argocd-application-controller";
 }
 
 /// One entry of `metadata.managedFields`.
@@ -54,11 +58,25 @@ impl ManagedField {
     }
 }
 
-/// The owner of a ReplicaSet.
+/// The controller owner of an object (`ownerReferences[0]`, `controller: true`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Owner {
+    pub api_version: &'static str,
+    pub kind: &'static str,
     pub name: String,
     pub uid: String,
+}
+
+impl Owner {
+    /// The Rollout as the owner of its ReplicaSets.
+    pub(crate) fn rollout(name: String, uid: String) -> Self {
+        Owner {
+            api_version: ROLLOUT_API,
+            kind: "Rollout",
+            name,
+            uid,
+        }
+    }
 }
 
 /// `metadata` of a simulated object.
@@ -74,6 +92,12 @@ pub(crate) struct Meta {
     pub annotations: BTreeMap<String, String>,
     pub owner: Option<Owner>,
     pub managed: Vec<ManagedField>,
+    /// `metadata.generateName` (pods, EndpointSlices).
+    pub generate_name: Option<String>,
+    /// `metadata.deletionTimestamp` and `deletionGracePeriodSeconds` of an object being deleted.
+    pub deletion: Option<(i64, i64)>,
+    /// `metadata.finalizers`.
+    pub finalizers: Vec<&'static str>,
 }
 
 impl Meta {
@@ -89,6 +113,9 @@ impl Meta {
             annotations: BTreeMap::new(),
             owner: None,
             managed: Vec::new(),
+            generate_name: None,
+            deletion: None,
+            finalizers: Vec::new(),
         }
     }
 
@@ -105,9 +132,19 @@ impl Meta {
         }
     }
 
-    fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("name".to_owned(), json!(self.name));
+        if let Some(prefix) = &self.generate_name {
+            m.insert("generateName".to_owned(), json!(prefix));
+        }
+        if let Some((at, grace)) = self.deletion {
+            m.insert("deletionTimestamp".to_owned(), json!(rfc3339(at)));
+            m.insert("deletionGracePeriodSeconds".to_owned(), json!(grace));
+        }
+        if !self.finalizers.is_empty() {
+            m.insert("finalizers".to_owned(), json!(self.finalizers));
+        }
         m.insert("namespace".to_owned(), json!(self.namespace));
         m.insert("uid".to_owned(), json!(self.uid));
         m.insert(
@@ -131,8 +168,8 @@ impl Meta {
             m.insert(
                 "ownerReferences".to_owned(),
                 json!([{
-                    "apiVersion": ROLLOUT_API,
-                    "kind": "Rollout",
+                    "apiVersion": owner.api_version,
+                    "kind": owner.kind,
                     "name": owner.name,
                     "uid": owner.uid,
                     "controller": true,
@@ -150,7 +187,7 @@ impl Meta {
     }
 }
 
-fn string_map(map: &BTreeMap<String, String>) -> Value {
+pub(crate) fn string_map(map: &BTreeMap<String, String>) -> Value {
     Value::Object(
         map.iter()
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))

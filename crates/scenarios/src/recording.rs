@@ -19,16 +19,17 @@ pub struct Recording {
 impl Recording {
     pub(crate) fn new(
         name: &str,
-        namespace: &str,
+        namespaces: Vec<String>,
+        kinds: Vec<Kind>,
         (start, end): (i64, i64),
         records: Vec<Record>,
     ) -> Self {
         let source = Source {
             context: Some(format!("rf-scenarios/{name}")),
             server: None,
-            namespaces: vec![namespace.to_owned()],
+            namespaces,
             label_selector: None,
-            kinds: vec![Kind::Rollout, Kind::ReplicaSet, Kind::Event],
+            kinds,
         };
         let mut header = Header::new(
             concat!("rf-scenarios ", env!("CARGO_PKG_VERSION")),
@@ -93,9 +94,10 @@ mod tests {
             .iter()
             .map(|r| r.observed_at.as_unix_nanos() / 1_000_000_000)
             .collect();
-        // The header's member, 3 list ends in the first second, one per later second (the
-        // last one also holds the end marker).
-        assert_eq!(counter.flushes, 1 + 3 + (seconds.len() - 1));
+        // The header's member, one list end per recorded kind in the first second, one per
+        // later second (the last one also holds the end marker).
+        let lists = recording.header.source.kinds.len();
+        assert_eq!(counter.flushes, 1 + lists + (seconds.len() - 1));
     }
 
     /// Counts the writer's flushes: one per closed gzip member.

@@ -94,6 +94,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
             namespace: format!("team-{i:04}"),
             rollout: name.clone(),
             app: name.clone(),
+            traffic: false,
             ..SimConfig::default()
         });
         sim.run_for(u32::try_from(mix.next() % 60).unwrap_or(0));
@@ -128,7 +129,8 @@ pub fn scale(config: &ScaleConfig) -> Recording {
     }
     let mut rec = Recording::new(
         "scale",
-        "",
+        Vec::new(),
+        vec![Kind::Rollout, Kind::ReplicaSet, Kind::Event],
         (
             crate::spec::SIMULATION_START.as_unix_nanos() / 1_000_000_000,
             closed_at.as_unix_nanos() / 1_000_000_000,

@@ -2,7 +2,10 @@
 
 use crate::recording::Recording;
 use crate::sim::Sim;
-use crate::spec::{NEW_IMAGE, STABLE_IMAGE, SimConfig, Step, TemplateChange, config_checksum};
+use crate::spec::{
+    NEW_IMAGE, NEW_TAG, STABLE_IMAGE, ServiceConfig, SimConfig, Step, TemplateChange,
+    config_checksum, image_digest,
+};
 
 /// A scenario's name and what it shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 8] = [
+static CATALOG: [ScenarioInfo; 12] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -55,6 +58,28 @@ static CATALOG: [ScenarioInfo; 8] = [
         summary: "A controller upgrade changes the pod-template-hash function: an identical \
                   template gets a new ReplicaSet and a full canary.",
     },
+    ScenarioInfo {
+        name: "adoption-selector-drift",
+        summary: "A release also bumps the pod label version v417 -> v418 while the Service still \
+                  selects version v417: the canary pauses at step 1 with Ready pods that no \
+                  EndpointSlice lists, for two hours, the Application Synced and Suspended.",
+    },
+    ScenarioInfo {
+        name: "gitops-double-render",
+        summary: "Two Argo CD syncs of different commits 20 s apart, the second changing only \
+                  checksum/config: the canary restarts at step 0 and the first render's \
+                  ReplicaSet is left running.",
+    },
+    ScenarioInfo {
+        name: "moved-tag",
+        summary: "A release by the unpinned tag 1.42.0 whose registry tag moves to new bytes after \
+                  the canary is promoted: pods of one ReplicaSet run two digests; ends Healthy.",
+    },
+    ScenarioInfo {
+        name: "no-rollback-history",
+        summary: "A clean release with revisionHistoryLimit 0: once Healthy the controller deletes \
+                  the previous ReplicaSet, leaving nothing to roll back to.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -73,6 +98,10 @@ pub fn generate(name: &str) -> Option<Recording> {
         "rollback-to-stable" => rollback_to_stable(),
         "manual-step-jump" => manual_step_jump(),
         "hash-only-change" => hash_only_change(),
+        "adoption-selector-drift" => adoption_selector_drift(),
+        "gitops-double-render" => gitops_double_render(),
+        "moved-tag" => moved_tag(),
+        "no-rollback-history" => no_rollback_history(),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -111,8 +140,96 @@ fn start() -> Sim {
     Sim::new(SimConfig::default())
 }
 
-fn rerender_race() -> Sim {
+/// The default cluster with the Argo CD Application that renders it.
+fn start_with_application() -> Sim {
+    Sim::new(SimConfig {
+        application: true,
+        ..SimConfig::default()
+    })
+}
+
+/// The value of the `version` pod label the environment's values file pins (stable) and the
+/// one the release renders.
+const VERSION_STABLE: &str = "v417";
+const VERSION_NEW: &str = "v418";
+
+/// The digest `1.42.0` resolves to after the tag was moved (a rebuild pushed under the same tag).
+fn moved_digest() -> String {
+    image_digest(&format!("{NEW_TAG}#rebuilt"))
+}
+
+/// The release of an image with a clean promotion: the pipeline promotes 60 s after the pause
+/// at step 1 began; `at_promotion` runs right after the promotion.
+fn release_and_promote(sim: &mut Sim, change: TemplateChange, at_promotion: impl FnOnce(&mut Sim)) {
+    sim.run_for(5);
+    sim.render(change);
+    run_until_paused_at(sim, 1, 120);
+    let paused_at = sim.paused_since().unwrap_or(sim.elapsed());
+    sim.run_until_elapsed(paused_at + 60);
+    sim.promote();
+    at_promotion(sim);
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    sim.run_for(60);
+}
+
+fn adoption_selector_drift() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        application: true,
+        pod_labels: [("version".to_owned(), VERSION_STABLE.to_owned())].into(),
+        services: vec![
+            ServiceConfig::new("checkout-api")
+                .with_selector("app", "checkout-api")
+                .with_selector("version", VERSION_STABLE),
+        ],
+        ..SimConfig::default()
+    });
+    sim.run_for(5);
+    sim.render(
+        TemplateChange::new()
+            .with_image(NEW_IMAGE)
+            .with_label("version", VERSION_NEW),
+    );
+    run_until_paused_at(&mut sim, 1, 120);
+    // Nobody promotes: the pipeline waits, the canary gets no Service traffic, for two hours.
+    let paused_at = sim.paused_since().unwrap_or(sim.elapsed());
+    sim.run_until_elapsed(paused_at + 2 * 3_600);
+    sim
+}
+
+fn gitops_double_render() -> Sim {
+    let mut sim = start_with_application();
+    sim.run_for(5);
+    render_new_image(&mut sim, Some(checksum_a()));
+    sim.run_for(20);
+    sim.leak_replaced_canary(true);
+    render_new_image(&mut sim, Some(checksum_b()));
+    sim.run_until_elapsed(360);
+    sim
+}
+
+fn moved_tag() -> Sim {
     let mut sim = start();
+    release_and_promote(&mut sim, TemplateChange::new().with_image(NEW_TAG), |sim| {
+        sim.move_tag(NEW_TAG, &moved_digest());
+    });
+    sim
+}
+
+fn no_rollback_history() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        revision_history_limit: 0,
+        ..SimConfig::default()
+    });
+    release_and_promote(
+        &mut sim,
+        TemplateChange::new().with_image(NEW_IMAGE),
+        |_| {},
+    );
+    sim
+}
+
+fn rerender_race() -> Sim {
+    let mut sim = start_with_application();
     sim.run_for(5);
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(30);
@@ -123,7 +240,7 @@ fn rerender_race() -> Sim {
 }
 
 fn rerender_race_reruns() -> Sim {
-    let mut sim = start();
+    let mut sim = start_with_application();
     sim.run_for(5);
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(30);
@@ -309,7 +426,11 @@ mod tests {
                 "steps-change",
                 "rollback-to-stable",
                 "manual-step-jump",
-                "hash-only-change"
+                "hash-only-change",
+                "adoption-selector-drift",
+                "gitops-double-render",
+                "moved-tag",
+                "no-rollback-history"
             ]
         );
         assert!(catalog().iter().all(|s| !s.summary.is_empty()));
@@ -340,7 +461,12 @@ mod tests {
                     );
                 }
                 assert!(r.actor.is_none());
-                assert_eq!(r.namespace, "payments");
+                let namespace = if r.kind == Kind::Application {
+                    "argocd"
+                } else {
+                    "payments"
+                };
+                assert_eq!(r.namespace, namespace, "{}: seq {}", info.name, r.seq);
                 assert!(r.resource_version.bytes().all(|b| b.is_ascii_digit()));
                 let rv: u64 = r.resource_version.parse().unwrap();
                 if r.op.has_object() {
@@ -375,26 +501,42 @@ mod tests {
     }
 
     #[test]
-    fn recordings_start_with_the_lists_of_rollouts_replica_sets_and_events() {
+    fn recordings_start_with_the_lists_of_every_recorded_kind() {
         let rec = generate("abort").unwrap();
-        let ops: Vec<(Kind, &str)> = rec.records[..9]
+        let lists = rec
+            .records
             .iter()
+            .take_while(|r| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd))
+            .count();
+        let ops: Vec<(Kind, &str)> = rec.records[..lists]
+            .iter()
+            .filter(|r| r.op != Op::Listed)
             .map(|r| (r.kind.clone(), r.op.name()))
             .collect();
-        assert_eq!(
-            ops,
-            [
-                (Kind::Rollout, "list-begin"),
-                (Kind::Rollout, "listed"),
-                (Kind::Rollout, "list-end"),
-                (Kind::ReplicaSet, "list-begin"),
-                (Kind::ReplicaSet, "listed"),
-                (Kind::ReplicaSet, "listed"),
-                (Kind::ReplicaSet, "list-end"),
-                (Kind::Event, "list-begin"),
-                (Kind::Event, "list-end"),
-            ]
-        );
+        let mut want = Vec::new();
+        for kind in [
+            Kind::Rollout,
+            Kind::ReplicaSet,
+            Kind::Service,
+            Kind::EndpointSlice,
+            Kind::Pod,
+            Kind::Event,
+        ] {
+            want.push((kind.clone(), "list-begin"));
+            want.push((kind, "list-end"));
+        }
+        assert_eq!(ops, want);
+        assert_eq!(rec.header.source.kinds.len(), 6, "no Application in abort");
+        let listed = |kind: Kind| {
+            rec.records[..lists]
+                .iter()
+                .filter(|r| r.kind == kind && r.op == Op::Listed)
+                .count()
+        };
+        assert_eq!(listed(Kind::ReplicaSet), 2);
+        assert_eq!(listed(Kind::Pod), 5);
+        assert_eq!(listed(Kind::Service), 1);
+        assert_eq!(listed(Kind::EndpointSlice), 1);
         let rollout = object(&rec.records[1]);
         assert_eq!(rollout["status"]["phase"], "Healthy");
         assert_eq!(rollout["status"]["observedGeneration"], "2");
@@ -771,5 +913,422 @@ mod tests {
             status_str(end, "stableRS"),
             added["metadata"]["labels"]["rollouts-pod-template-hash"]
         );
+    }
+
+    // ---- the objects that decide where traffic goes --------------------------------------
+
+    /// The live objects of one kind after each record, replayed.
+    #[derive(Default)]
+    struct Live {
+        objects: std::collections::BTreeMap<String, Value>,
+    }
+
+    impl Live {
+        fn apply(&mut self, r: &Record) {
+            if matches!(r.op, Op::Deleted { .. }) {
+                self.objects.remove(&r.name);
+            } else if r.op.has_object() {
+                self.objects.insert(r.name.clone(), object(r));
+            }
+        }
+    }
+
+    fn owner_name(v: &Value) -> &str {
+        v["metadata"]["ownerReferences"][0]["name"]
+            .as_str()
+            .unwrap_or("")
+    }
+
+    fn pod_ready(pod: &Value) -> bool {
+        pod["metadata"].get("deletionTimestamp").is_none()
+            && pod["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    }
+
+    fn selects(selector: &Value, pod: &Value) -> bool {
+        let selector = selector.as_object().unwrap();
+        !selector.is_empty()
+            && selector
+                .iter()
+                .all(|(k, v)| &pod["metadata"]["labels"][k] == v)
+    }
+
+    /// (pod name, ready, terminating) of every started pod `selector` selects.
+    fn expected_endpoints(pods: &Live, selector: &Value) -> Vec<(String, bool, bool)> {
+        let mut want: Vec<(String, bool, bool)> = pods
+            .objects
+            .values()
+            .filter(|p| p["status"]["podIP"].is_string() && selects(selector, p))
+            .map(|p| {
+                (
+                    p["metadata"]["name"].as_str().unwrap().to_owned(),
+                    pod_ready(p),
+                    p["metadata"].get("deletionTimestamp").is_some(),
+                )
+            })
+            .collect();
+        want.sort();
+        want
+    }
+
+    fn slice_endpoints(slice: &Value) -> Vec<(String, bool, bool)> {
+        let mut got: Vec<(String, bool, bool)> = slice["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["targetRef"]["name"].as_str().unwrap().to_owned(),
+                    e["conditions"]["ready"].as_bool().unwrap(),
+                    e["conditions"]["terminating"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn pods_follow_the_replica_sets_replicas_and_readiness() {
+        for info in catalog() {
+            let rec = generate(info.name).unwrap();
+            let mut pods = Live::default();
+            let mut checked = 0;
+            for r in &rec.records {
+                if r.kind == Kind::Pod {
+                    pods.apply(r);
+                }
+                if r.kind != Kind::ReplicaSet || !r.op.has_object() || r.op == Op::Listed {
+                    continue;
+                }
+                let rs = object(r);
+                let mine: Vec<&Value> = pods
+                    .objects
+                    .values()
+                    .filter(|p| owner_name(p) == r.name)
+                    .collect();
+                let active = mine
+                    .iter()
+                    .filter(|p| p["metadata"].get("deletionTimestamp").is_none())
+                    .count();
+                let ready = mine.iter().filter(|p| pod_ready(p)).count();
+                let status = |k: &str| rs["status"][k].as_u64().unwrap_or(0) as usize;
+                assert_eq!(active, status("replicas"), "{}: seq {}", info.name, r.seq);
+                assert_eq!(
+                    ready,
+                    status("readyReplicas"),
+                    "{}: seq {}",
+                    info.name,
+                    r.seq
+                );
+                for p in &mine {
+                    assert_eq!(
+                        p["metadata"]["labels"]["rollouts-pod-template-hash"],
+                        rs["metadata"]["labels"]["rollouts-pod-template-hash"]
+                    );
+                    assert!(p["metadata"]["name"].as_str().unwrap().len() == r.name.len() + 6);
+                }
+                checked += 1;
+            }
+            assert!(checked > 2, "{}", info.name);
+        }
+    }
+
+    #[test]
+    fn an_endpoint_slice_lists_the_pods_its_service_selects_as_they_were_a_second_before() {
+        for info in catalog() {
+            let rec = generate(info.name).unwrap();
+            let mut pods = Live::default();
+            let mut before = Live::default();
+            let mut services = Live::default();
+            let mut second = 0;
+            let mut slices = 0;
+            let mut listed = Vec::new();
+            for r in &rec.records {
+                let s = r.observed_at.as_unix_nanos() / 1_000_000_000;
+                if s != second {
+                    before.objects = pods.objects.clone();
+                    second = s;
+                }
+                let lists = matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd);
+                let check = if lists {
+                    if r.kind == Kind::EndpointSlice && r.op == Op::Listed {
+                        listed.push(r);
+                    }
+                    Vec::new()
+                } else {
+                    // The initial list of slices against the initial list of pods.
+                    let mut check: Vec<(&Record, bool)> =
+                        listed.drain(..).map(|l| (l, false)).collect();
+                    if r.kind == Kind::EndpointSlice && r.op.has_object() {
+                        check.push((r, true));
+                    }
+                    check
+                };
+                match r.kind {
+                    Kind::Pod => pods.apply(r),
+                    Kind::Service => services.apply(r),
+                    _ => {}
+                }
+                for (r, later) in check {
+                    {
+                        let slice = object(r);
+                        let service = slice["metadata"]["labels"]["kubernetes.io/service-name"]
+                            .as_str()
+                            .unwrap();
+                        assert_eq!(owner_name(&slice), service);
+                        let selector = &services.objects[service]["spec"]["selector"];
+                        let state = if later { &before } else { &pods };
+                        assert_eq!(
+                            slice_endpoints(&slice),
+                            expected_endpoints(state, selector),
+                            "{}: seq {}",
+                            info.name,
+                            r.seq
+                        );
+                        slices += 1;
+                    }
+                }
+            }
+            assert!(slices >= 2, "{}: {slices} slice records", info.name);
+            // At the end the slice shows the final pods.
+            let slice = watch(&rec, Kind::EndpointSlice).pop().unwrap().1;
+            let selector = &services.objects["checkout-api"]["spec"]["selector"];
+            assert_eq!(
+                slice_endpoints(&slice),
+                expected_endpoints(&pods, selector),
+                "{}",
+                info.name
+            );
+        }
+    }
+
+    #[test]
+    fn adoption_selector_drift_never_lists_a_v418_pod_while_the_canary_is_ready() {
+        let rec = generate("adoption-selector-drift").unwrap();
+        let mut pods = Live::default();
+        let mut canary_ready_seen = false;
+        for r in &rec.records {
+            match r.kind {
+                Kind::Pod => pods.apply(r),
+                Kind::EndpointSlice if r.op == Op::Modified => {
+                    for e in object(r)["endpoints"].as_array().unwrap() {
+                        let pod = &pods.objects[e["targetRef"]["name"].as_str().unwrap()];
+                        assert_eq!(pod["metadata"]["labels"]["version"], "v417");
+                    }
+                }
+                _ => {}
+            }
+            canary_ready_seen |= pods
+                .objects
+                .values()
+                .any(|p| p["metadata"]["labels"]["version"] == "v418" && pod_ready(p));
+        }
+        assert!(canary_ready_seen);
+        let service = watch(&rec, Kind::Service).pop().unwrap().1;
+        assert_eq!(service["spec"]["selector"]["version"], "v417");
+        let end = last_rollout(&rec);
+        assert_eq!(end["status"]["phase"], "Paused");
+        assert_eq!(end["status"]["currentStepIndex"], 1);
+        let canary: Vec<&Value> = pods
+            .objects
+            .values()
+            .filter(|p| p["metadata"]["labels"]["version"] == "v418")
+            .collect();
+        assert_eq!(canary.len(), 1);
+        assert!(pod_ready(canary[0]));
+        let app = watch(&rec, Kind::Application).pop().unwrap().1;
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(app["status"]["health"]["status"], "Suspended");
+        // Two hours paused, and the recording stays small: nothing is written while paused.
+        let paused = end["status"]["pauseConditions"][0]["startTime"]
+            .as_str()
+            .unwrap();
+        assert_eq!(paused, "2026-03-14T13:00:13Z");
+        assert_eq!(
+            crate::calendar::rfc3339(rec.closed_at.as_unix_nanos() / 1_000_000_000),
+            "2026-03-14T15:00:13Z"
+        );
+        assert!(rec.records.len() < 100, "{}", rec.records.len());
+    }
+
+    #[test]
+    fn moved_tag_gives_one_replica_set_two_image_ids_for_one_image_string() {
+        let rec = generate("moved-tag").unwrap();
+        let mut by_rs: std::collections::BTreeMap<
+            String,
+            std::collections::BTreeSet<(String, String)>,
+        > = std::collections::BTreeMap::new();
+        for (_, pod) in watch(&rec, Kind::Pod) {
+            let status = &pod["status"]["containerStatuses"][0];
+            if let Some(id) = status["imageID"].as_str() {
+                by_rs
+                    .entry(owner_name(&pod).to_owned())
+                    .or_default()
+                    .insert((status["image"].as_str().unwrap().to_owned(), id.to_owned()));
+            }
+        }
+        let end = last_rollout(&rec);
+        assert_eq!(end["status"]["phase"], "Healthy");
+        let new_rs = format!("checkout-api-{}", status_str(&end, "currentPodHash"));
+        let ids = &by_rs[&new_rs];
+        let images: std::collections::BTreeSet<&str> =
+            ids.iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(images.into_iter().collect::<Vec<_>>(), [NEW_TAG]);
+        let digests: Vec<&str> = ids.iter().map(|(_, d)| d.as_str()).collect();
+        assert_eq!(digests.len(), 2, "{digests:?}");
+        for d in &digests {
+            assert!(d.starts_with("registry.example.com/payments/checkout-api@sha256:"));
+        }
+        assert!(
+            digests.contains(
+                &format!(
+                    "registry.example.com/payments/checkout-api@sha256:{}",
+                    image_digest(NEW_TAG)
+                )
+                .as_str()
+            )
+        );
+        // Every other ReplicaSet runs one pinned image, and reports its pinned digest.
+        for (rs, ids) in &by_rs {
+            if *rs != new_rs {
+                assert_eq!(ids.len(), 1, "{rs}");
+                let (image, id) = ids.iter().next().unwrap();
+                assert!(
+                    image.ends_with(id.split('@').nth(1).unwrap()),
+                    "{image} {id}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_rollback_history_deletes_the_previous_replica_set_once_healthy() {
+        let rec = generate("no-rollback-history").unwrap();
+        let listed = rec
+            .records
+            .iter()
+            .filter(|r| r.kind == Kind::ReplicaSet && r.op == Op::Listed)
+            .count();
+        assert_eq!(listed, 1, "no history to begin with");
+        let deleted: Vec<&Record> = rec
+            .records
+            .iter()
+            .filter(|r| r.kind == Kind::ReplicaSet && r.op == Op::Deleted { inferred: false })
+            .collect();
+        assert_eq!(deleted.len(), 1);
+        let end = last_rollout(&rec);
+        assert_eq!(end["status"]["phase"], "Healthy");
+        assert_eq!(end["spec"]["revisionHistoryLimit"], 0);
+        let remaining = final_replica_sets(&rec);
+        assert_eq!(remaining.len(), 1);
+        assert_eq!(
+            remaining[0]["metadata"]["labels"]["rollouts-pod-template-hash"],
+            end["status"]["stableRS"]
+        );
+        let healthy = rec
+            .records
+            .iter()
+            .filter(|r| r.kind == Kind::Rollout && r.op == Op::Modified)
+            .find(|r| object(r)["status"]["stableRS"] == end["status"]["stableRS"])
+            .unwrap();
+        assert!(deleted[0].observed_at > healthy.observed_at);
+    }
+
+    #[test]
+    fn application_history_has_one_entry_per_render() {
+        for name in [
+            "rerender-race",
+            "rerender-race-reruns",
+            "gitops-double-render",
+            "adoption-selector-drift",
+        ] {
+            let rec = generate(name).unwrap();
+            let rollouts = watch(&rec, Kind::Rollout);
+            let generation = |v: &Value| v["metadata"]["generation"].as_i64().unwrap();
+            let renders =
+                (generation(&rollouts.last().unwrap().1) - generation(&rollouts[0].1)) as usize;
+            let apps = watch(&rec, Kind::Application);
+            let history = |v: &Value| v["status"]["history"].as_array().unwrap().clone();
+            let first = history(&apps[0].1);
+            let last = history(&apps.last().unwrap().1);
+            assert_eq!(last.len(), (first.len() + renders).min(10), "{name}");
+            let ids: Vec<i64> = last.iter().map(|h| h["id"].as_i64().unwrap()).collect();
+            assert_eq!(
+                *ids.last().unwrap(),
+                first.len() as i64 + renders as i64,
+                "{name}"
+            );
+            let revisions: std::collections::BTreeSet<&str> = last
+                .iter()
+                .map(|h| h["revision"].as_str().unwrap())
+                .collect();
+            assert_eq!(revisions.len(), last.len(), "{name}: one commit per sync");
+            for h in &last {
+                assert_eq!(h["revision"].as_str().unwrap().len(), 40);
+            }
+            // Each render: OutOfSync with the sync running, the Rollout applied, Synced.
+            let syncs = apps
+                .iter()
+                .filter(|(_, v)| v["status"]["operationState"]["phase"] == "Running")
+                .count();
+            assert_eq!(syncs, renders, "{name}");
+            let end = &apps.last().unwrap().1;
+            assert_eq!(end["status"]["sync"]["status"], "Synced");
+            assert_eq!(
+                end["status"]["sync"]["revision"],
+                last.last().unwrap()["revision"]
+            );
+            let rollout = &rollouts.last().unwrap().1;
+            assert_eq!(
+                rollout["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
+                "checkout-api:argoproj.io/Rollout:payments/checkout-api"
+            );
+            assert!(rec.header.source.namespaces.iter().any(|n| n == "argocd"));
+        }
+        for name in [
+            "image-only-release",
+            "abort",
+            "moved-tag",
+            "no-rollback-history",
+        ] {
+            let rec = generate(name).unwrap();
+            assert!(watch(&rec, Kind::Application).is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn gitops_double_render_syncs_two_commits_20_seconds_apart() {
+        let rec = generate("gitops-double-render").unwrap();
+        let finished: Vec<String> = watch(&rec, Kind::Application)
+            .iter()
+            .filter(|(i, v)| {
+                rec.records[*i].op == Op::Modified
+                    && v["status"]["operationState"]["phase"] == "Succeeded"
+                    && v["status"]["operationState"]["finishedAt"]
+                        == v["status"]["history"].as_array().unwrap().last().unwrap()["deployedAt"]
+            })
+            .map(|(_, v)| {
+                v["status"]["operationState"]["finishedAt"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        let mut deployed = finished.clone();
+        deployed.dedup();
+        assert_eq!(deployed, ["2026-03-14T13:00:05Z", "2026-03-14T13:00:25Z"]);
+    }
+
+    #[test]
+    fn every_scenario_writes_the_same_bytes_twice() {
+        for info in catalog() {
+            let a = generate(info.name).unwrap().write_to(Vec::new()).unwrap();
+            let b = generate(info.name).unwrap().write_to(Vec::new()).unwrap();
+            assert!(a == b, "{}", info.name);
+        }
     }
 }

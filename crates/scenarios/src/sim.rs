@@ -5,17 +5,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use rf_format::{Kind, Op, Record, Timestamp};
 use serde_json::Value;
 
+use crate::argocd::{ARGOCD_NAMESPACE, Application, TRACKING_ID};
 use crate::hash::{HashFunction, SplitMix, fnv64, uid};
 use crate::json;
 use crate::objects::{
     APPS_API, DESIRED_REPLICAS, Event, HASH_LABEL, ManagedField, Meta, Owner, REVISION,
     ROLLOUT_API, ReplicaSet, Rollout, RsStatus, fields, manager,
 };
+use crate::pods::{NODES, Pod};
 use crate::recording::Recording;
 use crate::spec::{
     SimConfig, Step, TemplateChange, config_checksum, replica_set_template, steps_value,
 };
 use crate::status::{Condition, RolloutStatus, calculate_phase, reason};
+use crate::traffic::{Endpoint, EndpointSlice, Service};
 
 const NANOS_PER_SECOND: i64 = 1_000_000_000;
 const NANOS_PER_MILLI: i64 = 1_000_000;
@@ -46,6 +49,22 @@ pub struct Sim {
     pub(crate) hash_fn: HashFunction,
     pub(crate) leak: bool,
     pub(crate) replaced: BTreeSet<String>,
+    pub(crate) pods: Vec<Pod>,
+    pub(crate) services: Vec<Service>,
+    pub(crate) slices: Vec<EndpointSlice>,
+    /// What the endpointslice controller saw at the end of the last second: (slice, endpoints,
+    /// when).
+    pub(crate) slices_observed: Vec<(usize, Vec<Endpoint>, i64)>,
+    pub(crate) application: Option<Application>,
+    /// A Rollout health the Application does not show yet, and since when.
+    pub(crate) health_seen: Option<(&'static str, i64)>,
+    /// Tag reference -> digest it resolves to now.
+    pub(crate) registry: BTreeMap<String, String>,
+    /// (node, tag reference) -> digest the node pulled.
+    pub(crate) node_images: BTreeMap<(usize, String), String>,
+    pub(crate) pod_seq: u64,
+    pub(crate) node_seq: usize,
+    pub(crate) node_ips: [usize; NODES.len()],
 }
 
 impl Sim {
@@ -85,6 +104,12 @@ impl Sim {
             meta.labels.insert(k.to_owned(), v);
         }
         meta.annotations.insert(REVISION.to_owned(), "2".to_owned());
+        if config.application {
+            meta.annotations.insert(
+                TRACKING_ID.to_owned(),
+                format!("{}:argoproj.io/Rollout:{ns}/{name}", config.app),
+            );
+        }
         meta.touch(ManagedField {
             manager: manager::ARGOCD,
             operation: "Apply",
@@ -179,10 +204,7 @@ impl Sim {
             status,
         };
 
-        let owner = Owner {
-            name: name.clone(),
-            uid: rollout_uid,
-        };
+        let owner = Owner::rollout(name.clone(), rollout_uid);
         let make_rs = |hash: &str, template: &Value, revision: u32, created: i64, count: i32| {
             let rs_name = format!("{name}-{hash}");
             let mut meta = Meta::new(
@@ -233,6 +255,14 @@ impl Sim {
         };
         let previous = make_rs(&previous_hash, &previous_template, 1, created + 1, 0);
         let stable = make_rs(&stable_hash, &stable_template, 2, released + 1, replicas);
+        // With no revision history the controller deleted the previous ReplicaSet long ago.
+        let replica_sets = if config.revision_history_limit == 0 {
+            vec![stable]
+        } else {
+            vec![previous, stable]
+        };
+        let helm_labels = rollout.meta.labels.clone();
+        let registry = config.registry.clone();
 
         let mut sim = Sim {
             start,
@@ -244,24 +274,74 @@ impl Sim {
             seq: 0,
             records: Vec::new(),
             rollout,
-            replica_sets: vec![previous, stable],
+            replica_sets,
             events: Vec::new(),
             hash_fn: HashFunction::Original,
             leak: false,
             replaced: BTreeSet::new(),
+            pods: Vec::new(),
+            services: Vec::new(),
+            slices: Vec::new(),
+            slices_observed: Vec::new(),
+            application: None,
+            health_seen: None,
+            registry,
+            node_images: BTreeMap::new(),
+            pod_seq: 0,
+            node_seq: 0,
+            node_ips: [0; NODES.len()],
             config,
         };
+        let history_rv = sim.rv;
         for i in 0..sim.replica_sets.len() {
             sim.replica_sets[i].meta.resource_version = sim.bump_rv();
         }
         sim.rollout.meta.resource_version = sim.bump_rv();
         sim.rv += 1_237;
+        if sim.config.traffic {
+            sim.seed_pods(&stable_hash, replicas, released);
+            sim.seed_services(created, settled, &helm_labels);
+        }
+        if sim.config.application {
+            sim.seed_application(created, released);
+        }
+        sim.date_seeded_objects(history_rv);
         sim.initial_lists();
         sim
     }
 
+    /// resourceVersions of the objects last written before the recording started: lower than
+    /// every current one, and lower the longer ago they were written.
+    fn date_seeded_objects(&mut self, base: u64) {
+        let start = self.start;
+        let rv_at = |at: i64, salt: u64| {
+            base.saturating_sub(u64::try_from(start - at).unwrap_or(0) * 3 + salt % 3 + 1)
+        };
+        for (k, pod) in self.pods.iter_mut().enumerate() {
+            let last = pod.ready.unwrap_or(pod.meta.creation);
+            pod.meta.resource_version = rv_at(last, k as u64);
+        }
+        for service in &mut self.services {
+            service.meta.resource_version = rv_at(service.meta.creation, 0);
+        }
+        for slice in &mut self.slices {
+            let last = slice
+                .meta
+                .managed
+                .last()
+                .map_or(slice.meta.creation, |m| m.time);
+            slice.meta.resource_version = rv_at(last, 1);
+        }
+        if let Some(app) = self.application.as_mut() {
+            app.meta.resource_version = rv_at(app.reconciled, 2);
+        }
+    }
+
     /// A GitOps (Argo CD) apply of the Rollout's spec with `change`. A render identical to the
-    /// current spec writes nothing: Argo CD does not apply an unchanged manifest.
+    /// current spec writes nothing: Argo CD does not apply an unchanged manifest. With an
+    /// Application it is one automated sync of a new commit: the Application goes OutOfSync
+    /// with the sync running, the Rollout is applied, then the sync Succeeded, Synced, and one
+    /// more `status.history` entry.
     pub fn render(&mut self, change: TemplateChange) {
         let mut template = self.rollout.template.clone();
         change.apply_to_template(&mut template);
@@ -272,21 +352,38 @@ impl Sim {
         if template == self.rollout.template && steps == self.rollout.steps {
             return;
         }
+        self.application_sync_started();
         self.rollout.template = template;
         self.rollout.steps = steps;
         self.rollout.meta.generation = Some(self.rollout.generation() + 1);
         self.touch_rollout(manager::ARGOCD, "Apply", None, fields::argocd_rollout());
         self.write_rollout(Op::Modified);
+        self.application_sync_finished();
     }
 
-    /// Advances simulated time by `seconds`, running the rollouts controller and then the
-    /// ReplicaSet controller at each second.
+    /// Advances simulated time by `seconds`, running at each second the rollouts controller,
+    /// the ReplicaSet controller, and (with traffic) the kubelets and the endpointslice
+    /// controller, then (with an Application) Argo CD's refresh.
     pub fn run_for(&mut self, seconds: u32) {
         for _ in 0..seconds {
             self.now += 1;
             self.sync_rollout();
             self.sync_replica_sets();
+            if self.config.traffic {
+                self.run_kubelets();
+                self.sync_endpoint_slices();
+            }
+            if self.application.is_some() {
+                self.refresh_application();
+            }
         }
+    }
+
+    /// Moves `tag` (a `repository:tag` reference) to `digest` (64 hex digits) in the registry:
+    /// nodes that pull the tag from now on run those bytes; nodes that pulled it before keep
+    /// what they have (`imagePullPolicy: IfNotPresent`).
+    pub fn move_tag(&mut self, tag: &str, digest: &str) {
+        self.registry.insert(tag.to_owned(), digest.to_owned());
     }
 
     /// Runs second by second until `done` holds or `max_seconds` have passed; returns whether
@@ -443,12 +540,30 @@ impl Sim {
 
     /// Ends the simulation: the header and records of a recording named `name`.
     pub fn finish(self, name: &str) -> Recording {
+        let mut namespaces = vec![self.config.namespace.clone()];
+        if self.config.application {
+            namespaces.push(ARGOCD_NAMESPACE.to_owned());
+        }
+        let kinds = self.recorded_kinds();
         Recording::new(
             name,
-            &self.config.namespace,
+            namespaces,
+            kinds,
             (self.start, self.now),
             self.records,
         )
+    }
+
+    /// The kinds the simulated recorder watches, in the order it lists them.
+    fn recorded_kinds(&self) -> Vec<Kind> {
+        Kind::KNOWN
+            .into_iter()
+            .filter(|k| match k {
+                Kind::Service | Kind::EndpointSlice | Kind::Pod => self.config.traffic,
+                Kind::Application => self.config.application,
+                _ => true,
+            })
+            .collect()
     }
 
     pub(crate) fn steps_len(&self) -> u32 {
@@ -474,7 +589,7 @@ impl Sim {
 
     /// The observed time of the next record: the current second plus 1 ms per earlier record
     /// in the same second.
-    fn next_stamp(&mut self) -> Timestamp {
+    pub(crate) fn next_stamp(&mut self) -> Timestamp {
         if self.stamp_second != self.now {
             self.stamp_second = self.now;
             self.stamp_count = 0;
@@ -485,7 +600,7 @@ impl Sim {
     }
 
     /// The next cluster-wide resourceVersion (other namespaces' writes leave gaps).
-    fn bump_rv(&mut self) -> u64 {
+    pub(crate) fn bump_rv(&mut self) -> u64 {
         self.rv += 1 + self.rv_gaps.next() % 4;
         self.rv
     }
@@ -501,13 +616,30 @@ impl Sim {
         resource_version: String,
         object: Vec<u8>,
     ) {
+        let namespace = self.config.namespace.clone();
+        self.push_in(namespace, at, kind, op, name, uid, resource_version, object);
+    }
+
+    /// Records a watch event of an object in `namespace`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_in(
+        &mut self,
+        namespace: String,
+        at: Timestamp,
+        kind: Kind,
+        op: Op,
+        name: String,
+        uid: String,
+        resource_version: String,
+        object: Vec<u8>,
+    ) {
         self.seq += 1;
         self.records.push(Record {
             seq: self.seq,
             observed_at: at,
             kind,
             op,
-            namespace: self.config.namespace.clone(),
+            namespace,
             name,
             uid,
             resource_version,
@@ -516,48 +648,95 @@ impl Sim {
         });
     }
 
+    /// The recorder's initial lists, one per kind in the order it lists them: markers carry the
+    /// list's resourceVersion, every object its own.
     fn initial_lists(&mut self) {
         let rv = self.rv.to_string();
-        let marker = |sim: &mut Sim, kind: Kind, op: Op| {
-            let at = sim.next_stamp();
-            sim.push(
+        let ns = self.config.namespace.clone();
+        for kind in self.recorded_kinds() {
+            type Listed = (String, String, u64, Value);
+            let (namespace, objects): (String, Vec<Listed>) = match kind {
+                Kind::Rollout => (
+                    ns.clone(),
+                    vec![listed(&self.rollout.meta, self.rollout.to_value())],
+                ),
+                Kind::ReplicaSet => (
+                    ns.clone(),
+                    self.replica_sets
+                        .iter()
+                        .map(|rs| listed(&rs.meta, rs.to_value()))
+                        .collect(),
+                ),
+                Kind::Service => (
+                    ns.clone(),
+                    self.services
+                        .iter()
+                        .map(|s| listed(&s.meta, s.to_value()))
+                        .collect(),
+                ),
+                Kind::EndpointSlice => (
+                    ns.clone(),
+                    self.slices
+                        .iter()
+                        .map(|s| listed(&s.meta, s.to_value()))
+                        .collect(),
+                ),
+                Kind::Pod => (
+                    ns.clone(),
+                    self.pods
+                        .iter()
+                        .map(|p| listed(&p.meta, p.to_value()))
+                        .collect(),
+                ),
+                Kind::Application => {
+                    let rollout = self.rollout.meta.name.clone();
+                    (
+                        ARGOCD_NAMESPACE.to_owned(),
+                        self.application
+                            .iter()
+                            .map(|a| listed(&a.meta, a.to_value(&rollout)))
+                            .collect(),
+                    )
+                }
+                _ => (ns.clone(), Vec::new()),
+            };
+            let at = self.next_stamp();
+            self.push_in(
+                namespace.clone(),
                 at,
-                kind,
-                op,
+                kind.clone(),
+                Op::ListBegin,
                 String::new(),
                 String::new(),
                 rv.clone(),
                 Vec::new(),
             );
-        };
-        marker(self, Kind::Rollout, Op::ListBegin);
-        let at = self.next_stamp();
-        let object = json::to_bytes(&self.rollout.to_value());
-        self.push(
-            at,
-            Kind::Rollout,
-            Op::Listed,
-            self.rollout.meta.name.clone(),
-            self.rollout.meta.uid.clone(),
-            self.rollout.meta.resource_version.to_string(),
-            object,
-        );
-        marker(self, Kind::Rollout, Op::ListEnd);
-        marker(self, Kind::ReplicaSet, Op::ListBegin);
-        for i in 0..self.replica_sets.len() {
+            for (name, uid, object_rv, object) in objects {
+                let at = self.next_stamp();
+                let bytes = json::to_bytes(&object);
+                self.push_in(
+                    namespace.clone(),
+                    at,
+                    kind.clone(),
+                    Op::Listed,
+                    name,
+                    uid,
+                    object_rv.to_string(),
+                    bytes,
+                );
+            }
             let at = self.next_stamp();
-            let rs = &self.replica_sets[i];
-            let (name, uid, rv) = (
-                rs.meta.name.clone(),
-                rs.meta.uid.clone(),
-                rs.meta.resource_version.to_string(),
+            self.push_in(
+                namespace,
+                at,
+                kind,
+                Op::ListEnd,
+                String::new(),
+                String::new(),
+                rv.clone(),
+                Vec::new(),
             );
-            let object = json::to_bytes(&rs.to_value());
-            self.push(at, Kind::ReplicaSet, Op::Listed, name, uid, rv, object);
         }
-        marker(self, Kind::ReplicaSet, Op::ListEnd);
-        marker(self, Kind::Event, Op::ListBegin);
-        marker(self, Kind::Event, Op::ListEnd);
     }
 
     /// Records a write of the Rollout: a new resourceVersion and a watch event.
@@ -712,6 +891,16 @@ impl Sim {
     }
 }
 
+/// Name, uid, resourceVersion and JSON of a listed object.
+fn listed(meta: &Meta, object: Value) -> (String, String, u64, Value) {
+    (
+        meta.name.clone(),
+        meta.uid.clone(),
+        meta.resource_version,
+        object,
+    )
+}
+
 /// `metadata.labels` of a pod template, as strings.
 pub(crate) fn template_labels(template: &Value) -> BTreeMap<String, String> {
     template
@@ -752,6 +941,58 @@ mod tests {
         assert_eq!(sim.records.len(), listed);
         assert_eq!(sim.phase(), "Healthy");
         assert_eq!(sim.elapsed(), 600);
+    }
+
+    #[test]
+    fn without_traffic_only_rollouts_replica_sets_and_events_are_recorded() {
+        let sim = image_release(SimConfig {
+            traffic: false,
+            ..SimConfig::default()
+        });
+        assert!(sim.pods.is_empty() && sim.services.is_empty() && sim.slices.is_empty());
+        assert!(
+            sim.records
+                .iter()
+                .all(|r| matches!(r.kind, Kind::Rollout | Kind::ReplicaSet | Kind::Event))
+        );
+        let rec = sim.finish("x");
+        assert_eq!(
+            rec.header.source.kinds,
+            [Kind::Rollout, Kind::ReplicaSet, Kind::Event]
+        );
+        assert_eq!(rec.header.source.namespaces, ["payments"]);
+    }
+
+    #[test]
+    fn pods_scale_with_their_replica_set_and_the_slice_follows_a_second_later() {
+        let mut sim = Sim::new(SimConfig::default());
+        assert_eq!(sim.pods.len(), 5);
+        sim.run_for(5);
+        sim.render(TemplateChange::new().with_image(NEW_IMAGE));
+        sim.run_until(120, |s| s.phase() == "Paused");
+        let canary = sim.current_pod_hash().to_owned();
+        let of = |sim: &Sim, hash: &str| {
+            sim.pods
+                .iter()
+                .filter(|p| p.rs_hash == hash && !p.terminating())
+                .count()
+        };
+        assert_eq!(of(&sim, &canary), 1);
+        assert_eq!(of(&sim, sim.stable_rs()), 4);
+        sim.run_for(1);
+        let ready: Vec<&str> = sim.slices[0]
+            .endpoints
+            .iter()
+            .filter(|e| e.ready)
+            .map(|e| e.pod.as_str())
+            .collect();
+        assert_eq!(ready.len(), 5);
+        assert!(
+            sim.pods
+                .iter()
+                .filter(|p| p.is_ready())
+                .all(|p| ready.contains(&p.meta.name.as_str()))
+        );
     }
 
     #[test]

@@ -12,14 +12,70 @@ use crate::hash::{env_digest, fake_sha256};
 pub const SIMULATION_START: Timestamp =
     Timestamp::from_unix_seconds(calendar::unix_seconds(2026, 3, 14, (13, 0, 0)));
 
-/// The stable image every scenario starts on.
-pub const STABLE_IMAGE: &str = "registry.example.com/payments/checkout-api:1.41.0";
+/// The stable image every scenario starts on, pinned by digest ([`image_digest`] of its tag).
+pub const STABLE_IMAGE: &str = "registry.example.com/payments/checkout-api:1.41.0@sha256:af80eb09651234bad433695a5b7739f162f369f52658395027823456c234a05f";
 
-/// The image the scenarios release.
-pub const NEW_IMAGE: &str = "registry.example.com/payments/checkout-api:1.42.0";
+/// The image the scenarios release, pinned by digest ([`image_digest`] of [`NEW_TAG`]).
+pub const NEW_IMAGE: &str = "registry.example.com/payments/checkout-api:1.42.0@sha256:ca205c097454920bdcc2145a6048c2745a64def52186e72d0dbc4356b3ab0d4e";
 
-/// The image of the revision before the stable one (its ReplicaSet is at 0 replicas).
-pub const PREVIOUS_IMAGE: &str = "registry.example.com/payments/checkout-api:1.40.3";
+/// The image of the revision before the stable one (its ReplicaSet is at 0 replicas), pinned.
+pub const PREVIOUS_IMAGE: &str = "registry.example.com/payments/checkout-api:1.40.3@sha256:b81d0b0969ef0e68cc71455a5753fd376bfbadf52b906f0a1fbf9456be1090f1";
+
+/// The release of [`NEW_IMAGE`] as an unpinned tag: what it runs is whatever digest the
+/// registry resolves the tag to when a node pulls it.
+pub const NEW_TAG: &str = "registry.example.com/payments/checkout-api:1.42.0";
+
+/// The digest (64 hex digits, without `sha256:`) a tag resolves to unless a scenario's registry
+/// says otherwise: derived from the tag reference, so a pinned image and its tag agree.
+pub fn image_digest(tag: &str) -> String {
+    fake_sha256(tag)
+}
+
+/// `tag@sha256:<digest of tag>`: the tag pinned to the digest it resolves to by default.
+pub fn pinned(tag: &str) -> String {
+    format!("{tag}@sha256:{}", image_digest(tag))
+}
+
+/// The parts of an image reference: repository (`registry/path`), the tag reference
+/// (`repository:tag`, or the repository when there is no tag) and the pinned digest if any.
+pub(crate) fn split_image(image: &str) -> (&str, &str, Option<&str>) {
+    let (reference, digest) = match image.split_once("@sha256:") {
+        Some((r, d)) => (r, Some(d)),
+        None => (image, None),
+    };
+    let last_slash = reference.rfind('/').map_or(0, |i| i + 1);
+    let repository = match reference[last_slash..].find(':') {
+        Some(colon) => &reference[..last_slash + colon],
+        None => reference,
+    };
+    (repository, reference, digest)
+}
+
+/// One Service of the namespace: its name and `spec.selector`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceConfig {
+    /// `metadata.name` (also the prefix of its EndpointSlice's name).
+    pub name: String,
+    /// `spec.selector`: the pods whose labels hold every pair receive its traffic.
+    pub selector: BTreeMap<String, String>,
+}
+
+impl ServiceConfig {
+    /// A Service called `name` with an empty selector.
+    pub fn new(name: impl Into<String>) -> Self {
+        ServiceConfig {
+            name: name.into(),
+            selector: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `key: value` to the selector.
+    #[must_use]
+    pub fn with_selector(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.selector.insert(key.into(), value.into());
+        self
+    }
+}
 
 /// One canary step of `spec.strategy.canary.steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,10 +235,25 @@ pub struct SimConfig {
     pub previous_image: String,
     /// `checksum/config` pod-template annotation of the stable revision.
     pub config_checksum: String,
-    /// `spec.revisionHistoryLimit`.
+    /// `spec.revisionHistoryLimit`. With 0 the cluster starts without the previous revision's
+    /// ReplicaSet (the controller deleted it long ago).
     pub revision_history_limit: u32,
     /// Simulated time of the recorder's initial lists (whole seconds are used).
     pub start: Timestamp,
+    /// Pods, Services and EndpointSlices are simulated and recorded (the ReplicaSet controller's
+    /// pods, the scheduler, the kubelet, the endpointslice controller).
+    pub traffic: bool,
+    /// An Argo CD Application (namespace `argocd`, named after the rollout) manages the Rollout
+    /// and the Services; every [`crate::Sim::render`] is one of its syncs.
+    pub application: bool,
+    /// The Services of the namespace (used when `traffic` is on).
+    pub services: Vec<ServiceConfig>,
+    /// Extra pod-template labels of the stable (and previous) revision, e.g. `version: v417`.
+    pub pod_labels: BTreeMap<String, String>,
+    /// The registry: tag reference (`repository:tag`) -> digest (64 hex digits) it resolves to
+    /// at the start; a tag not in it resolves to [`image_digest`] of itself.
+    /// [`crate::Sim::move_tag`] moves a tag later.
+    pub registry: BTreeMap<String, String>,
 }
 
 impl Default for SimConfig {
@@ -198,6 +269,11 @@ impl Default for SimConfig {
             config_checksum: stable_config_checksum(),
             revision_history_limit: 3,
             start: SIMULATION_START,
+            traffic: true,
+            application: false,
+            services: vec![ServiceConfig::new("checkout-api").with_selector("app", "checkout-api")],
+            pod_labels: BTreeMap::new(),
+            registry: BTreeMap::new(),
         }
     }
 }
@@ -206,9 +282,14 @@ impl SimConfig {
     /// The Rollout's `spec.template` for `image` and `checksum`, as the chart renders it.
     pub(crate) fn pod_template(&self, image: &str, checksum: &str) -> Value {
         let app = &self.app;
+        let mut labels = serde_json::Map::new();
+        labels.insert("app".to_owned(), json!(app));
+        for (k, v) in &self.pod_labels {
+            labels.insert(k.clone(), json!(v));
+        }
         json!({
             "metadata": {
-                "labels": { "app": app },
+                "labels": labels,
                 "annotations": { "checksum/config": checksum }
             },
             "spec": {
@@ -315,6 +396,23 @@ fn default_container(container: &mut serde_json::Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_images_are_their_tags_pinned_to_the_digests_they_resolve_to() {
+        let repo = "registry.example.com/payments/checkout-api";
+        assert_eq!(STABLE_IMAGE, pinned(&format!("{repo}:1.41.0")));
+        assert_eq!(NEW_IMAGE, pinned(NEW_TAG));
+        assert_eq!(PREVIOUS_IMAGE, pinned(&format!("{repo}:1.40.3")));
+        assert_eq!(
+            split_image(NEW_IMAGE),
+            (repo, NEW_TAG, Some(image_digest(NEW_TAG).as_str()))
+        );
+        assert_eq!(split_image(NEW_TAG), (repo, NEW_TAG, None));
+        assert_eq!(
+            split_image("localhost:5000/app"),
+            ("localhost:5000/app", "localhost:5000/app", None)
+        );
+    }
 
     #[test]
     fn steps_render_as_the_controller_spells_them() {
