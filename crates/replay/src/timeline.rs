@@ -993,14 +993,65 @@ mod tests {
             "/../../recordings/rerender-race.rfr"
         );
         let t = Timeline::read(std::fs::File::open(path).unwrap()).unwrap();
-        assert_eq!(t.base_position(), 9);
+        // Expected values come from the records themselves, read here.
+        let mut reader = Reader::new(std::fs::File::open(path).unwrap()).unwrap();
+        let records: Vec<Record> = (&mut reader).map(Result::unwrap).collect();
+        let header = reader.header().clone();
+        assert_eq!(t.len(), records.len());
+        // The recording opens with every kind's initial list; the base is right after them.
+        let initial = records
+            .iter()
+            .take_while(|r| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd))
+            .count();
+        assert!(0 < initial && initial < records.len());
+        assert_eq!(records[initial - 1].op, Op::ListEnd);
+        assert_eq!(t.base_position(), initial);
         assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+        // Every kind it holds is served, from its initial list's version to its highest.
+        let mut held = header.source.kinds.clone();
+        held.extend(records.iter().map(|r| r.kind.clone()));
+        held.sort();
+        held.dedup();
+        let served: Vec<Kind> = t
+            .kinds()
+            .iter()
+            .map(|k| k.resource().kind.clone())
+            .collect();
+        assert_eq!(served, held);
+        let rv = |r: &Record| r.resource_version.parse::<u64>().unwrap();
         for k in t.kinds() {
-            assert_eq!(k.rv_mode(), RvMode::Recorded, "{:?}", k.rv_note());
-            assert_eq!(k.base_rv(), 48212991);
+            let kind = &k.resource().kind;
+            assert_eq!(k.rv_mode(), RvMode::Recorded, "{kind}: {:?}", k.rv_note());
+            let list_end = records[..initial]
+                .iter()
+                .find(|r| r.kind == *kind && r.op == Op::ListEnd)
+                .unwrap();
+            assert_eq!(k.base_rv(), rv(list_end), "{kind}");
+            let highest = records.iter().filter(|r| r.kind == *kind).map(rv).max();
+            assert_eq!(Some(k.list_rv(t.len())), highest, "{kind}");
         }
-        let rs = t.kind("apps", "replicasets").unwrap();
-        assert_eq!(rs.list(t.len(), None).count(), 4);
-        assert_eq!(t.namespaces(), ["payments"]);
+        // The ReplicaSets at the end: listed or added, and not deleted since.
+        let mut rs: Vec<String> = Vec::new();
+        for r in records.iter().filter(|r| r.kind == Kind::ReplicaSet) {
+            match r.op {
+                Op::Listed | Op::Added | Op::Modified if !rs.contains(&r.name) => {
+                    rs.push(r.name.clone());
+                }
+                Op::Deleted { .. } => rs.retain(|n| *n != r.name),
+                _ => {}
+            }
+        }
+        rs.sort();
+        assert!(rs.len() > 1);
+        let k = t.kind("apps", "replicasets").unwrap();
+        assert_eq!(names(k, t.len()), rs);
+        // The header's namespaces, then any other a record names, in first-seen order.
+        let mut namespaces = header.source.namespaces.clone();
+        for r in &records {
+            if !r.namespace.is_empty() && !namespaces.contains(&r.namespace) {
+                namespaces.push(r.namespace.clone());
+            }
+        }
+        assert_eq!(t.namespaces(), namespaces);
     }
 }

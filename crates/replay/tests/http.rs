@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rf_format::{Header, Kind, Op, Reader, Record, Source, Timestamp};
-use rf_replay::{Background, Faults, Options, Pace, Timeline};
+use rf_replay::{Background, Faults, Options, Pace, Timeline, human_duration};
 use serde_json::Value;
 
 const RECORDING: &str = concat!(
@@ -18,7 +18,8 @@ const RECORDING: &str = concat!(
 );
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 const RS: &str = "/apis/apps/v1/namespaces/payments/replicasets";
-/// The list resourceVersion of the recording's initial lists.
+/// The list resourceVersion of the recording's initial lists (checked against the recording by
+/// `base_rv_is_the_recorded_initial_lists_version`).
 const BASE_RV: u64 = 48212991;
 
 fn records() -> Vec<Record> {
@@ -198,29 +199,169 @@ fn watch(addr: SocketAddr, path: &str, wait: Duration) -> Watched {
     }
 }
 
+/// A recorded ReplicaSet event as a watch from the base must serve it: (type, name,
+/// resourceVersion), with when it was observed.
+fn rs_event(r: &Record) -> Option<((String, String, String), Timestamp)> {
+    let ty = match r.op {
+        Op::Added => "ADDED",
+        Op::Modified => "MODIFIED",
+        Op::Deleted { inferred: false } => "DELETED",
+        _ => return None,
+    };
+    let event = (ty.to_owned(), r.name.clone(), r.resource_version.clone());
+    Some((event, r.observed_at))
+}
+
 /// The recorded ReplicaSet events after the initial lists: (type, name, resourceVersion).
 fn recorded_rs_events() -> Vec<(String, String, String)> {
+    recorded_rs_events_until(None)
+}
+
+/// The recorded ReplicaSet events observed at or before `until` (all of them: `None`).
+fn recorded_rs_events_until(until: Option<Timestamp>) -> Vec<(String, String, String)> {
     records()
-        .into_iter()
-        .filter(|r| r.kind == Kind::ReplicaSet && matches!(r.op, Op::Added | Op::Modified))
-        .map(|r| {
-            let ty = if r.op == Op::Added {
-                "ADDED"
-            } else {
-                "MODIFIED"
-            };
-            (ty.to_owned(), r.name, r.resource_version)
-        })
+        .iter()
+        .filter(|r| r.kind == Kind::ReplicaSet)
+        .filter_map(rs_event)
+        .filter(|(_, at)| until.is_none_or(|t| *at <= t))
+        .map(|(e, _)| e)
         .collect()
 }
 
-/// The recorded final bytes of each ReplicaSet.
-fn recorded_final_rs() -> BTreeMap<String, Vec<u8>> {
-    records()
+/// The recorded objects of `kind` at `until` (the end: `None`), by namespace and name: the
+/// latest recorded bytes of every object not deleted since.
+fn recorded_objects_at(
+    kind: &Kind,
+    until: Option<Timestamp>,
+) -> BTreeMap<(String, String), Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for r in records() {
+        if r.kind != *kind || until.is_some_and(|t| r.observed_at > t) {
+            continue;
+        }
+        let key = (r.namespace, r.name);
+        match r.op {
+            Op::Deleted { .. } => {
+                out.remove(&key);
+            }
+            op if op.has_object() => {
+                out.insert(key, r.object);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The recorded ReplicaSets at `until` (the end: `None`), by name.
+fn recorded_rs_at(until: Option<Timestamp>) -> BTreeMap<String, Vec<u8>> {
+    recorded_objects_at(&Kind::ReplicaSet, until)
         .into_iter()
-        .filter(|r| r.kind == Kind::ReplicaSet && r.op.has_object())
-        .map(|r| (r.name, r.object))
+        .map(|((_, name), bytes)| (name, bytes))
         .collect()
+}
+
+/// The recorded final bytes of each ReplicaSet that still exists at the end.
+fn recorded_final_rs() -> BTreeMap<String, Vec<u8>> {
+    recorded_rs_at(None)
+}
+
+/// The names of the ReplicaSets of the recording's initial list.
+fn recorded_initial_rs() -> Vec<String> {
+    let records = records();
+    let end = records
+        .iter()
+        .position(|r| r.kind == Kind::ReplicaSet && r.op == Op::ListEnd)
+        .expect("an initial list of ReplicaSets");
+    let mut names: Vec<String> = records[..end]
+        .iter()
+        .filter(|r| r.kind == Kind::ReplicaSet && r.op == Op::Listed)
+        .map(|r| r.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The ReplicaSet list's resourceVersion at the end: the highest recorded for the kind.
+fn final_rs_rv() -> String {
+    records()
+        .iter()
+        .filter(|r| r.kind == Kind::ReplicaSet)
+        .filter_map(|r| r.resource_version.parse::<u64>().ok())
+        .max()
+        .expect("recorded ReplicaSet versions")
+        .to_string()
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+/// The recorded final state of the (only) Rollout.
+fn final_rollout() -> Value {
+    let rollouts = recorded_objects_at(&Kind::Rollout, None);
+    assert_eq!(rollouts.len(), 1, "one Rollout");
+    parse(rollouts.values().next().unwrap())
+}
+
+/// The pod-template hash of a ReplicaSet's recorded JSON.
+fn pod_hash(rs: &Value) -> &str {
+    rs["metadata"]["labels"]["rollouts-pod-template-hash"]
+        .as_str()
+        .unwrap()
+}
+
+/// The name of the final ReplicaSet the Rollout's final status names in `field`
+/// (`currentPodHash`, `stableRS`).
+fn rs_named_by_status(field: &str) -> String {
+    let rollout = final_rollout();
+    let hash = rollout["status"][field].as_str().unwrap();
+    let names: Vec<String> = recorded_final_rs()
+        .into_iter()
+        .filter(|(_, b)| pod_hash(&parse(b)) == hash)
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names.len(), 1, "one ReplicaSet of hash {hash}: {names:?}");
+    names.into_iter().next().unwrap()
+}
+
+/// The newest render's ReplicaSet: the one the Rollout's status names as current.
+fn current_rs() -> String {
+    rs_named_by_status("currentPodHash")
+}
+
+/// Every kind the recording holds (the header's and its records'), in [`Kind`] order.
+fn recorded_kinds() -> Vec<Kind> {
+    let mut r = Reader::new(std::fs::File::open(RECORDING).unwrap()).unwrap();
+    let mut kinds = r.header().source.kinds.clone();
+    kinds.extend((&mut r).map(|x| x.unwrap().kind));
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// The names of a list's items, in order.
+fn item_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn base_rv_is_the_recorded_initial_lists_version() {
+    let records = records();
+    let initial: Vec<&Record> = records
+        .iter()
+        .take_while(|r| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd))
+        .filter(|r| r.op == Op::ListEnd)
+        .collect();
+    assert!(!initial.is_empty());
+    for r in initial {
+        assert_eq!(r.resource_version, BASE_RV.to_string(), "{}", r.kind);
+    }
 }
 
 #[test]
@@ -231,14 +372,19 @@ fn discovery_names_every_recorded_kind_with_read_verbs_only() {
     assert_eq!(v["major"], "1");
     assert!(v["gitVersion"].as_str().unwrap().starts_with("v1."));
     assert_eq!(get(a, "/api").json()["versions"][0], "v1");
-    let core = get(a, "/api/v1").json();
-    let names: Vec<&str> = core["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["events", "namespaces"]);
+    // What the recording holds, by group version, in kind order; every kind the recorder
+    // knows has the lowercase kind plus `s` as its plural.
+    let mut want: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for kind in recorded_kinds() {
+        let plural = format!("{}s", kind.name().to_lowercase());
+        want.entry(kind.api_version())
+            .or_default()
+            .push((plural, kind.name().to_owned()));
+    }
+    assert!(
+        want.len() > 1,
+        "the recording holds kinds of several groups"
+    );
     let groups = get(a, "/apis").json();
     let gs: Vec<&str> = groups["groups"]
         .as_array()
@@ -246,20 +392,64 @@ fn discovery_names_every_recorded_kind_with_read_verbs_only() {
         .iter()
         .map(|g| g["preferredVersion"]["groupVersion"].as_str().unwrap())
         .collect();
-    assert_eq!(gs, ["apps/v1", "argoproj.io/v1alpha1"]);
+    let want_groups: Vec<&str> = want
+        .keys()
+        .map(String::as_str)
+        .filter(|gv| *gv != "v1")
+        .collect();
+    assert_eq!(gs, want_groups);
+    for (gv, resources) in &want {
+        let path = if gv == "v1" {
+            "/api/v1".to_owned()
+        } else {
+            format!("/apis/{gv}")
+        };
+        let list = get(a, &path).json();
+        assert_eq!(list["groupVersion"], gv.as_str());
+        let served = list["resources"].as_array().unwrap();
+        let names: Vec<&str> = served.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        let mut want_names: Vec<&str> = resources.iter().map(|(p, _)| p.as_str()).collect();
+        if gv == "v1" {
+            want_names.push("namespaces");
+        }
+        assert_eq!(names, want_names, "{path}");
+        for r in served {
+            assert_eq!(
+                r["verbs"],
+                serde_json::json!(["get", "list", "watch"]),
+                "{r}"
+            );
+            assert_eq!(r["namespaced"], r["name"] != "namespaces", "{r}");
+        }
+        // Each is served: its list answers, of the recorded kind.
+        for (plural, kind) in resources {
+            let r = get(a, &format!("{path}/{plural}"));
+            assert_eq!(r.status, 200, "{path}/{plural}");
+            assert_eq!(r.json()["kind"], format!("{kind}List"));
+        }
+    }
     let apps = get(a, "/apis/apps/v1").json();
-    assert_eq!(apps["resources"][0]["name"], "replicasets");
-    assert_eq!(apps["resources"][0]["shortNames"][0], "rs");
-    assert_eq!(apps["resources"][0]["namespaced"], true);
-    assert_eq!(
-        apps["resources"][0]["verbs"],
-        serde_json::json!(["get", "list", "watch"])
-    );
+    let rs = apps["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "replicasets")
+        .unwrap();
+    assert_eq!(rs["shortNames"][0], "rs");
+    assert_eq!(rs["kind"], "ReplicaSet");
     let argo = get(a, "/apis/argoproj.io/v1alpha1").json();
-    assert_eq!(argo["resources"][0]["name"], "rollouts");
-    assert_eq!(argo["resources"][0]["shortNames"][0], "ro");
+    let ro = argo["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "rollouts")
+        .unwrap();
+    assert_eq!(ro["shortNames"][0], "ro");
     assert_eq!(get(a, "/apis/argoproj.io").json()["kind"], "APIGroup");
-    assert_eq!(get(a, "/apis/discovery.k8s.io/v1").status, 404);
+    // A group the recording does not hold is not served.
+    assert!(!want.contains_key("batch/v1"));
+    assert_eq!(get(a, "/apis/batch/v1").status, 404);
+    assert_eq!(get(a, "/apis/batch").status, 404);
 }
 
 #[test]
@@ -271,10 +461,9 @@ fn a_list_at_the_end_serves_the_recorded_final_objects_byte_for_byte() {
     let list = r.json();
     assert_eq!(list["kind"], "ReplicaSetList");
     assert_eq!(list["apiVersion"], "apps/v1");
-    assert_eq!(list["metadata"]["resourceVersion"], "48213092");
+    assert_eq!(list["metadata"]["resourceVersion"], final_rs_rv());
     let want = recorded_final_rs();
-    let items = list["items"].as_array().unwrap();
-    assert_eq!(items.len(), want.len());
+    assert_eq!(item_names(&list), want.keys().cloned().collect::<Vec<_>>());
     let body = String::from_utf8(r.body.clone()).unwrap();
     for (name, bytes) in &want {
         assert!(
@@ -329,13 +518,27 @@ fn table_responses_have_kubectl_columns_and_ages_to_the_served_moment() {
         .collect();
     assert_eq!(cols, ["Name", "Desired", "Current", "Ready", "Age"]);
     let rows = t["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4);
-    let new = rows
+    let want = recorded_final_rs();
+    let names: Vec<&str> = rows
         .iter()
-        .find(|r| r["cells"][0] == "checkout-api-5dcb79859c")
+        .map(|r| r["cells"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(names, want.keys().map(String::as_str).collect::<Vec<_>>());
+    let current = current_rs();
+    let new = rows.iter().find(|r| r["cells"][0] == current).unwrap();
+    // Aged from its creation to the served moment (the recording's end), whatever the wall
+    // clock says.
+    let created = parse(&want[&current])["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let created = chrono::DateTime::parse_from_rfc3339(&created)
+        .unwrap()
+        .timestamp_nanos_opt()
         .unwrap();
-    // Created at +36 s, served at +6 min: 5m24s, whatever the wall clock says.
-    assert_eq!(new["cells"][4], "5m24s");
+    let age = tl.end().as_unix_nanos() - created;
+    assert!(age > 60_000_000_000, "old enough to tell from a zero age");
+    assert_eq!(new["cells"][4], human_duration(age));
     assert_eq!(new["object"]["kind"], "PartialObjectMetadata");
     let t = request_with(
         s.local_addr(),
@@ -364,7 +567,9 @@ fn table_responses_have_kubectl_columns_and_ages_to_the_served_moment() {
     assert_eq!(t["rows"][0]["object"]["kind"], "Rollout");
     let ev = request_with(s.local_addr(), "GET", "/api/v1/events", TABLE).json();
     assert_eq!(ev["columnDefinitions"][0]["name"], "Last Seen");
-    assert_eq!(ev["rows"].as_array().unwrap().len(), 11);
+    let events = recorded_objects_at(&Kind::Event, None);
+    assert!(!events.is_empty());
+    assert_eq!(ev["rows"].as_array().unwrap().len(), events.len());
 }
 
 #[test]
@@ -372,21 +577,49 @@ fn selectors_filter_lists_and_bad_parameters_are_named_in_a_400() {
     let tl = timeline();
     let s = serve_with(tl.clone(), end_of(&tl), Faults::default());
     let a = s.local_addr();
-    let count = |q: &str| {
-        get(a, &format!("{RS}?{q}")).json()["items"]
-            .as_array()
-            .unwrap()
-            .len()
+    let names = |q: &str| {
+        let r = get(a, &format!("{RS}?{q}"));
+        assert_eq!(r.status, 200, "{q}");
+        item_names(&r.json())
     };
-    assert_eq!(count("labelSelector=app%3Dcheckout-api"), 4);
+    let count = |q: &str| names(q).len();
+    // Expected: the recorded final ReplicaSets, filtered here by their recorded labels.
+    let rs: Vec<(String, Value)> = recorded_final_rs()
+        .into_iter()
+        .map(|(n, b)| (n, parse(&b)))
+        .collect();
+    let with = |keep: &dyn Fn(&Value) -> bool| -> Vec<String> {
+        rs.iter()
+            .filter(|(_, v)| keep(v))
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    let app = with(&|v| v["metadata"]["labels"]["app"] == "checkout-api");
+    assert!(!app.is_empty());
+    assert_eq!(names("labelSelector=app%3Dcheckout-api"), app);
     assert_eq!(
-        count("labelSelector=rollouts-pod-template-hash+in+(5dcb79859c,7f6c69bf49)"),
-        2
+        count("labelSelector=app!%3Dcheckout-api"),
+        rs.len() - app.len()
     );
-    assert_eq!(count("labelSelector=app!%3Dcheckout-api"), 0);
+    // The hashes the Rollout's status names: a proper subset of the ReplicaSets.
+    let rollout = final_rollout();
+    let hashes = [
+        rollout["status"]["stableRS"].as_str().unwrap(),
+        rollout["status"]["currentPodHash"].as_str().unwrap(),
+    ];
+    let named = with(&|v| hashes.contains(&pod_hash(v)));
+    assert!(!named.is_empty() && named.len() < rs.len(), "{named:?}");
     assert_eq!(
-        count("fieldSelector=metadata.name%3Dcheckout-api-5dcb79859c"),
-        1
+        names(&format!(
+            "labelSelector=rollouts-pod-template-hash+in+({},{})",
+            hashes[0], hashes[1]
+        )),
+        named
+    );
+    let current = current_rs();
+    assert_eq!(
+        names(&format!("fieldSelector=metadata.name%3D{current}")),
+        [current]
     );
     assert_eq!(count("fieldSelector=metadata.namespace!%3Dpayments"), 0);
     for (q, param) in [
@@ -412,29 +645,34 @@ fn limit_and_continue_page_through_one_consistent_state() {
     let tl = timeline();
     let s = serve_with(tl.clone(), end_of(&tl), Faults::default());
     let a = s.local_addr();
+    let want: Vec<String> = recorded_final_rs().into_keys().collect();
+    assert!(want.len() >= 2, "enough ReplicaSets for two pages");
+    // Every page full but the last, which holds one.
+    let limit = want.len() - 1;
+    let final_rv = final_rs_rv();
     let mut names = Vec::new();
-    let mut path = format!("{RS}?limit=3");
+    let mut path = format!("{RS}?limit={limit}");
     let mut pages = 0;
     loop {
         let page = get(a, &path).json();
         pages += 1;
-        assert_eq!(page["metadata"]["resourceVersion"], "48213092");
-        for i in page["items"].as_array().unwrap() {
-            names.push(i["metadata"]["name"].as_str().unwrap().to_owned());
-        }
+        assert_eq!(page["metadata"]["resourceVersion"], final_rv);
+        names.extend(item_names(&page));
         match page["metadata"]["continue"].as_str() {
             Some(c) => {
-                assert_eq!(page["metadata"]["remainingItemCount"], 1);
-                path = format!("{RS}?limit=3&continue={c}");
+                assert_eq!(item_names(&page).len(), limit);
+                assert_eq!(
+                    page["metadata"]["remainingItemCount"],
+                    want.len() - names.len()
+                );
+                path = format!("{RS}?limit={limit}&continue={c}");
             }
             None => break,
         }
     }
     assert_eq!(pages, 2);
-    let mut sorted = names.clone();
-    sorted.sort();
-    assert_eq!(names, sorted);
-    assert_eq!(names.len(), 4);
+    // In key order, each once, all of them.
+    assert_eq!(names, want);
     // A token from before the oldest served state is gone.
     let old: String = "replicasets\n0\n1\npayments\na"
         .bytes()
@@ -448,11 +686,12 @@ fn limit_and_continue_page_through_one_consistent_state() {
 #[test]
 fn every_write_verb_is_refused_with_405() {
     let s = serve(Pace::Max);
+    let name = current_rs();
     for method in ["POST", "PUT", "PATCH", "DELETE"] {
         let r = request_with(
             s.local_addr(),
             method,
-            &format!("{RS}/checkout-api-5dcb79859c"),
+            &format!("{RS}/{name}"),
             "application/json",
         );
         assert_eq!(r.status, 405, "{method}");
@@ -460,6 +699,7 @@ fn every_write_verb_is_refused_with_405() {
         assert_eq!(st["reason"], "MethodNotAllowed");
         assert_eq!(st["code"], 405);
         assert_eq!(st["details"]["kind"], "replicasets");
+        assert_eq!(st["details"]["name"], name.as_str());
     }
 }
 
@@ -469,8 +709,19 @@ fn lists_at_a_resource_version_follow_the_api_semantics() {
     let s = serve_with(tl.clone(), end_of(&tl), Faults::default());
     let a = s.local_addr();
     let rv = |q: &str| get(a, &format!("{RS}?{q}")).json()["metadata"]["resourceVersion"].clone();
-    assert_eq!(rv("resourceVersion=0"), "48213092");
-    assert_eq!(rv("resourceVersion=48213000"), "48213092");
+    let final_rv: u64 = final_rs_rv().parse().unwrap();
+    assert!(final_rv > BASE_RV + 1);
+    // Not older than: any version up to the current one gets the current state.
+    assert_eq!(rv("resourceVersion=0"), final_rv.to_string());
+    let between = (BASE_RV + final_rv) / 2;
+    assert_eq!(
+        rv(&format!("resourceVersion={between}")),
+        final_rv.to_string()
+    );
+    assert_eq!(
+        rv(&format!("resourceVersion={final_rv}")),
+        final_rv.to_string()
+    );
     // Exact: the state as it was, a history a live server would long have compacted.
     let exact = get(
         a,
@@ -478,17 +729,20 @@ fn lists_at_a_resource_version_follow_the_api_semantics() {
     )
     .json();
     assert_eq!(exact["metadata"]["resourceVersion"], BASE_RV.to_string());
-    assert_eq!(exact["items"].as_array().unwrap().len(), 2);
-    let r = get(
-        a,
-        &format!("{RS}?resourceVersion=5&resourceVersionMatch=Exact"),
-    );
-    assert_eq!(r.status, 410);
-    assert_eq!(r.json()["reason"], "Expired");
+    assert_eq!(item_names(&exact), recorded_initial_rs());
+    for old in [BASE_RV - 1, 5] {
+        let r = get(
+            a,
+            &format!("{RS}?resourceVersion={old}&resourceVersionMatch=Exact"),
+        );
+        assert_eq!(r.status, 410, "{old}");
+        assert_eq!(r.json()["reason"], "Expired");
+    }
     // From the future: the state at the end will never get there.
+    let future = final_rv + 1;
     for q in [
-        "resourceVersion=99999999",
-        "resourceVersion=99999999&resourceVersionMatch=Exact",
+        format!("resourceVersion={future}"),
+        format!("resourceVersion={future}&resourceVersionMatch=Exact"),
     ] {
         let r = get(a, &format!("{RS}?{q}"));
         assert_eq!(r.status, 504, "{q}");
@@ -502,7 +756,7 @@ fn a_watch_from_the_list_version_streams_every_later_event_in_order_then_bookmar
     let a = s.local_addr();
     let list = get(a, RS).json();
     assert_eq!(list["metadata"]["resourceVersion"], BASE_RV.to_string());
-    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+    assert_eq!(item_names(&list), recorded_initial_rs());
     let w = watch(
         a,
         &format!(
@@ -519,7 +773,9 @@ fn a_watch_from_the_list_version_streams_every_later_event_in_order_then_bookmar
         .iter()
         .map(|(t, n, rv)| ((*t).to_owned(), (*n).to_owned(), (*rv).to_owned()))
         .collect();
-    assert_eq!(got, recorded_rs_events());
+    let want = recorded_rs_events();
+    assert_eq!(got, want);
+    let final_rv = final_rs_rv();
     let types = w.types();
     assert_eq!(types.last(), Some(&"BOOKMARK"));
     let bookmark = w
@@ -528,25 +784,21 @@ fn a_watch_from_the_list_version_streams_every_later_event_in_order_then_bookmar
         .rev()
         .find(|l| l["type"] == "BOOKMARK")
         .unwrap();
-    assert_eq!(
-        bookmark["object"]["metadata"]["resourceVersion"],
-        "48213092"
-    );
+    assert_eq!(bookmark["object"]["metadata"]["resourceVersion"], final_rv);
     // The watch moved the cursor: a new list is the state it reached.
-    assert_eq!(get(a, RS).json()["metadata"]["resourceVersion"], "48213092");
+    assert_eq!(get(a, RS).json()["metadata"]["resourceVersion"], final_rv);
     // Resuming from the middle sends only what follows.
+    let mid = want.len() / 2;
+    let from = &want[mid].2;
     let w = watch(
         a,
-        &format!("{RS}?watch=1&resourceVersion=48213031&timeoutSeconds=1"),
+        &format!("{RS}?watch=1&resourceVersion={from}&timeoutSeconds=1"),
         Duration::from_secs(10),
     );
     let rvs: Vec<&str> = w.events().iter().map(|e| e.2).collect();
-    assert_eq!(
-        rvs,
-        [
-            "48213053", "48213065", "48213077", "48213084", "48213085", "48213092"
-        ]
-    );
+    let after: Vec<&str> = want[mid + 1..].iter().map(|e| e.2.as_str()).collect();
+    assert!(!after.is_empty());
+    assert_eq!(rvs, after);
 }
 
 #[test]
@@ -577,7 +829,11 @@ fn a_watch_without_a_version_starts_with_the_state_as_added_events() {
         Duration::from_secs(10),
     );
     assert!(w.ended);
-    assert_eq!(w.types(), ["ADDED"; 4]);
+    let want: Vec<String> = recorded_final_rs().into_keys().collect();
+    let n = want.len();
+    assert_eq!(w.types(), vec!["ADDED"; n]);
+    let names: Vec<&str> = w.events().iter().map(|e| e.1).collect();
+    assert_eq!(names, want);
     // The streaming-list form ends its initial events with an annotated bookmark.
     let w = watch(
         s.local_addr(),
@@ -586,12 +842,11 @@ fn a_watch_without_a_version_starts_with_the_state_as_added_events() {
         ),
         Duration::from_secs(10),
     );
+    let mut initial = vec!["ADDED"; n];
+    initial.push("BOOKMARK");
+    assert_eq!(&w.types()[..=n], initial);
     assert_eq!(
-        &w.types()[..5],
-        ["ADDED", "ADDED", "ADDED", "ADDED", "BOOKMARK"]
-    );
-    assert_eq!(
-        w.lines[4]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        w.lines[n]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
         "true"
     );
 }
@@ -599,8 +854,23 @@ fn a_watch_without_a_version_starts_with_the_state_as_added_events() {
 #[test]
 fn at_a_fixed_moment_a_watch_sends_events_up_to_it_then_idles() {
     let tl = timeline();
-    // +10 s: render 1's ReplicaSet exists and is scaling; render 2 is 25 s away.
-    let at = tl.start().plus_nanos(10_000_000_000);
+    // Between the first render's ReplicaSet and the newest render's (the one the Rollout's
+    // status names): render 1's exists and is scaling, render 2's does not exist yet.
+    let current = current_rs();
+    let added: Vec<(String, Timestamp)> = records()
+        .into_iter()
+        .filter(|r| r.kind == Kind::ReplicaSet && r.op == Op::Added)
+        .map(|r| (r.name, r.observed_at))
+        .collect();
+    let (first, first_at) = added.first().unwrap().clone();
+    let (_, current_at) = added.iter().find(|(n, _)| *n == current).unwrap().clone();
+    assert_ne!(first, current, "two renders");
+    let at = Timestamp((first_at.as_unix_nanos() + current_at.as_unix_nanos()) / 2);
+    let want = recorded_rs_events_until(Some(at));
+    assert!(want.len() > 1 && want.len() < recorded_rs_events().len());
+    let want_rs: Vec<String> = recorded_rs_at(Some(at)).into_keys().collect();
+    assert!(want_rs.contains(&first) && !want_rs.contains(&current));
+
     let s = serve_with(tl, Pace::At(at), Faults::default());
     let w = watch(
         s.local_addr(),
@@ -608,25 +878,42 @@ fn at_a_fixed_moment_a_watch_sends_events_up_to_it_then_idles() {
         Duration::from_secs(10),
     );
     assert!(w.ended);
-    let names: Vec<&str> = w.events().iter().map(|e| e.1).collect();
-    assert_eq!(names.len(), 6, "{names:?}");
-    assert!(!names.contains(&"checkout-api-5dcb79859c"));
+    let got: Vec<(String, String, String)> = w
+        .events()
+        .iter()
+        .map(|(t, n, rv)| ((*t).to_owned(), (*n).to_owned(), (*rv).to_owned()))
+        .collect();
+    assert_eq!(got, want);
     let list = get(s.local_addr(), RS).json();
-    assert_eq!(list["items"].as_array().unwrap().len(), 3);
+    assert_eq!(item_names(&list), want_rs);
+    assert_eq!(list["metadata"]["resourceVersion"], want.last().unwrap().2);
 }
 
 #[test]
 fn at_a_speed_events_arrive_in_recorded_time() {
-    // Events span +5 s .. +42 s of the recording: 0.5 s .. 4.2 s at 10x.
-    let s = serve(Pace::Speed(10.0));
+    const SPEED: f64 = 10.0;
+    // The last ReplicaSet event comes `span` into the recording: `span / SPEED` here.
+    let last = records()
+        .iter()
+        .filter(|r| r.kind == Kind::ReplicaSet)
+        .filter_map(rs_event)
+        .map(|(_, at)| at)
+        .max()
+        .unwrap();
+    let tl = timeline();
+    let span = Duration::from_nanos((last.as_unix_nanos() - tl.start().as_unix_nanos()) as u64);
+    let arrived = span.div_f64(SPEED);
+    let wait = arrived + Duration::from_millis(1500);
+    let timeout = wait.as_secs() + 3;
+    let s = serve_with(tl, Pace::Speed(SPEED), Faults::default());
     let a = s.local_addr();
     let list = get(a, RS).json();
     assert_eq!(list["metadata"]["resourceVersion"], BASE_RV.to_string());
     let started = Instant::now();
     let w = watch(
         a,
-        &format!("{RS}?watch=1&resourceVersion={BASE_RV}&timeoutSeconds=8"),
-        Duration::from_secs(6),
+        &format!("{RS}?watch=1&resourceVersion={BASE_RV}&timeoutSeconds={timeout}"),
+        wait,
     );
     assert!(
         !w.ended,
@@ -634,9 +921,12 @@ fn at_a_speed_events_arrive_in_recorded_time() {
         w.elapsed,
         w.types()
     );
-    assert!(started.elapsed() >= Duration::from_secs(4));
+    assert!(started.elapsed() >= arrived);
     assert_eq!(w.events().len(), recorded_rs_events().len());
-    assert_eq!(get(a, RS).json()["metadata"]["resourceVersion"], "48213092");
+    assert_eq!(
+        get(a, RS).json()["metadata"]["resourceVersion"],
+        final_rs_rv()
+    );
 }
 
 #[test]
@@ -691,11 +981,9 @@ fn faults_close_streams_answer_gone_and_stall() {
         Duration::from_secs(10),
     );
     assert!(w.ended);
-    assert_eq!(
-        w.types(),
-        ["ADDED", "MODIFIED"],
-        "no bookmarks while stalled"
-    );
+    let want = recorded_rs_events();
+    let first_two: Vec<&str> = want[..2].iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(w.types(), first_two, "no bookmarks while stalled");
     assert!(w.elapsed >= Duration::from_millis(900));
 }
 
