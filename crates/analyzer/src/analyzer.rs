@@ -368,7 +368,7 @@ impl Analyzer {
             self.rs_owner.insert(rs_key, owner.clone());
         }
         let track = self.track(&rec.namespace, &owner);
-        track.observe_replicaset(view, &rec.object, pos, deleted, added);
+        track.observe_replicaset(view, pos, deleted, added);
         let track = &self.tracks[&(rec.namespace.clone(), owner.clone())];
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);

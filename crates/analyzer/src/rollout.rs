@@ -211,8 +211,10 @@ pub(crate) struct RsTrack {
     pub ready: i64,
     pub deadline: Option<String>,
     pub deleted: bool,
-    /// The latest object, for template diffs.
-    pub raw: Vec<u8>,
+    /// The latest pod template, for diffs, and a digest of its bytes (parsed again only when
+    /// they change: ephemeral metadata can relabel a ReplicaSet's template).
+    pub template: Option<Value>,
+    template_digest: u64,
     /// When it stopped being the new or the stable one.
     pub other_since: Option<At>,
     /// The labels of its pods (`spec.template.metadata.labels`).
@@ -222,9 +224,8 @@ pub(crate) struct RsTrack {
 }
 
 impl RsTrack {
-    pub fn template(&self) -> Option<Value> {
-        let v: Value = serde_json::from_slice(&self.raw).ok()?;
-        v.pointer("/spec/template").cloned()
+    pub fn template(&self) -> Option<&Value> {
+        self.template.as_ref()
     }
 }
 
@@ -335,13 +336,13 @@ impl RolloutTrack {
     /// The pod template of a revision, comparable with `other`'s: both from ReplicaSets when
     /// both exist (the API server defaults their fields the same way), else both from the
     /// rollout's spec.
-    pub fn comparable_templates(&self, a: &str, b: &str) -> Option<(Value, Value, &'static str)> {
+    pub fn comparable_templates(&self, a: &str, b: &str) -> Option<(&Value, &Value, &'static str)> {
         let rs = |h: &str| self.rs_by_hash(h).and_then(RsTrack::template);
         if let (Some(x), Some(y)) = (rs(a), rs(b)) {
             return Some((x, y, "ReplicaSet templates"));
         }
         match (self.spec_templates.get(a), self.spec_templates.get(b)) {
-            (Some(x), Some(y)) => Some((x.clone(), y.clone(), "Rollout spec templates")),
+            (Some(x), Some(y)) => Some((x, y, "Rollout spec templates")),
             _ => None,
         }
     }
@@ -656,7 +657,6 @@ impl RolloutTrack {
     pub fn observe_replicaset(
         &mut self,
         view: &ReplicaSetView,
-        raw: &[u8],
         pos: At,
         deleted: bool,
         added: bool,
@@ -706,7 +706,8 @@ impl RolloutTrack {
                 ready,
                 deadline: None,
                 deleted,
-                raw: Vec::new(),
+                template: None,
+                template_digest: 0,
                 other_since: None,
                 pod_labels: BTreeMap::new(),
                 ready_since: None,
@@ -723,18 +724,28 @@ impl RolloutTrack {
         entry.deadline = view.scale_down_deadline().map(str::to_owned);
         let deleted_now = deleted && !entry.deleted;
         entry.deleted = deleted;
-        if !view.spec.template.metadata.labels.is_empty() {
-            entry
-                .pod_labels
-                .clone_from(&view.spec.template.metadata.labels);
-        }
         if ready > 0 && !deleted {
             entry.ready_since.get_or_insert(pos.at);
         } else {
             entry.ready_since = None;
         }
-        if !raw.is_empty() {
-            entry.raw = raw.to_vec();
+        if let Some(raw) = &view.spec.template {
+            let digest = fnv64(raw.get().as_bytes());
+            if entry.template.is_none() || digest != entry.template_digest {
+                if let Ok(t) = serde_json::from_str::<Value>(raw.get()) {
+                    entry.pod_labels = t
+                        .pointer("/metadata/labels")
+                        .and_then(Value::as_object)
+                        .map(|m| {
+                            m.iter()
+                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    entry.template = Some(t);
+                    entry.template_digest = digest;
+                }
+            }
         }
         if role == Role::Other && self.last.is_some() {
             entry.other_since.get_or_insert(pos);
@@ -981,4 +992,13 @@ pub(crate) fn tracking_app(meta: &crate::view::Meta) -> Option<String> {
         .get("app.kubernetes.io/instance")
         .filter(|s| !s.is_empty())
         .cloned()
+}
+
+/// FNV-1a over `bytes`: a cheap digest to tell whether a template's bytes changed.
+fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

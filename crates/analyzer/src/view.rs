@@ -280,20 +280,8 @@ impl RolloutView {
 pub(crate) struct RsSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub replicas: Option<i64>,
-    pub template: TemplateMeta,
-}
-
-/// `spec.template.metadata` of a ReplicaSet: the labels its pods get.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct TemplateMeta {
-    pub metadata: TemplateLabels,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct TemplateLabels {
-    pub labels: BTreeMap<String, String>,
+    /// Kept unparsed: the state machine parses it only when it changed.
+    pub template: Option<Box<RawValue>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

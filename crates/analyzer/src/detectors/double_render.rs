@@ -85,7 +85,7 @@ impl DoubleRender {
                 generation(c),
                 rfc3339(c.pos.at),
                 r.as_ref()
-                    .map(|r| format!(" (revision {r})"))
+                    .map(|r| format!(" (revision {})", r.get(..8).unwrap_or(r)))
                     .unwrap_or_default()
             )
         };

@@ -136,7 +136,7 @@ impl PendingDiff {
         track: &RolloutTrack,
     ) -> Option<(Vec<crate::diff::Change>, &'static str)> {
         let (a, b, source) = track.comparable_templates(&self.change.from, &self.change.to)?;
-        Some((crate::diff::template_diff(&a, &b), source))
+        Some((crate::diff::template_diff(a, b), source))
     }
 }
 
