@@ -19,6 +19,9 @@ pub struct Cli {
 pub enum Command {
     /// Replay recordings through the analyzer: findings with evidence and commands.
     Analyze(AnalyzeArgs),
+    /// Analyze recordings and compare the findings with an expected report (a regression
+    /// fixture): exit 0 equal, 1 different, 2 error.
+    Verify(crate::commands::verify::VerifyArgs),
     /// One row per state change of each rollout.
     Timeline(TimelineArgs),
     /// Diff the pod templates of two ReplicaSets in a recording (hash label ignored).
@@ -50,6 +53,21 @@ pub enum Format {
     Table,
     /// The report as JSON (schema_version 1, see docs/report-schema.md).
     Json,
+}
+
+/// Output formats of a report (`analyze`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// For a person: summary, proof, what to run.
+    Table,
+    /// The report as JSON (schema_version 1, see docs/report-schema.md).
+    Json,
+    /// The same report as YAML.
+    Yaml,
+    /// A postmortem section: summary, timeline per rollout, findings with proof and commands.
+    Markdown,
+    /// One self-contained HTML page: a chart per rollout and the findings (docs/reports.md).
+    Html,
 }
 
 /// Which findings make the exit code 1.
@@ -86,9 +104,13 @@ pub struct AnalyzeArgs {
     pub rollout: Option<String>,
     #[command(flatten)]
     pub window: Window,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format (markdown and html include the timelines).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Write the report to FILE instead of stdout: to a temporary file beside it, renamed when
+    /// complete, so an error never leaves a partial report.
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
     /// Exit 1 when a finding at or above this severity is reported.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
@@ -96,7 +118,7 @@ pub struct AnalyzeArgs {
     /// (the damage is still reported on stderr and in the report).
     #[arg(long)]
     pub partial: bool,
-    /// Include per-rollout timelines in the JSON report.
+    /// Include per-rollout timelines in the JSON or YAML report.
     #[arg(long)]
     pub timelines: bool,
 }

@@ -49,11 +49,117 @@ pub fn open(path: &Path) -> Result<Recording> {
     })
 }
 
-/// Opens every recording (failing on the first that is not one), in order of start time.
+/// The recordings named: each file as given; a directory gives its `*.rfr` files in name order
+/// (a flight recorder's `--dir`). The file a flight recorder is still writing (`*.rfr.partial`)
+/// is read only when named itself; the second list holds the ones skipped.
+fn expand_paths(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for p in paths {
+        let mut found = Vec::new();
+        if p.is_dir() {
+            let entries = std::fs::read_dir(p)
+                .with_context(|| format!("failed to read the directory {}", p.display()))?;
+            for entry in entries {
+                let path = entry
+                    .with_context(|| format!("failed to read the directory {}", p.display()))?
+                    .path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if !path.is_file() {
+                    continue;
+                }
+                if name.ends_with(".rfr") {
+                    found.push(path);
+                } else if name.ends_with(".rfr.partial") {
+                    skipped.push(path);
+                }
+            }
+            if found.is_empty() {
+                anyhow::bail!("no recordings (*.rfr) in the directory {}", p.display());
+            }
+            found.sort();
+        } else {
+            found.push(p.clone());
+        }
+        for f in found {
+            // A file named and also in a named directory is read once.
+            if seen.insert(std::fs::canonicalize(&f).unwrap_or_else(|_| f.clone())) {
+                files.push(f);
+            }
+        }
+    }
+    skipped.sort();
+    Ok((files, skipped))
+}
+
+/// Opens every recording (failing on the first that is not one), in order of start time. A
+/// directory stands for its `*.rfr` files.
 pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
+    let (paths, skipped) = expand_paths(paths)?;
+    for p in &skipped {
+        eprintln!(
+            "note: skipped {} (still being written; name it to read it too)",
+            p.display()
+        );
+    }
     let mut recs = paths.iter().map(|p| open(p)).collect::<Result<Vec<_>>>()?;
     recs.sort_by_key(|r| r.reader.header().started_at);
     Ok(recs)
+}
+
+/// A hole between two files read as one history: nothing was recorded between the end of one
+/// (its trailer's `closed_at`, or its last record) and the first record of the next.
+#[derive(Debug)]
+pub struct Hole {
+    /// Index of the later file.
+    pub file: u32,
+    /// Seq of its first record.
+    pub seq: u64,
+    /// The earlier file.
+    pub before: PathBuf,
+    /// The later file.
+    pub after: PathBuf,
+    /// When the earlier file stops.
+    pub from: Timestamp,
+    /// The first record of the later file.
+    pub to: Timestamp,
+}
+
+/// A hole longer than this between two files is a gap (a flight recorder's rotation leaves
+/// none).
+const HOLE_TOLERANCE_NANOS: i64 = 1_000_000_000;
+
+/// Adds the holes between files to the report's gaps (in time order), which makes it incomplete.
+pub fn add_holes(summary: &mut rf_analyzer::RecordingSummary, holes: &[Hole]) {
+    if holes.is_empty() {
+        return;
+    }
+    summary.complete = false;
+    for h in holes {
+        let name = |p: &Path| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        };
+        summary.gaps.push(rf_analyzer::GapInfo {
+            file: h.file,
+            seq: h.seq,
+            at: h.to,
+            kind: "every kind".to_owned(),
+            namespace: String::new(),
+            reason: format!(
+                "nothing was recorded between {} (until {}) and {} (from {}): {}",
+                name(&h.before),
+                rf_analyzer::rfc3339(h.from),
+                name(&h.after),
+                rf_analyzer::rfc3339(h.to),
+                rf_analyzer::human_duration(h.to.0.saturating_sub(h.from.0))
+            ),
+        });
+    }
+    summary.gaps.sort_by_key(|g| (g.at, g.file, g.seq));
 }
 
 /// Replays `recordings` into `analyzer`, handing each record's new findings to `on_findings`.
@@ -61,18 +167,43 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
 pub fn replay(
     recordings: Vec<Recording>,
     analyzer: &mut Analyzer,
-    mut on_findings: impl FnMut(&[Finding]) -> Result<()>,
+    on_findings: impl FnMut(&[Finding]) -> Result<()>,
 ) -> Result<Vec<Damage>> {
+    replay_history(recordings, analyzer, on_findings).map(|(damage, _)| damage)
+}
+
+/// [`replay`], also returning the holes between files (see [`add_holes`]).
+pub fn replay_history(
+    recordings: Vec<Recording>,
+    analyzer: &mut Analyzer,
+    mut on_findings: impl FnMut(&[Finding]) -> Result<()>,
+) -> Result<(Vec<Damage>, Vec<Hole>)> {
     let mut damage = Vec::new();
-    for Recording { path, mut reader } in recordings {
+    let mut holes = Vec::new();
+    let mut previous: Option<(PathBuf, Timestamp)> = None;
+    for (index, Recording { path, mut reader }) in recordings.into_iter().enumerate() {
         analyzer.begin_file(
             &path.display().to_string(),
             reader.format_version(),
             reader.header(),
         );
+        let mut last_at = reader.header().started_at;
         loop {
             match reader.next_record() {
                 Ok(Some(rec)) => {
+                    if let Some((before, from)) = previous.take() {
+                        if rec.observed_at.0.saturating_sub(from.0) > HOLE_TOLERANCE_NANOS {
+                            holes.push(Hole {
+                                file: u32::try_from(index).unwrap_or(u32::MAX),
+                                seq: rec.seq,
+                                before,
+                                after: path.clone(),
+                                from,
+                                to: rec.observed_at,
+                            });
+                        }
+                    }
+                    last_at = last_at.max(rec.observed_at);
                     let found = analyzer.push(&rec);
                     if !found.is_empty() {
                         on_findings(&found)?;
@@ -86,6 +217,9 @@ pub fn replay(
                         Some(End::Closed) => FileEnd::Closed,
                         _ => FileEnd::Unclosed,
                     };
+                    if let Some(t) = reader.trailer() {
+                        last_at = last_at.max(t.closed_at);
+                    }
                     analyzer.end_file(end, reader.trailer().map(|t| t.closed_at), None);
                     break;
                 }
@@ -108,15 +242,20 @@ pub fn replay(
         if analyzer.past_until() {
             break;
         }
+        // A file without records leaves the previous end in place.
+        if previous.is_none() {
+            previous = Some((path, last_at));
+        }
     }
-    Ok(damage)
+    Ok((damage, holes))
 }
 
 /// The recordings' start (earliest header start) and, when needed, end (latest record).
 pub fn span(paths: &[PathBuf], need_end: bool) -> Result<(Timestamp, Timestamp)> {
     let mut start: Option<Timestamp> = None;
     let mut end: Option<Timestamp> = None;
-    for path in paths {
+    let (paths, _) = expand_paths(paths)?;
+    for path in &paths {
         let rec = open(path)?;
         let s = rec.reader.header().started_at;
         start = Some(start.map_or(s, |x| x.min(s)));

@@ -20,6 +20,7 @@ use crate::exit::Exit;
 fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     match &cli.command {
         Command::Analyze(a) => commands::analyze::run(a, out),
+        Command::Verify(a) => commands::verify::run(a, out),
         Command::Timeline(a) => commands::timeline::run(a, out),
         Command::Diff(a) => commands::diff::run(a, out),
         Command::Inspect(a) => commands::inspect::run(a, out),

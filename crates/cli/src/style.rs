@@ -19,6 +19,11 @@ impl Style {
         }
     }
 
+    /// No colour: for reports written to a file.
+    pub fn plain() -> Self {
+        Style { color: false }
+    }
+
     fn paint(self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")

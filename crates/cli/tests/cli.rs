@@ -87,7 +87,10 @@ fn analyze_json_has_the_documented_shape() {
         assert!(f["evidence"].is_array());
         assert!(f["remedy"]["commands"].is_array());
         assert!(f["at"].as_str().unwrap().ends_with('Z'));
-        assert_eq!(f["subject"]["namespace"], "payments");
+        // The subject may be the Argo CD Application (namespace argocd); the rollout it
+        // concerns is always the one in payments.
+        assert_eq!(f["rollout"]["namespace"], "payments");
+        assert_eq!(f["rollout"]["kind"], "Rollout");
     }
     assert!(!v["timelines"].as_array().unwrap().is_empty());
 }

@@ -329,6 +329,11 @@ fn a_served_recording_recorded_again_reads_back_cleanly() {
         "no gaps"
     );
     let (_, want) = read_closed(&source);
+    // Only what was asked for: the recording may hold more kinds and namespaces.
+    let want: Vec<Record> = want
+        .into_iter()
+        .filter(|r| header.source.kinds.contains(&r.kind) && r.namespace == "payments")
+        .collect();
     let (got, want) = (history(&got), history(&want));
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
@@ -985,4 +990,227 @@ fn wait_records_what_it_watched_when_asked() {
         records.iter().any(|r| r.kind == Kind::Rollout),
         "the evidence holds the rollout"
     );
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut n: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn a_flight_recorder_rotates_keeps_the_newest_files_and_analyze_reads_the_directory() {
+    let s = serve(&recording("rerender-race-reruns"), &["--speed", "100"]);
+    let dir = s.dir.path().join("flight");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "-n",
+            "payments",
+            "--kinds",
+            "rollouts,replicasets,events",
+            "--flush-interval",
+            "200ms",
+            "--rotate",
+            "2s",
+            "--keep",
+            "2",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--duration",
+            "7s",
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("files in"),
+        "the summary counts the files: {err}"
+    );
+    // 7 s at 2 s a file: four or five files were written, the two newest are kept.
+    let names = names_in(&dir);
+    assert_eq!(names.len(), 2, "{names:?}");
+    for n in &names {
+        assert!(rf_recorder::parse_file_name(n).is_some(), "{n}");
+    }
+    let files: Vec<(Header, Vec<Record>)> =
+        names.iter().map(|n| read_closed(&dir.join(n))).collect();
+    for (n, (header, records)) in names.iter().zip(&files) {
+        assert!(header.notes.contains_key("leading-lists"), "{n}");
+        // Standing alone: a list of each watch first.
+        let kinds: Vec<&Kind> = records
+            .iter()
+            .filter(|r| r.op == Op::ListBegin)
+            .map(|r| &r.kind)
+            .take(3)
+            .collect();
+        assert_eq!(
+            kinds,
+            [&Kind::Rollout, &Kind::ReplicaSet, &Kind::Event],
+            "{n}"
+        );
+        assert_eq!(records[0].op, Op::ListBegin, "{n}");
+    }
+    let path = dir.to_str().unwrap();
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.args(["analyze", path, "-o", "json", "--fail-on", "never"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rec = &report["recording"];
+    assert_eq!(rec["files"].as_array().unwrap().len(), 2);
+    assert_eq!(rec["gaps"], json!([]), "consecutive files leave no gap");
+    assert_eq!(rec["complete"], json!(true));
+}
+
+/// A closed recording of one rollout listed at `start`, closed at `start + 10 s`.
+fn write_quiet_recording(path: &Path, start: Timestamp) {
+    let header = Header::new(
+        "record-test",
+        start,
+        Source {
+            namespaces: vec!["payments".to_owned()],
+            kinds: vec![Kind::Rollout],
+            ..Source::default()
+        },
+    );
+    let mut w = Writer::new(std::fs::File::create(path).unwrap(), &header).unwrap();
+    for (seq, op) in [(1, Op::ListBegin), (2, Op::ListEnd)] {
+        w.write(&Record {
+            seq,
+            observed_at: start,
+            kind: Kind::Rollout,
+            op,
+            namespace: "payments".to_owned(),
+            name: String::new(),
+            uid: String::new(),
+            resource_version: "1".to_owned(),
+            actor: None,
+            object: Vec::new(),
+        })
+        .unwrap();
+    }
+    w.finish_at(start.plus_nanos(10_000_000_000)).unwrap();
+}
+
+#[test]
+fn analyze_dir_reads_files_in_name_order_and_reports_the_holes_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 13:00:00 .. 13:00:10, then 13:00:10 (no hole), then 13:05:00 (a hole of 4m40s).
+    write_quiet_recording(&d.join("rf-20260314T130000Z.rfr"), T0);
+    write_quiet_recording(
+        &d.join("rf-20260314T130010Z.rfr"),
+        T0.plus_nanos(10_000_000_000),
+    );
+    write_quiet_recording(
+        &d.join("rf-20260314T130500Z.rfr"),
+        T0.plus_nanos(300_000_000_000),
+    );
+    // Being written: skipped unless named.
+    write_quiet_recording(
+        &d.join("rf-20260314T131000Z.rfr.partial"),
+        T0.plus_nanos(600_000_000_000),
+    );
+    std::fs::write(d.join("README"), "not a recording").unwrap();
+    let analyze = |args: &[&str]| {
+        let mut c = bin(d);
+        c.arg("analyze").args(args).args(["--fail-on", "never"]);
+        run_bounded(c)
+    };
+    let path = d.to_str().unwrap();
+    let o = analyze(&[path]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("skipped") && err.contains(".partial"), "{err}");
+    assert!(out.contains("1 gap"), "{out}");
+    assert!(
+        out.contains(
+            "nothing was recorded between rf-20260314T130010Z.rfr (until 2026-03-14T13:00:20Z) and rf-20260314T130500Z.rfr (from 2026-03-14T13:05:00Z): 4m40s"
+        ),
+        "{out}"
+    );
+
+    let o = analyze(&[path, "-o", "json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rec = &report["recording"];
+    let files: Vec<&str> = rec["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(files.len(), 3);
+    assert!(files[0].ends_with("rf-20260314T130000Z.rfr"), "{files:?}");
+    assert!(files[2].ends_with("rf-20260314T130500Z.rfr"), "{files:?}");
+    let gaps = rec["gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    assert_eq!(gaps[0]["file"], json!(2));
+    assert_eq!(gaps[0]["at"], json!("2026-03-14T13:05:00Z"));
+    assert_eq!(rec["complete"], json!(false));
+
+    // Named, the file being written is read too (and is not a duplicate of the directory's).
+    let partial = d.join("rf-20260314T131000Z.rfr.partial");
+    let first = d.join("rf-20260314T130000Z.rfr");
+    let o = analyze(&[
+        path,
+        partial.to_str().unwrap(),
+        first.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["recording"]["files"].as_array().unwrap().len(), 4);
+    assert_eq!(report["recording"]["gaps"].as_array().unwrap().len(), 2);
+
+    // An empty directory is an input error.
+    let empty = d.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = analyze(&[empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("no recordings"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn rotation_flags_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (&["record", "--dir", "x"][..], "--rotate"),
+        (&["record", "--rotate", "1h", "-o", "x.rfr"][..], "--dir"),
+        (
+            &["record", "--dir", "x", "--rotate", "500ms"][..],
+            "whole number of seconds",
+        ),
+        (
+            &["record", "--dir", "x", "--rotate", "1h", "--keep", "0"][..],
+            "--keep",
+        ),
+        (
+            &["record", "--dir", "x", "--rotate", "1h", "-o", "y.rfr"][..],
+            "cannot be used",
+        ),
+    ] {
+        let o = run_bounded({
+            let mut c = bin(dir.path());
+            c.args(args);
+            c
+        });
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
 }

@@ -13,7 +13,9 @@ pub enum Error {
     #[error("not a recording: {0}")]
     NotARecording(String),
     /// Written by a newer version of the tool.
-    #[error("unsupported format version {found}: this build reads versions 1 to {supported}")]
+    #[error(
+        "unsupported format version {found} at byte 8: this build reads versions 1 to {supported}"
+    )]
     UnsupportedVersion {
         /// The version in the file.
         found: u32,

@@ -62,7 +62,7 @@ impl<R: Read> Reader<R> {
         }
         if head[0] != 0x1f || head.get(1).is_some_and(|&b| b != 0x8b) {
             return Err(Error::NotARecording(format!(
-                "the input is not gzip-compressed (it starts with {})",
+                "the input is not gzip-compressed (at byte 0 it starts with {})",
                 hex_prefix(head)
             )));
         }
@@ -80,7 +80,7 @@ impl<R: Read> Reader<R> {
         let got = reader.read_fully(&mut preamble, "the preamble")?;
         if got < MAGIC.len() || preamble[..MAGIC.len()] != MAGIC {
             return Err(Error::NotARecording(format!(
-                "gzip data without the rollout-forensics magic (it starts with {})",
+                "gzip data without the rollout-forensics magic (at byte 0 it starts with {})",
                 hex_prefix(&preamble[..got])
             )));
         }

@@ -39,6 +39,17 @@ pub enum Error {
     /// Writing the recording failed.
     #[error("cannot write the recording")]
     Write(#[source] rf_format::Error),
+    /// A file or directory of a rotating recording could not be made, renamed or removed.
+    #[error("cannot {action} {}", path.display())]
+    Output {
+        /// What was being done: `create`, `rename`, `remove`...
+        action: &'static str,
+        /// On which path.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The writer thread could not start or died.
     #[error("the writer thread failed")]
     Thread(#[source] std::io::Error),

@@ -7,6 +7,11 @@
 //! `ListEnd`). The writer closes a gzip member at every flush interval and at each list end, so
 //! a recorder killed with SIGKILL loses at most the last interval; stopping it writes the trailer.
 //!
+//! [`record_rotating`] is the flight-recorder mode: a new file per interval in a directory, each
+//! a complete recording (closed with its trailer, beginning with a list of every kind and
+//! namespace made from the recorder's own view of the objects), the oldest removed; see
+//! [`Rotation`].
+//!
 //! It only gets, lists and watches. Unless told otherwise it replaces every `env[].value` (and
 //! every Helm value of an Argo CD Application) by a short digest before anything is written.
 //!
@@ -26,6 +31,7 @@ mod clock;
 mod error;
 mod redact;
 mod resource;
+mod rotate;
 mod sink;
 mod watch;
 
@@ -42,6 +48,7 @@ use rf_format::{Header, Kind, Redaction, Source, Timestamp};
 pub use error::{Error, Result};
 pub use redact::{digest, redact_object};
 pub use resource::{Resource, parse_kind};
+pub use rotate::{PARTIAL_SUFFIX, Rotation, adopt_leftovers, list_files, parse_file_name};
 pub use sink::{Tap, Written};
 pub use watch::Stats;
 
@@ -159,6 +166,8 @@ pub struct Summary {
     pub kinds: Vec<Kind>,
     /// Optional kinds the server does not serve.
     pub skipped: Vec<Kind>,
+    /// Files written (more than one in flight-recorder mode).
+    pub files: u64,
 }
 
 /// Which of the asked kinds the server serves: the resources to watch, and the optional kinds
@@ -259,6 +268,54 @@ pub async fn record_with<W: Write + Send + 'static>(
     source: &SourceInfo,
     output: W,
     stop: impl Future<Output = ()>,
+    on_progress: impl FnMut(&Progress),
+    hooks: Hooks,
+) -> Result<Summary> {
+    run(
+        client,
+        config,
+        source,
+        sink::Single(Some(output)),
+        stop,
+        on_progress,
+        hooks,
+    )
+    .await
+}
+
+/// Flight-recorder mode: records until `stop` resolves into a new file every
+/// [`Rotation::every`] in [`Rotation::dir`], removing the oldest beyond [`Rotation::keep`].
+///
+/// Each file is a complete recording: closed with its trailer (at the rotation time) and
+/// beginning with a list (`ListBegin`, `Listed`..., `ListEnd`) of every kind and namespace
+/// recorded. The watches are not interrupted by a rotation, so no event is lost or written twice
+/// across files; the leading lists of every file after the first are the recorder's own view,
+/// every object as last recorded, not a new list from the API server (a relist every interval
+/// would cost the API server a list of every kind, and would tell nothing that the uninterrupted
+/// watches had not delivered). The header of such a file notes `leading-lists`. The file being written
+/// ends in [`PARTIAL_SUFFIX`] and is renamed when closed. An error at the start (forbidden, not
+/// served) leaves no file behind.
+///
+/// Call [`adopt_leftovers`] first to keep the history of a recorder that was killed.
+pub async fn record_rotating(
+    client: Client,
+    config: &Config,
+    source: &SourceInfo,
+    rotation: Rotation,
+    stop: impl Future<Output = ()>,
+    on_progress: impl FnMut(&Progress),
+    hooks: Hooks,
+) -> Result<Summary> {
+    let dest = rotate::Directory::new(rotation)?;
+    run(client, config, source, dest, stop, on_progress, hooks).await
+}
+
+async fn run<D: sink::Destination>(
+    client: Client,
+    config: &Config,
+    source: &SourceInfo,
+    dest: D,
+    stop: impl Future<Output = ()>,
     mut on_progress: impl FnMut(&Progress),
     hooks: Hooks,
 ) -> Result<Summary> {
@@ -290,7 +347,23 @@ pub async fn record_with<W: Write + Send + 'static>(
             .notes
             .insert("not-served".to_owned(), names.join(","));
     }
-    let sink = sink::start(output, &header, config.channel_capacity, hooks.tap)?;
+    let namespaces: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    let targets: Vec<sink::TargetKey> = resources
+        .iter()
+        .flat_map(|r| namespaces.iter().map(|ns| (r.kind.clone(), ns.clone())))
+        .collect();
+    let sink = sink::start(
+        dest,
+        &header,
+        config.channel_capacity,
+        hooks.tap,
+        &targets,
+        Box::new(clock::SystemClock),
+    )?;
     let stats = Arc::new(Stats::default());
     let tuning = Tuning {
         watch_timeout: config.watch_timeout,
@@ -298,11 +371,6 @@ pub async fn record_with<W: Write + Send + 'static>(
         backoff_max: config.backoff_max,
         page_size: config.page_size,
         redact: config.redact,
-    };
-    let namespaces: Vec<Option<String>> = if config.namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.namespaces.iter().cloned().map(Some).collect()
     };
     let mut tasks = tokio::task::JoinSet::new();
     for resource in &resources {
@@ -337,9 +405,16 @@ pub async fn record_with<W: Write + Send + 'static>(
                 }
             }
             _ = ticker.tick() => {
+                if sink.handle.is_finished() {
+                    // The writer stopped (a write failed): its error is returned below.
+                    break Ok(());
+                }
                 if last_flush.elapsed() >= config.flush_interval {
                     let _ = sink.tx.try_send(sink::Message::Flush);
                     last_flush = Instant::now();
+                } else {
+                    // Lets a due rotation happen while nothing is recorded.
+                    let _ = sink.tx.try_send(sink::Message::Tick);
                 }
                 on_progress(&Progress {
                     elapsed: begun.elapsed(),
@@ -382,5 +457,6 @@ pub async fn record_with<W: Write + Send + 'static>(
         resumes: stats.resumes.load(Ordering::Relaxed),
         kinds: resources.iter().map(|r| r.kind.clone()).collect(),
         skipped,
+        files: written.files.load(Ordering::Relaxed),
     })
 }

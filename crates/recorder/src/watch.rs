@@ -120,7 +120,7 @@ struct StatusObject {
 struct Known {
     uid: String,
     rv: String,
-    object: Vec<u8>,
+    object: Arc<[u8]>,
 }
 
 enum WatchEnd {
@@ -294,7 +294,7 @@ impl Loop {
         }
     }
 
-    fn draft(&self, op: Op, meta: &MetaFields, object: Vec<u8>, at: Timestamp) -> Draft {
+    fn draft(&self, op: Op, meta: &MetaFields, object: Arc<[u8]>, at: Timestamp) -> Draft {
         Draft {
             observed_at: at,
             kind: self.target.resource.kind.clone(),
@@ -316,7 +316,7 @@ impl Loop {
             name: String::new(),
             uid: String::new(),
             resource_version: rv.to_owned(),
-            object: Vec::new(),
+            object: Arc::from(Vec::new()),
         }
     }
 
@@ -327,15 +327,15 @@ impl Loop {
         send(&self.tx, self.marker(Op::Gap { reason }, rv)).await
     }
 
-    fn prepare(&self, raw: &RawValue) -> (MetaFields, Vec<u8>) {
+    fn prepare(&self, raw: &RawValue) -> (MetaFields, Arc<[u8]>) {
         let meta = serde_json::from_str::<MetaOnly>(raw.get())
             .map(|m| m.metadata)
             .unwrap_or_default();
         let bytes = raw.get().as_bytes();
-        let object = if self.tuning.redact {
-            redact_object(bytes).unwrap_or_else(|| bytes.to_vec())
+        let object: Arc<[u8]> = if self.tuning.redact {
+            redact_object(bytes).map_or_else(|| Arc::from(bytes), Arc::from)
         } else {
-            bytes.to_vec()
+            Arc::from(bytes)
         };
         (meta, object)
     }
@@ -488,7 +488,7 @@ impl Loop {
 
     /// Keeps the last state of a live object, for the `Deleted{inferred}` record a relist
     /// writes if it vanishes.
-    fn remember(&mut self, meta: MetaFields, object: Vec<u8>) {
+    fn remember(&mut self, meta: MetaFields, object: Arc<[u8]>) {
         self.known.insert(
             (meta.namespace, meta.name),
             Known {

@@ -29,6 +29,8 @@ impl Write for Shared {
     }
 }
 
+/// The recording `name` (served whole), and its records of what these tests record: Rollouts,
+/// ReplicaSets and Events in namespace payments.
 fn source(name: &str) -> (Vec<u8>, Vec<Record>) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../recordings")
@@ -37,6 +39,10 @@ fn source(name: &str) -> (Vec<u8>, Vec<Record>) {
     let records = Reader::new(bytes.as_slice())
         .unwrap()
         .map(Result::unwrap)
+        .filter(|r| {
+            matches!(r.kind, Kind::Rollout | Kind::ReplicaSet | Kind::Event)
+                && r.namespace == "payments"
+        })
         .collect();
     (bytes, records)
 }
@@ -146,6 +152,10 @@ fn histories(records: &[Record], dedup: bool) -> BTreeMap<Key, Vec<Value>> {
     h
 }
 
+/// The findings (rule, subject name), sorted. Served as fast as the recorder reads, every
+/// recorded receive time falls within milliseconds: rules that measure the time between records
+/// (`double-render`: two renders within 120 s) see renders minutes apart as simultaneous, so
+/// they are left out.
 fn rules(records: &[Record], header_of: &str) -> Vec<(String, String)> {
     let (bytes, _) = source(header_of);
     let header = Reader::new(bytes.as_slice()).unwrap().header().clone();
@@ -157,6 +167,7 @@ fn rules(records: &[Record], header_of: &str) -> Vec<(String, String)> {
     let mut r: Vec<(String, String)> = report
         .findings
         .iter()
+        .filter(|f| f.rule.id() != "double-render")
         .map(|f| (f.rule.id().to_owned(), f.subject.name.clone()))
         .collect();
     r.sort();

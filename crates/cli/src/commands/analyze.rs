@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 use rf_analyzer::{Analyzer, Options, Severity};
 
-use crate::args::{AnalyzeArgs, FailOn, Format};
+use crate::args::{AnalyzeArgs, FailOn, ReportFormat};
 use crate::exit::Exit;
 use crate::input::{self, Damage};
 use crate::render;
@@ -14,7 +14,7 @@ use crate::style::Style;
 /// The checked configuration of one `analyze` run.
 struct Config {
     options: Options,
-    format: Format,
+    format: ReportFormat,
     fail_on: Option<Severity>,
     partial: bool,
 }
@@ -26,7 +26,9 @@ impl Config {
                 &args.files,
                 args.rollout.as_deref(),
                 &args.window,
-                args.timelines,
+                // The markdown and HTML reports draw the timelines.
+                args.timelines
+                    || matches!(args.format, ReportFormat::Markdown | ReportFormat::Html),
             )?,
             format: args.format,
             fail_on: match args.fail_on {
@@ -57,18 +59,34 @@ pub fn report_damage(damage: &[Damage], partial: bool) -> Option<Exit> {
     None
 }
 
+/// Replays `files` as one history into an analyzer with `options`: the report (with the holes
+/// between files among its gaps) and the damage met. `verify` analyzes the same way.
+pub fn analyze_files(
+    files: &[std::path::PathBuf],
+    options: Options,
+) -> Result<(rf_analyzer::Report, Vec<Damage>)> {
+    let recordings = input::open_all(files)?;
+    let mut analyzer = Analyzer::new(options);
+    let (damage, holes) = input::replay_history(recordings, &mut analyzer, |_| Ok(()))?;
+    let mut report = analyzer.finish();
+    input::add_holes(&mut report.recording, &holes);
+    Ok((report, damage))
+}
+
 pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {
     let config = Config::from_args(args)?;
-    let recordings = input::open_all(&args.files)?;
-    let mut analyzer = Analyzer::new(config.options);
-    let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
-    let report = analyzer.finish();
-    match config.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &report)?;
-            writeln!(out)?;
+    let (report, damage) = analyze_files(&args.files, config.options)?;
+    match &args.write {
+        Some(path) => {
+            crate::commands::simulate::write_atomically(path, |file| {
+                let mut w = std::io::BufWriter::new(file);
+                render::report(&mut w, &report, config.format, Style::plain())?;
+                w.flush()?;
+                Ok(())
+            })?;
+            eprintln!("wrote the report to {}", path.display());
         }
-        Format::Table => render::analyze_table(out, &report, Style::for_stdout())?,
+        None => render::report(out, &report, config.format, Style::for_stdout())?,
     }
     out.flush()?;
     if let Some(exit) = report_damage(&damage, config.partial) {

@@ -14,8 +14,9 @@ use crate::render::{Clock, recording_line};
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
     let recordings = input::open_all(&args.files)?;
     let mut analyzer = Analyzer::new(Options::default());
-    let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
-    let summary = analyzer.finish().recording;
+    let (damage, holes) = input::replay_history(recordings, &mut analyzer, |_| Ok(()))?;
+    let mut summary = analyzer.finish().recording;
+    input::add_holes(&mut summary, &holes);
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &summary)?;

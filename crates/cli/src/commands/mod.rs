@@ -9,4 +9,5 @@ pub mod record;
 pub mod serve;
 pub mod simulate;
 pub mod timeline;
+pub mod verify;
 pub mod wait;

@@ -1,4 +1,5 @@
 //! `rollout-forensics record -o FILE`: watch a live API server and write a recording.
+//! `record --dir DIR --rotate 1h --keep 24`: the flight recorder, a new file per interval.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -35,9 +36,25 @@ pub struct RecordArgs {
     /// applications, events. Default: all of them (applications when the server serves them).
     #[arg(long, value_delimiter = ',', value_name = "KINDS")]
     pub kinds: Vec<String>,
-    /// The recording to write (required by `record`; optional for `watch`).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// The recording to write (`record` needs it or --dir; optional for `watch`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "dir"
+    )]
     pub output: Option<PathBuf>,
+    /// Flight recorder: write a new file every --rotate into DIR, named by its start time
+    /// (`rf-20260314T130000Z.rfr`); the file being written ends in `.partial`.
+    #[arg(long, value_name = "DIR", requires = "rotate")]
+    pub dir: Option<PathBuf>,
+    /// With --dir: how long each file covers (e.g. 30s, 10m, 1h; whole seconds). Files start on
+    /// multiples of it (with 1h, on the hour).
+    #[arg(long, value_name = "DURATION", requires = "dir")]
+    pub rotate: Option<String>,
+    /// With --dir: keep the N newest closed files, remove older ones (default: keep all).
+    #[arg(long, value_name = "N", requires = "dir", value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep: Option<u64>,
     /// Print each finding on stderr the moment it becomes true, as `analyze` would report it.
     #[arg(long)]
     pub live: bool,
@@ -161,7 +178,11 @@ fn summary_text(s: &Summary, path: Option<&std::path::Path>) -> String {
         "recorded {} records in {} to {} ({} bytes, {} gaps, {} watches resumed without loss)\n  per kind: {}",
         s.records,
         rf_analyzer::human_duration(secs * 1_000_000_000),
-        path.map_or_else(|| "nowhere (no -o)".to_owned(), |p| p.display().to_string()),
+        match path {
+            None => "nowhere (no -o)".to_owned(),
+            Some(p) if s.files > 1 => format!("{} files in {}", s.files, p.display()),
+            Some(p) => p.display().to_string(),
+        },
         s.bytes,
         s.gaps,
         s.resumes,
@@ -256,15 +277,37 @@ pub fn watch(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
     run_inner(args, out, true)
 }
 
+/// `--dir`, `--rotate`, `--keep` checked.
+fn rotation(args: &RecordArgs) -> Result<Option<rf_recorder::Rotation>> {
+    if args.dir.is_none() && (args.rotate.is_some() || args.keep.is_some()) {
+        bail!("--rotate and --keep go with --dir DIR (the flight recorder), not with -o FILE");
+    }
+    let (Some(dir), Some(every)) = (&args.dir, &args.rotate) else {
+        return Ok(None);
+    };
+    let every = duration(every, "--rotate")?;
+    if every < Duration::from_secs(1) || every.subsec_nanos() != 0 {
+        bail!("--rotate must be a whole number of seconds, at least 1s (e.g. 30s, 10m, 1h)");
+    }
+    Ok(Some(rf_recorder::Rotation {
+        dir: dir.clone(),
+        every,
+        keep: args.keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX)),
+    }))
+}
+
 pub fn run(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
-    if args.output.is_none() {
-        bail!("record needs -o FILE (use `watch` to see findings live without writing a file)");
+    if args.output.is_none() && args.dir.is_none() {
+        bail!(
+            "record needs -o FILE, or --dir DIR --rotate D for a flight recorder (use `watch` to see findings live without writing a file)"
+        );
     }
     run_inner(args, out, args.live)
 }
 
 fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit> {
     let mut config = config(args)?;
+    let rotation = rotation(args)?;
     let limit = args
         .duration
         .as_deref()
@@ -292,6 +335,18 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
             )),
             None => Box::new(std::io::sink()),
         };
+        if let Some(r) = &rotation {
+            // A recorder killed before its last close left a `.partial` file: its history stays,
+            // under the name every reader of the directory sees (it reads as not closed).
+            let adopted = rf_recorder::adopt_leftovers(&r.dir)
+                .with_context(|| format!("cannot read the directory {}", r.dir.display()))?;
+            for p in adopted {
+                eprintln!(
+                    "note: {} was left open by a recorder that stopped without closing it; it keeps its history and reads as not closed",
+                    p.display()
+                );
+            }
+        }
         let interrupted = crate::signal::Interrupt::install()?;
         let status = std::io::stderr().is_terminal();
         let hooks = Hooks {
@@ -303,26 +358,29 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
                 }) as Box<dyn Tap>
             }),
         };
-        let result = rf_recorder::record_with(
-            client,
-            &config,
-            &source,
-            output,
-            stop_signal(limit, interrupted),
-            |p| {
-                if status {
-                    eprint!("\r\x1b[K{}", status_line(p));
-                }
-            },
-            hooks,
-        )
-        .await;
+        let progress = |p: &Progress| {
+            if status {
+                eprint!("\r\x1b[K{}", status_line(p));
+            }
+        };
+        let stop = stop_signal(limit, interrupted);
+        let result = match rotation {
+            Some(r) => {
+                rf_recorder::record_rotating(client, &config, &source, r, stop, progress, hooks)
+                    .await
+            }
+            None => {
+                rf_recorder::record_with(client, &config, &source, output, stop, progress, hooks)
+                    .await
+            }
+        };
         if status {
             eprint!("\r\x1b[K");
         }
         match result {
             Ok(summary) => {
-                eprintln!("{}", summary_text(&summary, args.output.as_deref()));
+                let to = args.output.as_deref().or(args.dir.as_deref());
+                eprintln!("{}", summary_text(&summary, to));
                 Ok(Exit::Ok)
             }
             Err(e) => {

@@ -7,9 +7,36 @@ use comfy_table::{ContentArrangement, Table, presets};
 use rf_analyzer::{Finding, RecordingSummary, Report, Severity, human_duration, rfc3339};
 use rf_format::Timestamp;
 
+use crate::args::ReportFormat;
 use crate::style::{Style, wrap};
 
+pub mod html;
+pub mod markdown;
+
 const WIDTH: usize = 100;
+
+/// Writes `report` in `format`. JSON and YAML are the same schema (docs/report-schema.md).
+pub fn report(
+    w: &mut dyn Write,
+    report: &Report,
+    format: ReportFormat,
+    style: Style,
+) -> anyhow::Result<()> {
+    match format {
+        ReportFormat::Table => analyze_table(w, report, style)?,
+        ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut *w, report)?;
+            writeln!(w)?;
+        }
+        // A maintained serde YAML serializer rather than our own emitter: it quotes exactly the
+        // strings YAML would otherwise read as another type (`"1.42.0"`, `"null"`, `"yes"`), so
+        // the YAML parses back to the JSON report's values (tested).
+        ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, report)?,
+        ReportFormat::Markdown => markdown::write(w, report)?,
+        ReportFormat::Html => html::write(w, report)?,
+    }
+    Ok(())
+}
 
 /// Formats times relative to a recording: `13:03:26` when it stays within one UTC day.
 #[derive(Clone, Copy, Debug)]
@@ -73,7 +100,8 @@ pub fn recording_line(s: &RecordingSummary) -> String {
     )
 }
 
-fn count_line(findings: &[Finding]) -> String {
+/// `3 errors, 1 warning`: the findings by severity, worst first.
+pub fn count_line(findings: &[Finding]) -> String {
     let n = |sev| findings.iter().filter(|f| f.severity == sev).count();
     let mut parts = Vec::new();
     for (sev, word) in [
