@@ -333,14 +333,7 @@ fn kubectl_writes_are_refused_with_method_not_allowed() {
     for args in [
         vec!["apply", "--validate=false", "-f", manifest],
         vec!["delete", "rs", &rs, "-n", "payments"],
-        vec![
-            "scale",
-            "rs",
-            &rs,
-            "-n",
-            "payments",
-            "--replicas=0",
-        ],
+        vec!["scale", "rs", &rs, "-n", "payments", "--replicas=0"],
         vec![
             "annotate",
             "rollout",
