@@ -19,6 +19,10 @@ use crate::world::{Touched, World};
 /// Warnings kept verbatim in the report; beyond this they are only counted.
 const MAX_WARNINGS: usize = 50;
 
+/// A hole longer than this between one file's end and the next file's first record is a gap
+/// (a flight recorder's rotation leaves none).
+const HOLE_TOLERANCE_NANOS: i64 = 1_000_000_000;
+
 /// What to analyze.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -57,6 +61,10 @@ pub struct Analyzer {
     due: BTreeMap<Key, Timestamp>,
     /// `Options::snapshot` was asked for (not inferred from a header).
     snapshot_requested: bool,
+    /// When the current file's history ends so far: its last record, or its trailer's time.
+    file_end: Option<Timestamp>,
+    /// The previous file's name and end, until the current file's first record is seen.
+    hole_from: Option<(String, Timestamp)>,
     findings: Vec<Finding>,
     summary: RecordingSummary,
     warnings_dropped: u64,
@@ -91,6 +99,8 @@ impl Analyzer {
             rs_owner: HashMap::new(),
             due: BTreeMap::new(),
             snapshot_requested,
+            file_end: None,
+            hole_from: None,
             findings: Vec::new(),
             summary,
             warnings_dropped: 0,
@@ -118,6 +128,9 @@ impl Analyzer {
             self.detectors = detectors::all(false);
         }
         if index > 0 {
+            if let (Some(end), Some(prev)) = (self.file_end, self.summary.files.last()) {
+                self.hole_from = Some((short_name(&prev.name), end));
+            }
             self.file = index;
             // Between two files nothing was recorded: every watch has a hole there.
             for track in self.tracks.values_mut() {
@@ -142,6 +155,7 @@ impl Analyzer {
         }
         if let Some(t) = closed_at {
             self.closed_at = Some(self.closed_at.map_or(t, |c| c.max(t)));
+            self.file_end = Some(self.file_end.map_or(t, |e| e.max(t)));
         }
         if let Some(f) = self.summary.files.last_mut() {
             f.end = Some(end);
@@ -192,6 +206,35 @@ impl Analyzer {
         };
         self.last_pos = Some(pos);
         self.first_at.get_or_insert(rec.observed_at);
+        if let Some((before, from)) = self.hole_from.take() {
+            let to = rec.observed_at;
+            if to.0.saturating_sub(from.0) > HOLE_TOLERANCE_NANOS {
+                self.summary.complete = false;
+                let after = self
+                    .summary
+                    .files
+                    .last()
+                    .map(|f| short_name(&f.name))
+                    .unwrap_or_default();
+                self.summary.gaps.push(GapInfo {
+                    file: self.file,
+                    seq: rec.seq,
+                    at: to,
+                    kind: "every kind".to_owned(),
+                    namespace: String::new(),
+                    reason: format!(
+                        "nothing was recorded between {before} (until {}) and {after} (from {}): {}",
+                        rfc3339(from),
+                        rfc3339(to),
+                        crate::time::human_duration(to.0.saturating_sub(from.0))
+                    ),
+                });
+            }
+        }
+        self.file_end = Some(
+            self.file_end
+                .map_or(rec.observed_at, |e| e.max(rec.observed_at)),
+        );
 
         let before = self.findings.len();
         self.run_due(pos);
@@ -625,5 +668,77 @@ mod send_tests {
     fn an_analyzer_can_move_to_another_thread() {
         fn is_send<T: Send>() {}
         is_send::<super::Analyzer>();
+    }
+}
+
+/// A file's name without its directory, for messages.
+fn short_name(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod file_tests {
+    use rf_format::{Header, Kind, Op, Record, Source, Timestamp};
+
+    use super::{Analyzer, FileEnd, Options};
+
+    fn rec(seq: u64, secs: i64) -> Record {
+        Record {
+            seq,
+            observed_at: Timestamp::from_unix_seconds(secs),
+            kind: Kind::Event,
+            op: Op::Added,
+            namespace: "ns".into(),
+            name: format!("e{seq}"),
+            uid: String::new(),
+            resource_version: seq.to_string(),
+            actor: None,
+            object: b"{}".to_vec(),
+        }
+    }
+
+    fn two_files(second_starts: i64) -> crate::Report {
+        let mut a = Analyzer::new(Options::default());
+        let h = Header::new("t", Timestamp::from_unix_seconds(0), Source::default());
+        a.begin_file("dir/rf-1.rfr", 1, &h);
+        a.push(&rec(1, 10));
+        a.end_file(
+            FileEnd::Closed,
+            Some(Timestamp::from_unix_seconds(60)),
+            None,
+        );
+        a.begin_file("dir/rf-2.rfr", 1, &h);
+        a.push(&rec(1, second_starts));
+        a.end_file(
+            FileEnd::Closed,
+            Some(Timestamp::from_unix_seconds(200)),
+            None,
+        );
+        a.finish()
+    }
+
+    #[test]
+    fn a_hole_between_files_is_a_gap_that_names_both() {
+        let r = two_files(120);
+        assert!(!r.recording.complete);
+        assert_eq!(r.recording.gaps.len(), 1, "{:?}", r.recording.gaps);
+        let g = &r.recording.gaps[0];
+        assert_eq!((g.file, g.seq), (1, 1));
+        assert!(
+            g.reason.contains("rf-1.rfr") && g.reason.contains("rf-2.rfr"),
+            "{}",
+            g.reason
+        );
+        assert!(g.reason.contains("1m00s"), "{}", g.reason);
+    }
+
+    #[test]
+    fn files_that_follow_each_other_have_no_gap() {
+        // The second file starts within a second of the first one's close (a rotation).
+        let r = two_files(60);
+        assert!(r.recording.gaps.is_empty(), "{:?}", r.recording.gaps);
+        assert!(r.recording.complete);
     }
 }

@@ -171,6 +171,10 @@ pub struct InspectArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Print every record as one JSON line instead (seq, at, kind, op, namespace, name, uid,
+    /// resourceVersion, actor, object): for jq and other line tools.
+    #[arg(long, conflicts_with = "format")]
+    pub jsonl: bool,
 }
 
 #[derive(Debug, Args)]

@@ -108,146 +108,64 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
     Ok(recs)
 }
 
-/// A hole between two files read as one history: nothing was recorded between the end of one
-/// (its trailer's `closed_at`, or its last record) and the first record of the next.
-#[derive(Debug)]
-pub struct Hole {
-    /// Index of the later file.
-    pub file: u32,
-    /// Seq of its first record.
-    pub seq: u64,
-    /// The earlier file.
-    pub before: PathBuf,
-    /// The later file.
-    pub after: PathBuf,
-    /// When the earlier file stops.
-    pub from: Timestamp,
-    /// The first record of the later file.
-    pub to: Timestamp,
-}
-
-/// A hole longer than this between two files is a gap (a flight recorder's rotation leaves
-/// none).
-const HOLE_TOLERANCE_NANOS: i64 = 1_000_000_000;
-
-/// Adds the holes between files to the report's gaps (in time order), which makes it incomplete.
-pub fn add_holes(summary: &mut rf_analyzer::RecordingSummary, holes: &[Hole]) {
-    if holes.is_empty() {
-        return;
-    }
-    summary.complete = false;
-    for h in holes {
-        let name = |p: &Path| {
-            p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        };
-        summary.gaps.push(rf_analyzer::GapInfo {
-            file: h.file,
-            seq: h.seq,
-            at: h.to,
-            kind: "every kind".to_owned(),
-            namespace: String::new(),
-            reason: format!(
-                "nothing was recorded between {} (until {}) and {} (from {}): {}",
-                name(&h.before),
-                rf_analyzer::rfc3339(h.from),
-                name(&h.after),
-                rf_analyzer::rfc3339(h.to),
-                rf_analyzer::human_duration(h.to.0.saturating_sub(h.from.0))
-            ),
-        });
-    }
-    summary.gaps.sort_by_key(|g| (g.at, g.file, g.seq));
-}
-
-/// Replays `recordings` into `analyzer`, handing each record's new findings to `on_findings`.
-/// Returns the damage met, one entry per damaged file.
+/// Replays `recordings` into `analyzer` as one history, handing each record's new findings to
+/// `on_findings`. Records are read and parsed on other cores ([`crate::pipeline`]); the analyzer
+/// replays them in order and reports holes between files as gaps. Returns the damage met, one
+/// entry per damaged file.
 pub fn replay(
     recordings: Vec<Recording>,
     analyzer: &mut Analyzer,
-    on_findings: impl FnMut(&[Finding]) -> Result<()>,
-) -> Result<Vec<Damage>> {
-    replay_history(recordings, analyzer, on_findings).map(|(damage, _)| damage)
-}
-
-/// [`replay`], also returning the holes between files (see [`add_holes`]).
-pub fn replay_history(
-    recordings: Vec<Recording>,
-    analyzer: &mut Analyzer,
     mut on_findings: impl FnMut(&[Finding]) -> Result<()>,
-) -> Result<(Vec<Damage>, Vec<Hole>)> {
+) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
-    let mut holes = Vec::new();
-    let mut previous: Option<(PathBuf, Timestamp)> = None;
-    for (index, Recording { path, mut reader }) in recordings.into_iter().enumerate() {
+    for Recording { path, reader } in recordings {
         analyzer.begin_file(
             &path.display().to_string(),
             reader.format_version(),
             reader.header(),
         );
-        let mut last_at = reader.header().started_at;
-        loop {
-            match reader.next_record() {
-                Ok(Some(rec)) => {
-                    if let Some((before, from)) = previous.take() {
-                        if rec.observed_at.0.saturating_sub(from.0) > HOLE_TOLERANCE_NANOS {
-                            holes.push(Hole {
-                                file: u32::try_from(index).unwrap_or(u32::MAX),
-                                seq: rec.seq,
-                                before,
-                                after: path.clone(),
-                                from,
-                                to: rec.observed_at,
-                            });
-                        }
-                    }
-                    last_at = last_at.max(rec.observed_at);
-                    let found = analyzer.push(&rec);
-                    if !found.is_empty() {
-                        on_findings(&found)?;
-                    }
-                    if analyzer.past_until() {
-                        break;
-                    }
-                }
-                Ok(None) => {
-                    let end = match reader.end() {
-                        Some(End::Closed) => FileEnd::Closed,
-                        _ => FileEnd::Unclosed,
-                    };
-                    if let Some(t) = reader.trailer() {
-                        last_at = last_at.max(t.closed_at);
-                    }
-                    analyzer.end_file(end, reader.trailer().map(|t| t.closed_at), None);
-                    break;
-                }
-                Err(error) => {
-                    let end = if error.is_truncation() {
-                        FileEnd::Truncated
-                    } else {
-                        FileEnd::Corrupt
-                    };
-                    analyzer.end_file(end, None, Some(error.to_string()));
-                    damage.push(Damage {
-                        path: path.clone(),
-                        error,
-                        records_before: reader.records_read(),
-                    });
-                    break;
+        let mut failed: Option<anyhow::Error> = None;
+        let ended = crate::pipeline::for_each(reader, |rec, prepared| {
+            let found = analyzer.push_prepared(rec, prepared);
+            if !found.is_empty() {
+                if let Err(e) = on_findings(&found) {
+                    failed = Some(e);
+                    return false;
                 }
             }
+            !analyzer.past_until()
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
         if analyzer.past_until() {
             break;
         }
-        // A file without records leaves the previous end in place.
-        if previous.is_none() {
-            previous = Some((path, last_at));
+        let reader = ended.reader;
+        match ended.error {
+            None => {
+                let end = match reader.end() {
+                    Some(End::Closed) => FileEnd::Closed,
+                    _ => FileEnd::Unclosed,
+                };
+                analyzer.end_file(end, reader.trailer().map(|t| t.closed_at), None);
+            }
+            Some(error) => {
+                let end = if error.is_truncation() {
+                    FileEnd::Truncated
+                } else {
+                    FileEnd::Corrupt
+                };
+                analyzer.end_file(end, None, Some(error.to_string()));
+                damage.push(Damage {
+                    path: path.clone(),
+                    error,
+                    records_before: reader.records_read(),
+                });
+            }
         }
     }
-    Ok((damage, holes))
+    Ok(damage)
 }
 
 /// The recordings' start (earliest header start) and, when needed, end (latest record).

@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod exit;
 mod input;
+mod pipeline;
 mod render;
 mod signal;
 mod style;

@@ -361,3 +361,31 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
+
+#[test]
+fn inspect_jsonl_prints_every_record_as_one_json_line() {
+    let file = recording("rerender-race");
+    let o = run(&["inspect", file.to_str().unwrap(), "--jsonl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&run(&["inspect", file.to_str().unwrap(), "-o", "json"]).stdout)
+            .unwrap();
+    assert_eq!(lines.len() as u64, summary["records"].as_u64().unwrap());
+    let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    let rollout = lines
+        .iter()
+        .find(|l| l["kind"] == "Rollout" && l["op"] == "listed")
+        .unwrap();
+    assert_eq!(rollout["object"]["kind"], "Rollout");
+    assert!(rollout["object"]["status"]["currentPodHash"].is_string());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["op"] == "list-end" && l["object"].is_null())
+    );
+}

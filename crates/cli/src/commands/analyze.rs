@@ -67,10 +67,8 @@ pub fn analyze_files(
 ) -> Result<(rf_analyzer::Report, Vec<Damage>)> {
     let recordings = input::open_all(files)?;
     let mut analyzer = Analyzer::new(options);
-    let (damage, holes) = input::replay_history(recordings, &mut analyzer, |_| Ok(()))?;
-    let mut report = analyzer.finish();
-    input::add_holes(&mut report.recording, &holes);
-    Ok((report, damage))
+    let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
+    Ok((analyzer.finish(), damage))
 }
 
 pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {

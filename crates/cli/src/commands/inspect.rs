@@ -12,11 +12,13 @@ use crate::input;
 use crate::render::{Clock, recording_line};
 
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
+    if args.jsonl {
+        return jsonl(args, out);
+    }
     let recordings = input::open_all(&args.files)?;
     let mut analyzer = Analyzer::new(Options::default());
-    let (damage, holes) = input::replay_history(recordings, &mut analyzer, |_| Ok(()))?;
-    let mut summary = analyzer.finish().recording;
-    input::add_holes(&mut summary, &holes);
+    let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
+    let summary = analyzer.finish().recording;
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, &summary)?;
@@ -96,4 +98,61 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
     }
     out.flush()?;
     Ok(report_damage(&damage, false).unwrap_or(Exit::Ok))
+}
+
+/// One JSON line per record, the object embedded as recorded.
+fn jsonl(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        seq: u64,
+        at: String,
+        kind: &'a str,
+        op: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+        uid: &'a str,
+        #[serde(rename = "resourceVersion")]
+        resource_version: &'a str,
+        actor: Option<&'a str>,
+        object: Option<&'a serde_json::value::RawValue>,
+    }
+    let mut damaged = false;
+    let mut line = Vec::with_capacity(4096);
+    for input::Recording { path, mut reader } in input::open_all(&args.files)? {
+        loop {
+            match reader.next_record() {
+                Ok(Some(r)) => {
+                    let object =
+                        serde_json::from_slice::<&serde_json::value::RawValue>(&r.object).ok();
+                    line.clear();
+                    serde_json::to_writer(
+                        &mut line,
+                        &Line {
+                            seq: r.seq,
+                            at: rf_analyzer::rfc3339(r.observed_at),
+                            kind: r.kind.name(),
+                            op: r.op.name(),
+                            namespace: &r.namespace,
+                            name: &r.name,
+                            uid: &r.uid,
+                            resource_version: &r.resource_version,
+                            actor: r.actor.as_deref(),
+                            object,
+                        },
+                    )?;
+                    line.push(b'\n');
+                    // An io::Error, so a closed pipe (`| head`) ends quietly.
+                    out.write_all(&line)?;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    damaged = true;
+                    break;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if damaged { Exit::Error } else { Exit::Ok })
 }

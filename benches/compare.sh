@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Issue 6's figures, measured in one run on one generated recording, as ratios (these machines
+# are shared and noisy: absolute times mean little, ratios of runs side by side do):
+#
+#   analyze -o json          vs  gzip -dc FILE            (target: ratio <= 1.0)
+#   analyze -o json          vs  a jq pipeline over the same events as JSON lines (target: >= 20x)
+#   peak RSS of analyze      (target: <= 100 MiB at 1M events)
+#   file size                vs  gzip -6 of the same JSON lines (target: within 5%)
+#   record from serve --speed max, and serve to that watch client (events/s, CPU of record)
+#
+#   benches/compare.sh [EVENTS] [ROLLOUTS] [SEED]     default: 1000000 events over 200 rollouts
+#
+# Needs: jq, gzip, /usr/bin/time (GNU time). The recording is generated (deterministic by seed)
+# in a temporary directory and removed at the end; set KEEP=DIR to keep it there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${1:-1000000}
+rollouts=${2:-200}
+seed=${3:-1}
+for tool in jq gzip /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "compare.sh needs $tool" >&2; exit 2; }
+done
+cargo build --release --quiet -p rollout-forensics
+bin=$PWD/target/release/rollout-forensics
+dir=${KEEP:-$(mktemp -d)}
+mkdir -p "$dir"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$dir"; kill "${serve_pid:-}" 2>/dev/null || true' EXIT
+file="$dir/scale-$events-$rollouts-$seed.rfr"
+if [ ! -s "$file" ]; then
+  echo "generating $events events over $rollouts rollouts (seed $seed)..." >&2
+  "$bin" simulate scale --rollouts "$rollouts" --events "$events" --seed "$seed" -o "$file" >/dev/null 2>&1
+fi
+# The equivalent JSON lines (one per record: kind, op, namespace, name, resourceVersion, object),
+# compressed with gzip -6 as a team would keep them.
+jsonl="$dir/events.jsonl.gz"
+[ -s "$jsonl" ] || "$bin" inspect "$file" --jsonl | gzip -6 >"$jsonl"
+
+measure() { # prints "seconds max_rss_kib"
+  /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1
+}
+jq_fields='{kind, name, resourceVersion, currentPodHash: .object.status.currentPodHash, currentStepIndex: .object.status.currentStepIndex, replicas: .object.spec.replicas}'
+
+read -r a_s a_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
+read -r g_s _ < <(measure gzip -dc "$file")
+read -r j_s _ < <(measure sh -c "gzip -dc '$jsonl' | jq -c '$jq_fields'")
+# The same run again, in the other order, so a burst of load on the machine shows as a spread.
+read -r g2_s _ < <(measure gzip -dc "$file")
+read -r a2_s a2_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
+
+records=$(gzip -dc "$jsonl" | wc -l)
+bytes=$(stat -c %s "$file")
+gz6=$(stat -c %s "$jsonl")
+
+# record <- serve --speed max, on loopback.
+kc="$dir/kubeconfig"
+"$bin" serve "$file" --speed max --kubeconfig-out "$kc" >"$dir/serve.out" 2>"$dir/serve.err" &
+serve_pid=$!
+for _ in $(seq 1 600); do [ -s "$kc" ] && break; sleep 0.1; done
+rec_out="$dir/recorded.rfr"
+/usr/bin/time -f "%e %U %S %M" -o "$dir/record.time" \
+  "$bin" record -A --kubeconfig "$kc" --idle-timeout 3s -o "$rec_out" >/dev/null 2>"$dir/record.err" || true
+kill "$serve_pid" 2>/dev/null || true
+read -r r_s r_user r_sys r_kib <"$dir/record.time"
+recorded=$("$bin" inspect "$rec_out" -o json 2>/dev/null | sed -n 's/^  "records": \([0-9]*\),$/\1/p' | head -1)
+
+awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
+    -v n="$records" -v b="$bytes" -v gz6="$gz6" -v rs="$r_s" -v ru="$r_user" -v rsy="$r_sys" \
+    -v rn="${recorded:-0}" 'BEGIN {
+  printf "recording: %d records, %.1f MB (%.0f bytes/record); gzip -6 of the JSON lines: %.1f MB (%.0f bytes/record)\n", n, b / 1e6, b / n, gz6 / 1e6, gz6 / n
+  printf "size / gzip -6:              %.3f   (target <= 1.05)\n", b / gz6
+  printf "analyze / gzip -dc:          %.2f, %.2f   (target <= 1.0)\n", a / g, a2 / g2
+  printf "jq pipeline / analyze:       %.1f   (target >= 20)\n", j / a
+  printf "analyze peak RSS:            %.1f MiB, %.1f MiB   (target <= 100)\n", kib / 1024, kib2 / 1024
+  idle = 3
+  if (rn > 0 && rs > idle) {
+    w = rs - idle
+    printf "record <- serve --speed max: %.0f events/s, record CPU %.2f cores   (targets: >= 50000 events/s on <= 1 core; serve >= 100000 events/s)\n", rn / w, (ru + rsy) / w
+  } else {
+    printf "record <- serve --speed max: not measured (see %s)\n", "record.err"
+  }
+  printf "(times: analyze %.2f s / %.2f s, gzip -dc %.2f s / %.2f s, jq %.2f s)\n", a, a2, g, g2, j
+}'
