@@ -57,11 +57,14 @@ kc="$dir/kubeconfig"
 serve_pid=$!
 for _ in $(seq 1 600); do [ -s "$kc" ] && break; sleep 0.1; done
 rec_out="$dir/recorded.rfr"
+# Record the kinds the recording holds (a served recording serves only those).
+kinds=$("$bin" inspect "$file" -o json | jq -r '.by_kind | keys | map(ascii_downcase + "s") | join(",")')
 /usr/bin/time -f "%e %U %S %M" -o "$dir/record.time" \
-  "$bin" record -A --kubeconfig "$kc" --idle-timeout 3s -o "$rec_out" >/dev/null 2>"$dir/record.err" || true
+  "$bin" record -A --kinds "$kinds" --kubeconfig "$kc" --idle-timeout 3s -o "$rec_out" \
+  >/dev/null 2>"$dir/record.err" || true
 kill "$serve_pid" 2>/dev/null || true
-read -r r_s r_user r_sys r_kib <"$dir/record.time"
-recorded=$("$bin" inspect "$rec_out" -o json 2>/dev/null | sed -n 's/^  "records": \([0-9]*\),$/\1/p' | head -1)
+read -r r_s r_user r_sys r_kib < <(tail -1 "$dir/record.time")
+recorded=$("$bin" inspect "$rec_out" -o json 2>/dev/null | jq -r '.records' || echo 0)
 
 awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
     -v n="$records" -v b="$bytes" -v gz6="$gz6" -v rs="$r_s" -v ru="$r_user" -v rsy="$r_sys" \

@@ -6,28 +6,80 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::time::parse_rfc3339;
 
+/// A scalar read without building a `serde_json::Value` (these run for every record).
+enum Scalar {
+    Null,
+    Str(String),
+    Int(i64),
+    Other(String),
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string, a number, a bool or null")
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+        Ok(i64::try_from(v).map_or_else(|_| Scalar::Other(v.to_string()), Scalar::Int))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Other(v.to_string()))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other(v.to_string()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Scalar, A::Error> {
+        while a.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Null)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Scalar, A::Error> {
+        while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Null)
+    }
+}
+
 /// Reads a string, a number or a bool as a string; `null` as `None`.
 fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let v = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(match v {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(other) => Some(other.to_string()),
+    Ok(match d.deserialize_any(ScalarVisitor)? {
+        Scalar::Null => None,
+        Scalar::Str(s) | Scalar::Other(s) => Some(s),
+        Scalar::Int(i) => Some(i.to_string()),
     })
 }
 
 /// Reads an integer, or a string of decimal digits, as an integer.
 fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    let v = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(match v {
-        Some(serde_json::Value::Number(n)) => n.as_i64(),
-        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
-        _ => None,
+    Ok(match d.deserialize_any(ScalarVisitor)? {
+        Scalar::Int(i) => Some(i),
+        Scalar::Str(s) => s.trim().parse().ok(),
+        Scalar::Null | Scalar::Other(_) => None,
     })
 }
 
@@ -107,31 +159,87 @@ impl Step {
     }
 }
 
+/// `pause: {duration: ...}`: only whether a duration is set matters.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct PauseBody {
+    #[serde(deserialize_with = "lenient_string")]
+    duration: Option<String>,
+}
+
 impl<'de> Deserialize<'de> for Step {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        let Some(map) = v.as_object() else {
-            return Ok(Step::Other("unknown".to_owned()));
-        };
-        if let Some(w) = map.get("setWeight") {
-            return Ok(Step::SetWeight(
-                w.as_i64()
-                    .or_else(|| w.as_str().and_then(|s| s.parse().ok()))
-                    .unwrap_or(0),
-            ));
+        struct StepVisitor;
+        impl<'de> Visitor<'de> for StepVisitor {
+            type Value = Step;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a canary step")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Step, A::Error> {
+                let mut weight = None;
+                let mut pause = None;
+                let mut first_other = None;
+                while let Some(key) = a.next_key::<String>()? {
+                    match key.as_str() {
+                        "setWeight" => {
+                            weight = Some(match a.next_value_seed(ScalarSeed)? {
+                                Scalar::Int(i) => i,
+                                Scalar::Str(s) => s.trim().parse().unwrap_or(0),
+                                _ => 0,
+                            });
+                        }
+                        "pause" => {
+                            let body: Option<PauseBody> = a.next_value()?;
+                            pause = Some(body.unwrap_or_default().duration.is_none());
+                        }
+                        _ => {
+                            a.next_value::<IgnoredAny>()?;
+                            first_other.get_or_insert(key);
+                        }
+                    }
+                }
+                Ok(match (weight, pause) {
+                    (Some(w), _) => Step::SetWeight(w),
+                    (None, Some(indefinite)) => Step::Pause { indefinite },
+                    _ => Step::Other(first_other.unwrap_or_else(|| "empty".to_owned())),
+                })
+            }
+            fn visit_unit<E>(self) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Step, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Step, E> {
+                Ok(Step::Other("unknown".to_owned()))
+            }
         }
-        if let Some(p) = map.get("pause") {
-            let duration = p.get("duration").filter(|d| !d.is_null());
-            return Ok(Step::Pause {
-                indefinite: duration.is_none(),
-            });
-        }
-        Ok(Step::Other(
-            map.keys()
-                .next()
-                .cloned()
-                .unwrap_or_else(|| "empty".to_owned()),
-        ))
+        d.deserialize_any(StepVisitor)
+    }
+}
+
+/// Deserializes one value as a [`Scalar`].
+struct ScalarSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ScalarSeed {
+    type Value = Scalar;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(ScalarVisitor)
     }
 }
 
@@ -513,4 +621,69 @@ pub(crate) struct AppResource {
     pub kind: String,
     pub namespace: String,
     pub name: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(json: &str) -> Step {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn steps_parse_without_building_values() {
+        assert_eq!(step(r#"{"setWeight": 20}"#), Step::SetWeight(20));
+        assert_eq!(step(r#"{"setWeight": "30"}"#), Step::SetWeight(30));
+        assert_eq!(step(r#"{"pause": {}}"#), Step::Pause { indefinite: true });
+        assert_eq!(step(r#"{"pause": null}"#), Step::Pause { indefinite: true });
+        assert_eq!(
+            step(r#"{"pause": {"duration": "30s"}}"#),
+            Step::Pause { indefinite: false }
+        );
+        assert_eq!(
+            step(r#"{"pause": {"duration": 30}}"#),
+            Step::Pause { indefinite: false }
+        );
+        assert_eq!(
+            step(r#"{"analysis": {"templates": [{"templateName": "x"}]}}"#),
+            Step::Other("analysis".into())
+        );
+        assert_eq!(step("{}"), Step::Other("empty".into()));
+        assert_eq!(step("[1]"), Step::Other("unknown".into()));
+        let steps: Vec<Step> =
+            serde_json::from_str(r#"[{"setWeight": 5}, {"pause": {"duration": "1m"}}]"#).unwrap();
+        assert_eq!(steps.len(), 2);
+    }
+
+    #[test]
+    fn lenient_fields_take_strings_numbers_and_null() {
+        let st = |j: &str| serde_json::from_str::<RolloutStatus>(j).unwrap();
+        assert_eq!(
+            st(r#"{"observedGeneration": "7"}"#)
+                .observed_generation
+                .as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            st(r#"{"observedGeneration": 7}"#)
+                .observed_generation
+                .as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            st(r#"{"observedGeneration": null}"#).observed_generation,
+            None
+        );
+        assert_eq!(
+            st(r#"{"currentStepIndex": "2"}"#).current_step_index,
+            Some(2)
+        );
+        assert_eq!(st(r#"{"currentStepIndex": 3}"#).current_step_index, Some(3));
+        assert_eq!(
+            st(r#"{"currentStepIndex": {"x": 1}}"#).current_step_index,
+            None
+        );
+        assert_eq!(st(r#"{"currentStepIndex": true}"#).current_step_index, None);
+    }
 }

@@ -113,6 +113,9 @@ pub(crate) struct World {
     slices: HashMap<Key, SliceObj>,
     slices_of: HashMap<Key, BTreeSet<String>>,
     pods: HashMap<Key, PodObj>,
+    /// Pod names by (namespace, pod-template hash), so a rollout's revision is looked up
+    /// without scanning every pod of the namespace.
+    pods_by_hash: HashMap<Key, BTreeSet<String>>,
     apps: BTreeMap<Key, AppObj>,
 }
 
@@ -209,6 +212,17 @@ impl World {
                 })
             }
             Kind::Pod => {
+                if let Some(old) = self.pods.get(&key) {
+                    if let Some(h) = &old.hash {
+                        let idx = (rec.namespace.clone(), h.clone());
+                        if let Some(set) = self.pods_by_hash.get_mut(&idx) {
+                            set.remove(&rec.name);
+                            if set.is_empty() {
+                                self.pods_by_hash.remove(&idx);
+                            }
+                        }
+                    }
+                }
                 if deleted {
                     self.pods.remove(&key);
                 } else {
@@ -249,6 +263,12 @@ impl World {
                     let unchanged = old.is_some_and(|o| {
                         o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
                     });
+                    if let Some(h) = &hash {
+                        self.pods_by_hash
+                            .entry((rec.namespace.clone(), h.clone()))
+                            .or_default()
+                            .insert(rec.name.clone());
+                    }
                     self.pods.insert(
                         key,
                         PodObj {
@@ -360,12 +380,21 @@ impl World {
         self.pods.get(&(ns.to_owned(), name.to_owned()))
     }
 
-    /// Every pod of the namespace (unordered).
-    pub fn pods_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
-        self.pods
-            .iter()
-            .filter(move |((n, _), _)| n == ns)
-            .map(|((_, name), p)| (name.as_str(), p))
+    /// The pods of the namespace labelled with pod-template hash `hash`.
+    pub fn pods_of_hash<'a>(
+        &'a self,
+        ns: &'a str,
+        hash: &str,
+    ) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
+        self.pods_by_hash
+            .get(&(ns.to_owned(), hash.to_owned()))
+            .into_iter()
+            .flatten()
+            .filter_map(move |name| {
+                self.pods
+                    .get(&(ns.to_owned(), name.clone()))
+                    .map(|p| (name.as_str(), p))
+            })
     }
 
     pub fn app(&self, ns: &str, name: &str) -> Option<&AppObj> {

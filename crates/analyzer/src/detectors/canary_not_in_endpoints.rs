@@ -73,11 +73,8 @@ fn takes_traffic(track: &RolloutTrack) -> Option<String> {
 fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, Option<At>) {
     let mut names = Vec::new();
     let mut since: Option<At> = None;
-    let mut pods_recorded = false;
-    for (name, pod) in world.pods_in(&track.namespace) {
-        let revision = revision_of(track, name, Some(pod));
-        pods_recorded |= revision.is_some();
-        if !pod.ready || revision.as_deref() != Some(hash) {
+    for (name, pod) in world.pods_of_hash(&track.namespace, hash) {
+        if !pod.ready || revision_of(track, name, Some(pod)).as_deref() != Some(hash) {
             continue;
         }
         names.push(name.to_owned());
@@ -89,8 +86,13 @@ fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, 
         }
     }
     names.sort();
+    // Pods of the rollout recorded at all? Else the ReplicaSet's own count decides.
+    let pods_recorded = track
+        .replicasets
+        .values()
+        .filter_map(|rs| rs.hash.as_deref())
+        .any(|h| world.pods_of_hash(&track.namespace, h).next().is_some());
     if !pods_recorded {
-        // No pods of the rollout recorded: the ReplicaSet's own count.
         if let Some(rs) = track
             .rs_by_hash(hash)
             .filter(|rs| !rs.deleted && rs.ready > 0)

@@ -671,6 +671,9 @@ fn service_lanes(t: &Timeline, axis: &Axis, colors: &Colors, x_end: f64) -> (Vec
             .iter()
             .flat_map(|e| e.endpoints.keys().map(String::as_str))
             .collect();
+        // Every revision that was current gets a lane, so one the Service never reached shows
+        // as a flat zero beside the revisions it did.
+        hashes.extend(t.entries.iter().filter_map(|e| e.pod_hash.as_deref()));
         hashes.sort_unstable();
         hashes.dedup();
         for h in hashes {
@@ -1839,8 +1842,9 @@ mod tests {
         assert!(page.contains("svc app-canary"));
         assert!(page.contains("→ bbbb"));
         assert!(page.contains("pods of no known revision"));
-        // app-stable: aaaa and ""; app-canary: bbbb.
-        assert_eq!(page.matches(">svc ").count(), 3);
+        // app-stable: aaaa, "" and bbbb (current at 10 s, never in its endpoints: a flat zero);
+        // app-canary: bbbb and aaaa (current at the start, never in its endpoints).
+        assert_eq!(page.matches(">svc ").count(), 5);
         assert!(!page.contains("no Service endpoint changes"));
         assert!(!page.contains("NaN"));
     }
