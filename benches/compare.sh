@@ -55,7 +55,8 @@ gz6=$(stat -c %s "$jsonl")
 kc="$dir/kubeconfig"
 "$bin" serve "$file" --speed max --kubeconfig-out "$kc" >"$dir/serve.out" 2>"$dir/serve.err" &
 serve_pid=$!
-for _ in $(seq 1 600); do [ -s "$kc" ] && break; sleep 0.1; done
+# serve prints its URL once it listens.
+for _ in $(seq 1 1200); do [ -s "$dir/serve.out" ] && break; sleep 0.1; done
 rec_out="$dir/recorded.rfr"
 # Record the kinds the recording holds (a served recording serves only those).
 kinds=$("$bin" inspect "$file" -o json | jq -r '.by_kind | keys | map(ascii_downcase + "s") | join(",")')
