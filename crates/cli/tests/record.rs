@@ -7,141 +7,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rf_format::{End, Header, Kind, Op, Reader, Record, Redaction, Source, Timestamp, Writer};
+
+mod common;
+
+use common::{Killed, bin, drain, recording, run_bounded, serve, text, wait_bounded};
 use serde_json::{Value, json};
-
-/// Longest any one command may run before the test fails (and kills it).
-const LIMIT: Duration = Duration::from_secs(60);
-
-fn recording(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../recordings")
-        .join(format!("{name}.rfr"))
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// A child process, killed and reaped when dropped (on every path, panics included).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The binary, with no kubeconfig from the environment to find.
-fn bin(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"));
-    c.env("HOME", home)
-        .env_remove("KUBECONFIG")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .stdin(Stdio::null());
-    c
-}
-
-/// Reads a pipe to its end on a thread.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut all = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut all);
-        }
-        all
-    })
-}
-
-/// Waits for `child` to exit; fails the test (the guard kills it) after `limit`.
-fn wait_bounded(child: &mut Killed, limit: Duration, what: &str) -> ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            started.elapsed() < limit,
-            "{what} did not finish within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs `cmd` to completion, killed (and the test failed) after [`LIMIT`].
-fn run_bounded(mut cmd: Command) -> Output {
-    let mut child = Killed(
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let out = drain(child.0.stdout.take());
-    let err = drain(child.0.stderr.take());
-    let status = wait_bounded(&mut child, LIMIT, &format!("{cmd:?}"));
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
-
-/// A running `rollout-forensics serve`; killed when dropped.
-struct Served {
-    _child: Killed,
-    kubeconfig: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-/// Serves `file` on loopback and waits (at most 30 s) for the URL line on stdout.
-fn serve(file: &Path, extra: &[&str]) -> Served {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = Killed(
-        bin(dir.path())
-            .arg("serve")
-            .arg(file)
-            .args(extra)
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let stdout = child.0.stdout.take().unwrap();
-    // Keep reading stderr so serve never blocks on a full pipe.
-    drop(drain(child.0.stderr.take()));
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("serve prints its URL within 30 s")
-        .trim()
-        .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-    assert!(kubeconfig.exists(), "serve wrote its kubeconfig");
-    Served {
-        _child: child,
-        kubeconfig,
-        dir,
-    }
-}
 
 /// `record --kubeconfig K ARGS...`, run to completion.
 fn record(home: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
