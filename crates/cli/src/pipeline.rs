@@ -13,10 +13,10 @@ use rf_format::{Reader, Record};
 
 /// Records per batch: large enough that channel traffic is negligible, small enough that the
 /// first findings of a live reader are not held back long.
-const BATCH: usize = 512;
+const BATCH: usize = 128;
 
 /// Batches in flight per stage.
-const DEPTH: usize = 4;
+const DEPTH: usize = 2;
 
 /// How reading ended.
 #[derive(Debug)]
