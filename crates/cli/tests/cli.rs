@@ -389,3 +389,29 @@ fn inspect_jsonl_prints_every_record_as_one_json_line() {
             .any(|l| l["op"] == "list-end" && l["object"].is_null())
     );
 }
+
+#[test]
+fn many_files_are_summed_up_by_their_first_and_last_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, name) in [
+        "abort",
+        "steps-change",
+        "manual-step-jump",
+        "hash-only-change",
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::copy(recording(name), dir.path().join(format!("rf-{i}.rfr"))).unwrap();
+    }
+    let o = run(&["inspect", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = stdout(&o).lines().next().unwrap().to_owned();
+    assert!(first.starts_with("4 files: "), "{first}");
+    assert!(
+        first.contains("rf-0.rfr") && first.contains("rf-3.rfr"),
+        "{first}"
+    );
+    assert!(!first.contains("rf-1.rfr"), "{first}");
+    assert!(stdout(&o).contains("4 closed cleanly"), "{}", stdout(&o));
+}

@@ -90,14 +90,35 @@ pub fn recording_line(s: &RecordingSummary) -> String {
             None => "read up to --until".to_owned(),
         })
         .collect();
-    let mut ends_dedup = ends.clone();
-    ends_dedup.dedup();
-    format!(
-        "{}\n{span} · {} records · {gaps} · {}",
-        names.join(", "),
-        s.records,
-        ends_dedup.join(", ")
-    )
+    // A flight recorder's directory holds a day of files: name the first and the last, and
+    // count how each ended.
+    let (names, ends) = if names.len() > 3 {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for e in ends {
+            match counts.iter_mut().find(|(k, _)| *k == e) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((e, 1)),
+            }
+        }
+        (
+            format!(
+                "{} files: {} .. {}",
+                names.len(),
+                names[0],
+                names[names.len() - 1]
+            ),
+            counts
+                .into_iter()
+                .map(|(e, n)| format!("{n} {e}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    } else {
+        let mut dedup = ends;
+        dedup.dedup();
+        (names.join(", "), dedup.join(", "))
+    };
+    format!("{names}\n{span} · {} records · {gaps} · {ends}", s.records)
 }
 
 /// `3 errors, 1 warning`: the findings by severity, worst first.
