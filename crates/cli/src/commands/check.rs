@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use kube::core::Request;
 use kube::core::params::ListParams;
-use rf_analyzer::{Analyzer, FileEnd, Finding, Options, Severity};
+use rf_analyzer::{Analyzer, FileEnd, Finding, Options, Severity, TrafficEntry};
 use rf_format::{Header, Kind, Op, Record, Source, Timestamp, Writer};
 use serde::Serialize;
 use serde_json::Value;
@@ -336,10 +336,6 @@ fn labels(v: &Value, pointer: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn selects(selector: &BTreeMap<String, String>, l: &BTreeMap<String, String>) -> bool {
-    !selector.is_empty() && selector.iter().all(|(k, v)| l.get(k) == Some(v))
-}
-
 fn objects<'a>(records: &'a [Record], kind: &'a Kind) -> impl Iterator<Item = Value> + 'a {
     records
         .iter()
@@ -351,6 +347,7 @@ fn objects<'a>(records: &'a [Record], kind: &'a Kind) -> impl Iterator<Item = Va
 /// to the rollout, one that does has no ready endpoint of it, or `expect` does not hold.
 fn describe(
     records: &[Record],
+    traffic: &[TrafficEntry],
     ns: &str,
     name: &str,
     expect: Option<&Expect>,
@@ -377,13 +374,6 @@ fn describe(
         stable_rs: st("/status/stableRS"),
         ..State::default()
     };
-    let named: Vec<String> = [
-        "/spec/strategy/canary/canaryService",
-        "/spec/strategy/canary/stableService",
-    ]
-    .iter()
-    .filter_map(|p| st(p))
-    .collect();
     let mut rs_labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for rs in objects(records, &Kind::ReplicaSet) {
         let owned = rs
@@ -429,54 +419,23 @@ fn describe(
                 .unwrap_or(0),
         });
     }
-    let pod_hash: BTreeMap<String, String> = objects(records, &Kind::Pod)
-        .filter_map(|p| {
-            Some((
-                p.pointer("/metadata/name")?.as_str()?.to_owned(),
-                labels(&p, "/metadata/labels").get(HASH_LABEL)?.clone(),
-            ))
+    // Which Services route to the rollout, and their ready endpoints by revision: the
+    // analyzer's own account (its traffic timeline), the last entry of each Service.
+    let selectors: BTreeMap<String, BTreeMap<String, String>> = objects(records, &Kind::Service)
+        .filter_map(|svc| {
+            let name = svc.pointer("/metadata/name")?.as_str()?.to_owned();
+            Some((name, labels(&svc, "/spec/selector")))
         })
         .collect();
-    let slices: Vec<Value> = objects(records, &Kind::EndpointSlice).collect();
-    for svc in objects(records, &Kind::Service) {
-        let svc_name = svc
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let selector = labels(&svc, "/spec/selector");
-        if !named.contains(&svc_name) && !rs_labels.values().any(|l| selects(&selector, l)) {
-            continue;
-        }
-        let mut endpoints: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for slice in slices.iter().filter(|s| {
-            labels(s, "/metadata/labels").get("kubernetes.io/service-name") == Some(&svc_name)
-        }) {
-            for e in slice
-                .get("endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if e.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                    continue;
-                }
-                let pod = e
-                    .pointer("/targetRef/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let rev = pod_hash
-                    .get(pod)
-                    .filter(|h| rs_labels.contains_key(*h))
-                    .cloned()
-                    .unwrap_or_default();
-                endpoints.entry(rev).or_default().push(pod.to_owned());
-            }
-        }
+    let mut last: BTreeMap<&str, &TrafficEntry> = BTreeMap::new();
+    for e in traffic {
+        last.insert(e.service.as_str(), e);
+    }
+    for (service, e) in last {
         state.services.push(ServiceState {
-            name: svc_name,
-            selector,
-            endpoints,
+            name: service.to_owned(),
+            selector: selectors.get(service).cloned().unwrap_or_default(),
+            endpoints: e.endpoints.clone(),
         });
     }
     for app in objects(records, &Kind::Application) {
@@ -711,12 +670,11 @@ type Verdict = (bool, Vec<Finding>, State, Vec<String>);
 /// Analyzes the snapshot: adopted when no error finding concerns the rollout and every
 /// expectation holds.
 fn verdict(snap: &Snapshot, ns: &str, name: &str, expect: Option<&Expect>) -> Result<Verdict> {
-    let Some((state, failures)) = describe(&snap.records, ns, name, expect) else {
-        bail!("rollout {ns}/{name} not found");
-    };
     let mut analyzer = Analyzer::new(Options {
         rollout: Some((ns.to_owned(), name.to_owned())),
         snapshot: true,
+        // The timeline's traffic entries say which Services route to the rollout.
+        timelines: true,
         ..Options::default()
     });
     let header = Header::new(env!("CARGO_PKG_VERSION"), snap.taken_at, Source::default());
@@ -726,6 +684,13 @@ fn verdict(snap: &Snapshot, ns: &str, name: &str, expect: Option<&Expect>) -> Re
     }
     analyzer.end_file(FileEnd::Closed, Some(snap.taken_at), None);
     let report = analyzer.finish();
+    let traffic = report
+        .timelines
+        .first()
+        .map_or(&[][..], |t| t.traffic.as_slice());
+    let Some((state, failures)) = describe(&snap.records, traffic, ns, name, expect) else {
+        bail!("rollout {ns}/{name} not found");
+    };
     let adopted =
         failures.is_empty() && report.findings.iter().all(|f| f.severity < Severity::Error);
     Ok((adopted, report.findings, state, failures))
