@@ -196,6 +196,19 @@ pub struct Evidence {
     pub detail: String,
 }
 
+impl Evidence {
+    /// The record at `pos`, about `object`, showing `detail`.
+    pub(crate) fn of(pos: crate::rollout::At, object: Subject, detail: impl Into<String>) -> Self {
+        Evidence {
+            file: pos.file,
+            seq: pos.seq,
+            at: pos.at,
+            object,
+            detail: detail.into(),
+        }
+    }
+}
+
 /// What to do about a finding.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Remedy {

@@ -348,23 +348,15 @@ impl RolloutTrack {
     }
 
     pub fn evidence(&self, pos: At, detail: impl Into<String>) -> Evidence {
-        Evidence {
-            file: pos.file,
-            seq: pos.seq,
-            at: pos.at,
-            object: self.subject(),
-            detail: detail.into(),
-        }
+        Evidence::of(pos, self.subject(), detail)
     }
 
     pub fn rs_evidence(&self, rs: &RsTrack, pos: At, detail: impl Into<String>) -> Evidence {
-        Evidence {
-            file: pos.file,
-            seq: pos.seq,
-            at: pos.at,
-            object: Subject::new(Kind::ReplicaSet, &self.namespace, &rs.name),
-            detail: detail.into(),
-        }
+        Evidence::of(
+            pos,
+            Subject::new(Kind::ReplicaSet, &self.namespace, &rs.name),
+            detail,
+        )
     }
 
     fn role_of(&self, hash: Option<&str>) -> Role {

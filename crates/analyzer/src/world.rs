@@ -83,6 +83,15 @@ pub(crate) struct AppObj {
 }
 
 impl AppObj {
+    /// Its last record, as evidence showing `detail`.
+    pub fn evidence(&self, detail: impl Into<String>) -> crate::finding::Evidence {
+        crate::finding::Evidence::of(
+            self.pos,
+            crate::finding::Subject::new(Kind::Application, &self.namespace, &self.name),
+            detail,
+        )
+    }
+
     /// True when this Application manages `track`.
     pub fn manages(&self, track: &RolloutTrack) -> bool {
         self.rollouts

@@ -219,22 +219,20 @@ impl Detector for CanaryNotInEndpoints {
             let mut evidence: Vec<Evidence> = s
                 .world
                 .slices_of(&ns, service)
-                .map(|(name, slice)| Evidence {
-                    file: slice.pos.file,
-                    seq: slice.pos.seq,
-                    at: slice.pos.at,
-                    object: Subject::new(Kind::EndpointSlice, &ns, name),
-                    detail: format!("endpoints of {service}: {}", describe(&by, track)),
+                .map(|(name, slice)| {
+                    Evidence::of(
+                        slice.pos,
+                        Subject::new(Kind::EndpointSlice, &ns, name),
+                        format!("endpoints of {service}: {}", describe(&by, track)),
+                    )
                 })
                 .collect();
             if let Some(p) = ready.first().and_then(|n| s.world.pod(&ns, n)) {
-                evidence.push(Evidence {
-                    file: p.pos.file,
-                    seq: p.pos.seq,
-                    at: p.pos.at,
-                    object: Subject::new(Kind::Pod, &ns, &ready[0]),
-                    detail: format!("pod of {hash}, Ready"),
-                });
+                evidence.push(Evidence::of(
+                    p.pos,
+                    Subject::new(Kind::Pod, &ns, &ready[0]),
+                    format!("pod of {hash}, Ready"),
+                ));
             }
             evidence.push(track.evidence(cur.pos, why.clone()));
             out.push(

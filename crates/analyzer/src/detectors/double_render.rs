@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{Detector, Facts, Scene, argo};
-use crate::finding::{Evidence, Finding, Rule, Subject};
+use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{SpecChange, Transition};
 use crate::time::{human_duration, rfc3339};
 use crate::world::{AppObj, World};
@@ -127,20 +127,14 @@ impl DoubleRender {
             ),
         ];
         for app in &apps {
-            evidence.push(Evidence {
-                file: app.pos.file,
-                seq: app.pos.seq,
-                at: app.pos.at,
-                object: Subject::new(Kind::Application, &app.namespace, &app.name),
-                detail: format!(
+            evidence.push(app.evidence(format!(
                     "history: {}",
                     app.history
                         .iter()
                         .map(|h| format!("{} at {}", h.revision, rfc3339(h.deployed_at)))
                         .collect::<Vec<_>>()
                         .join(", ")
-                ),
-            });
+                )));
         }
         let mut commands = vec![format!("kubectl argo rollouts get rollout {}", argo(track))];
         for app in &apps {
@@ -198,11 +192,10 @@ impl DoubleRender {
                 continue;
             };
             self.fired_apps.insert(key);
-            let subject = Subject::new(Kind::Application, &app.namespace, &app.name);
             out.push(
                 Finding::new(
                     Rule::DoubleRender,
-                    subject.clone(),
+                    Subject::new(Kind::Application, &app.namespace, &app.name),
                     track.subject(),
                     h2.deployed_at,
                     format!(
@@ -220,13 +213,7 @@ impl DoubleRender {
                 )
                 .explain("Two renders of the same application within two minutes, and the rollout's canary restarted after them: the re-render race, seen through Argo CD's history.".to_owned())
                 .with_evidence([
-                    Evidence {
-                        file: app.pos.file,
-                        seq: app.pos.seq,
-                        at: app.pos.at,
-                        object: subject,
-                        detail: format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at)),
-                    },
+                    app.evidence(format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at))),
                     track.evidence(*at, format!("canary restarted: {} -> {}", change.from, change.to)),
                 ])
                 .remedy(

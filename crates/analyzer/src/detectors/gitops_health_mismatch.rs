@@ -24,10 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, argo, step_words};
-use crate::finding::{Evidence, Finding, Rule, Severity, Subject};
+use crate::finding::{Finding, Rule, Severity, Subject};
 use crate::rollout::At;
 use crate::time::rfc3339;
-use crate::world::AppObj;
 
 /// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
 type Key = (String, String, String, String, String, &'static str);
@@ -36,16 +35,6 @@ type Key = (String, String, String, String, String, &'static str);
 pub(crate) struct GitopsHealthMismatch {
     pending: BTreeMap<Key, At>,
     fired: BTreeSet<Key>,
-}
-
-fn app_evidence(app: &AppObj, detail: String) -> Evidence {
-    Evidence {
-        file: app.pos.file,
-        seq: app.pos.seq,
-        at: app.pos.at,
-        object: Subject::new(Kind::Application, &app.namespace, &app.name),
-        detail,
-    }
 }
 
 impl Detector for GitopsHealthMismatch {
@@ -128,7 +117,7 @@ impl Detector for GitopsHealthMismatch {
                     rfc3339(cur.pos.at)
                 ))
                 .with_evidence([
-                    app_evidence(app, app_state),
+                    app.evidence(app_state),
                     track.evidence(cur.pos, format!("paused at step {} (CanaryPauseStep)", cur.step_index)),
                 ])
                 .remedy(
@@ -173,7 +162,7 @@ impl Detector for GitopsHealthMismatch {
                         rfc3339(since.at)
                     ))
                     .with_evidence([
-                        app_evidence(app, app_state),
+                        app.evidence(app_state),
                         track.evidence(cur.pos, evidence_detail),
                     ])
                     .remedy(

@@ -132,20 +132,8 @@ impl Detector for ImageDigestDrift {
                     img.image, first.pod, first.revision
                 ))
                 .with_evidence([
-                    Evidence {
-                        file: first.pos.file,
-                        seq: first.pos.seq,
-                        at: first.pos.at,
-                        object: Subject::new(Kind::Pod, ns, &first.pod),
-                        detail: format!("container runs {other_digest}"),
-                    },
-                    Evidence {
-                        file: pod.pos.file,
-                        seq: pod.pos.seq,
-                        at: pod.pos.at,
-                        object: Subject::new(Kind::Pod, ns, name),
-                        detail: format!("container {} runs {digest}", img.container),
-                    },
+                    Evidence::of(first.pos, Subject::new(Kind::Pod, ns, &first.pod), format!("container runs {other_digest}")),
+                    Evidence::of(pod.pos, Subject::new(Kind::Pod, ns, name), format!("container {} runs {digest}", img.container)),
                 ])
                 .remedy(
                     "Decide which build should run, pin it by digest in the manifest, and roll out again; until then treat the release as unverified.".to_owned(),

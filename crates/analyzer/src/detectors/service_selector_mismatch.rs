@@ -138,13 +138,11 @@ impl Detector for ServiceSelectorMismatch {
                 ops.join(",")
             ));
             let evidence = [
-                Evidence {
-                    file: svc.pos.file,
-                    seq: svc.pos.seq,
-                    at: svc.pos.at,
-                    object: subject.clone(),
-                    detail: format!("selector {}", format_selector(selector)),
-                },
+                Evidence::of(
+                    svc.pos,
+                    subject.clone(),
+                    format!("selector {}", format_selector(selector)),
+                ),
                 track.rs_evidence(
                     rs,
                     rs.last,
