@@ -17,11 +17,11 @@
 //! At setWeight 20 the slice of `checkout-api` lists four pods of `68f6c5dd9b` (stable) and none
 //! of `5d98c7bf64`, whose pod is Ready.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene};
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling};
 use crate::diff::HASH_LABEL;
 use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack};
@@ -33,8 +33,7 @@ type Key = (String, String, String, String);
 
 #[derive(Debug, Default)]
 pub(crate) struct CanaryNotInEndpoints {
-    pending: BTreeMap<Key, At>,
-    fired: BTreeSet<Key>,
+    settling: Settling<Key>,
 }
 
 /// Why the rollout says `hash` takes traffic, if it does.
@@ -145,8 +144,9 @@ impl Detector for CanaryNotInEndpoints {
         let ns = track.namespace.clone();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name;
         let cur = track.last.as_ref()?;
+        self.settling.begin();
         let (Some(hash), Some(why)) = (cur.pod_hash.clone(), takes_traffic(track)) else {
-            self.pending.retain(|k, _| !mine(k));
+            self.settling.end(mine);
             facts
                 .not_adopted
                 .retain(|(n, r, _)| !(*n == ns && *r == track.name));
@@ -166,8 +166,6 @@ impl Detector for CanaryNotInEndpoints {
             .filter(|(name, _)| s.world.has_slices(&ns, name))
             .collect();
         let (ready, ready_since) = ready_pods(s.world, track, &hash);
-        let mut seen = BTreeSet::new();
-        let mut due = None;
         for (service, _) in services {
             let Some(ready_since) = ready_since else {
                 continue;
@@ -182,26 +180,21 @@ impl Detector for CanaryNotInEndpoints {
                 service.to_owned(),
                 hash.clone(),
             );
-            seen.insert(key.clone());
             facts
                 .not_adopted
                 .insert((ns.clone(), track.name.clone(), hash.clone()));
-            if self.fired.contains(&key) {
+            let Some(first) = self.settling.holds(&key, s.now) else {
                 continue;
-            }
-            let first = *self.pending.entry(key.clone()).or_insert(s.now);
+            };
             let since = if ready_since.at > first.at {
                 ready_since
             } else {
                 first
             };
-            if !s.settled(since, SETTLE_SECONDS) {
-                let t = Scene::due(since, SETTLE_SECONDS);
-                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
+            if !self.settling.settled(s, since, SETTLE_SECONDS) {
                 continue;
             }
-            self.pending.remove(&key);
-            self.fired.insert(key);
+            self.settling.fire(key);
             let subject = Subject::new(Kind::Service, &ns, service);
             let ready_words = if ready.is_empty() {
                 "its ReplicaSet reports ready pods".to_owned()
@@ -256,13 +249,12 @@ impl Detector for CanaryNotInEndpoints {
                 ),
             );
         }
-        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
-        if seen.is_empty() {
+        if self.settling.none_seen() {
             facts
                 .not_adopted
                 .retain(|(n, r, _)| !(*n == ns && *r == track.name));
         }
-        due
+        self.settling.end(mine)
     }
 }
 

@@ -19,13 +19,10 @@
 //! `checkout-api` reads `Suspended` at 13:03:00 while the rollout waits at step 1 (pause until
 //! promoted) on `7b4c9f5d86`.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, argo, step_words};
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo, step_words};
 use crate::finding::{Finding, Rule, Severity, Subject};
-use crate::rollout::At;
 use crate::time::rfc3339;
 
 /// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
@@ -33,8 +30,7 @@ type Key = (String, String, String, String, String, &'static str);
 
 #[derive(Debug, Default)]
 pub(crate) struct GitopsHealthMismatch {
-    pending: BTreeMap<Key, At>,
-    fired: BTreeSet<Key>,
+    settling: Settling<Key>,
 }
 
 impl Detector for GitopsHealthMismatch {
@@ -47,8 +43,7 @@ impl Detector for GitopsHealthMismatch {
         let track = s.track;
         let cur = track.last.as_ref()?;
         let hash = cur.pod_hash.clone().unwrap_or_default();
-        let mut seen = BTreeSet::new();
-        let mut due = None;
+        self.settling.begin();
         for app in s.world.apps_of(track) {
             let health = app.health.as_deref().unwrap_or("");
             let sync = app.sync.as_deref().unwrap_or("");
@@ -76,20 +71,15 @@ impl Detector for GitopsHealthMismatch {
                 hash.clone(),
                 kind,
             );
-            seen.insert(key.clone());
-            if self.fired.contains(&key) {
+            let Some(since) = self.settling.holds(&key, s.now) else {
                 continue;
-            }
-            let since = *self.pending.entry(key.clone()).or_insert(s.now);
+            };
             // Paused-and-red is how Argo CD shows a pause: true at once. The others wait for
             // Argo CD's refresh to catch up.
-            if kind != "red-while-paused" && !s.settled(since, SETTLE_SECONDS) {
-                let t = Scene::due(since, SETTLE_SECONDS);
-                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
+            if kind != "red-while-paused" && !self.settling.settled(s, since, SETTLE_SECONDS) {
                 continue;
             }
-            self.pending.remove(&key);
-            self.fired.insert(key);
+            self.settling.fire(key);
             let subject = Subject::new(Kind::Application, &app.namespace, &app.name);
             let app_state = format!(
                 "health {health}, sync {sync}{}",
@@ -177,9 +167,8 @@ impl Detector for GitopsHealthMismatch {
             };
             out.push(finding);
         }
-        let mine = |k: &Key| k.2 == track.namespace && k.3 == track.name;
-        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
-        due
+        self.settling
+            .end(|k: &Key| k.2 == track.namespace && k.3 == track.name)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rf_format::Timestamp;
 
@@ -54,6 +54,78 @@ impl Scene<'_> {
     /// When a condition true since `since` will have held `secs`.
     pub fn due(since: At, secs: i64) -> Timestamp {
         Timestamp(since.at.0.saturating_add(secs * 1_000_000_000))
+    }
+}
+
+/// Conditions that must hold for a while before they count, each reported once: the
+/// bookkeeping the cross-object detectors share. A detector calls [`begin`](Self::begin),
+/// then [`holds`](Self::holds) for each condition true now, [`settled`](Self::settled) and
+/// [`fire`](Self::fire) as it reports, and [`end`](Self::end) with the keys that are its own.
+#[derive(Debug)]
+pub(crate) struct Settling<K> {
+    /// Since when each unreported condition has held.
+    pending: BTreeMap<K, At>,
+    fired: BTreeSet<K>,
+    /// The conditions seen true during this look.
+    seen: BTreeSet<K>,
+    due: Option<Timestamp>,
+}
+
+impl<K> Default for Settling<K> {
+    fn default() -> Self {
+        Settling {
+            pending: BTreeMap::new(),
+            fired: BTreeSet::new(),
+            seen: BTreeSet::new(),
+            due: None,
+        }
+    }
+}
+
+impl<K: Ord + Clone> Settling<K> {
+    /// Starts a look: nothing seen true yet.
+    pub fn begin(&mut self) {
+        self.seen.clear();
+        self.due = None;
+    }
+
+    /// `key` holds now. Returns since when it has held, or `None` when it was reported already.
+    pub fn holds(&mut self, key: &K, now: At) -> Option<At> {
+        self.seen.insert(key.clone());
+        if self.fired.contains(key) {
+            return None;
+        }
+        Some(*self.pending.entry(key.clone()).or_insert(now))
+    }
+
+    /// True when a condition true since `since` has held `secs`; if not, remembers when it
+    /// will have, for [`end`](Self::end) to return.
+    pub fn settled(&mut self, scene: &Scene<'_>, since: At, secs: i64) -> bool {
+        if scene.settled(since, secs) {
+            return true;
+        }
+        let t = Scene::due(since, secs);
+        self.due = Some(self.due.map_or(t, |d| d.min(t)));
+        false
+    }
+
+    /// `key` is reported now: never again.
+    pub fn fire(&mut self, key: K) {
+        self.pending.remove(&key);
+        self.fired.insert(key);
+    }
+
+    /// True when nothing was seen true during this look.
+    pub fn none_seen(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Ends the look: conditions of this look's subject (`mine`) not seen true stopped holding
+    /// and start over. Returns when to look again.
+    pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
+        let seen = &self.seen;
+        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
+        self.due
     }
 }
 

@@ -17,14 +17,13 @@
 //! Service `checkout-api` selects `version: v417` (pinned in an environment values file) while
 //! the rollout stamps `version: v418` on the pods of `5d98c7bf64`: the canary takes no traffic.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene};
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling};
 use crate::diff::HASH_LABEL;
 use crate::finding::{Evidence, Finding, Rule, Subject};
-use crate::rollout::At;
 use crate::time::rfc3339;
 use crate::world::{Route, route};
 
@@ -33,8 +32,7 @@ type Key = (String, String, String, String);
 #[derive(Debug, Default)]
 pub(crate) struct ServiceSelectorMismatch {
     /// (namespace, rollout, service, hash) -> since when it mismatches.
-    pending: BTreeMap<Key, At>,
-    fired: BTreeSet<Key>,
+    settling: Settling<Key>,
 }
 
 /// A JSON-pointer segment (`/` and `~` escaped).
@@ -54,15 +52,13 @@ impl Detector for ServiceSelectorMismatch {
         let hash = cur.pod_hash.clone()?;
         let ns = &track.namespace;
         let mine = |k: &Key| k.0 == *ns && k.1 == track.name;
+        self.settling.begin();
         let Some(rs) = track
             .rs_by_hash(&hash)
             .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
         else {
-            self.pending.retain(|k, _| !mine(k));
-            return None;
+            return self.settling.end(mine);
         };
-        let mut seen = BTreeSet::new();
-        let mut due = None;
         for (name, svc) in s.world.services_in(ns) {
             let Some(why) = route(track, name, svc) else {
                 continue;
@@ -85,18 +81,13 @@ impl Detector for ServiceSelectorMismatch {
                 name.to_owned(),
                 hash.clone(),
             );
-            seen.insert(key.clone());
-            if self.fired.contains(&key) {
+            let Some(since) = self.settling.holds(&key, s.now) else {
+                continue;
+            };
+            if !self.settling.settled(s, since, SETTLE_SECONDS) {
                 continue;
             }
-            let since = *self.pending.entry(key.clone()).or_insert(s.now);
-            if !s.settled(since, SETTLE_SECONDS) {
-                let t = Scene::due(since, SETTLE_SECONDS);
-                due = Some(due.map_or(t, |d: Timestamp| d.min(t)));
-                continue;
-            }
-            self.pending.remove(&key);
-            self.fired.insert(key);
+            self.settling.fire(key);
             let words: Vec<String> = wrong
                 .iter()
                 .map(|(k, v, got)| match got {
@@ -169,8 +160,7 @@ impl Detector for ServiceSelectorMismatch {
                 ),
             );
         }
-        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
-        due
+        self.settling.end(mine)
     }
 }
 
