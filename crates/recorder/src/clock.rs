@@ -2,8 +2,8 @@
 
 use rf_format::Timestamp;
 
-/// Now, UTC.
-pub(crate) fn now() -> Timestamp {
+/// Now, UTC: the receive time the recorder gives records.
+pub fn now() -> Timestamp {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

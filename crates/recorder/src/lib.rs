@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use kube::Client;
 use rf_format::{Header, Kind, Redaction, Source, Timestamp};
 
+pub use clock::now;
 pub use error::{Error, Result};
 pub use redact::{digest, redact_object};
 pub use resource::{Resource, parse_kind};

@@ -82,13 +82,6 @@ struct Target {
     optional: bool,
 }
 
-fn now() -> Timestamp {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
 /// Lists every page of one kind; `Ok(None)` when an optional kind is not served or not allowed.
 async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<Value>)>> {
     let resource = rf_recorder::Resource::for_kind(&t.kind)
@@ -216,7 +209,7 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
     ];
     let mut records = Vec::new();
     let mut notes = Vec::new();
-    let taken_at = now();
+    let taken_at = rf_recorder::now();
     let mut seq = 0u64;
     let mut push = |records: &mut Vec<Record>,
                     kind: &Kind,
