@@ -18,6 +18,11 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 use crate::exit::Exit;
 
+/// mimalloc: the analyzer's records are parsed on worker threads and freed on the replaying
+/// thread; glibc's allocator serializes those cross-thread frees on arena locks.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     match &cli.command {
         Command::Analyze(a) => commands::analyze::run(a, out),
