@@ -24,17 +24,50 @@ fn read(name: &str) -> (rf_format::Header, Vec<Record>, rf_format::Timestamp) {
     (reader.header().clone(), records, closed_at)
 }
 
-fn analyze(name: &str) -> Report {
+fn replay(name: &str, a: &mut Analyzer) {
     let (header, records, closed_at) = read(name);
-    let mut a = Analyzer::new(Options::default());
     a.begin_file(&format!("{name}.rfr"), 1, &header);
     for r in &records {
         a.push(r);
     }
     a.end_file(FileEnd::Closed, Some(closed_at), None);
+}
+
+fn analyze(name: &str) -> Report {
+    let mut a = Analyzer::new(Options::default());
+    replay(name, &mut a);
     let mut report = a.finish();
     report.tool.version = "(version)".to_owned();
     report
+}
+
+/// Packing findings (sorted, compressed chunks merged back) changes nothing in the report,
+/// whether it is read back whole or streamed: packed after every finding, every two, every
+/// three, so that equal keys straddle chunks.
+#[test]
+fn packed_findings_make_the_same_report() {
+    for s in rf_scenarios::catalog() {
+        let plain = serde_json::to_string(&analyze(s.name)).unwrap();
+        for every in 1..=3 {
+            let mut a = Analyzer::new(Options::default()).pack_findings_every(every);
+            replay(s.name, &mut a);
+            let mut report = a.finish();
+            report.tool.version = "(version)".to_owned();
+            assert_eq!(serde_json::to_string(&report).unwrap(), plain, "{}", s.name);
+
+            let mut a = Analyzer::new(Options::default()).pack_findings_every(every);
+            replay(s.name, &mut a);
+            let (mut report, packed) = a.finish_packed();
+            report.tool.version = "(version)".to_owned();
+            assert!(report.findings.is_empty());
+            assert_eq!(
+                serde_json::to_string(&report.with_packed(&packed)).unwrap(),
+                plain,
+                "{} streamed",
+                s.name
+            );
+        }
+    }
 }
 
 fn rules(report: &Report) -> Vec<Rule> {

@@ -6,6 +6,7 @@ use rf_format::{Header, Kind, Op, Record, Timestamp};
 
 use crate::detectors::{self, Detector, Facts, Scene};
 use crate::finding::Finding;
+use crate::pack::PackedFindings;
 use crate::prepare::{Parsed, Prepared};
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
@@ -65,7 +66,13 @@ pub struct Analyzer {
     file_end: Option<Timestamp>,
     /// The previous file's name and end, until the current file's first record is seen.
     hole_from: Option<(String, Timestamp)>,
+    /// Findings made since the last pack.
     findings: Vec<Finding>,
+    /// The earlier findings, sorted and compressed.
+    packed: PackedFindings,
+    /// Findings of rules amended at the end, kept out of the packs.
+    held: Vec<Finding>,
+    pack_every: usize,
     summary: RecordingSummary,
     warnings_dropped: u64,
     file: u32,
@@ -102,6 +109,9 @@ impl Analyzer {
             file_end: None,
             hole_from: None,
             findings: Vec::new(),
+            packed: PackedFindings::default(),
+            held: Vec::new(),
+            pack_every: crate::pack::CHUNK,
             summary,
             warnings_dropped: 0,
             file: 0,
@@ -290,11 +300,13 @@ impl Analyzer {
                 }
             }
         }
-        self.findings[before..]
+        let made = self.findings[before..]
             .iter()
             .filter(|f| self.wanted(f))
             .cloned()
-            .collect()
+            .collect();
+        self.pack_if_full();
+        made
     }
 
     fn wanted(&self, f: &Finding) -> bool {
@@ -524,6 +536,70 @@ impl Analyzer {
 
     /// Ends the analysis: runs the end-of-recording checks and returns the report.
     pub fn finish(mut self) -> Report {
+        let tail = self.end_checks();
+        let findings = if self.packed.is_empty() {
+            let mut findings = tail;
+            findings.sort_by(crate::pack::report_order);
+            findings
+        } else {
+            let mut packed = std::mem::take(&mut self.packed);
+            packed.push(tail);
+            let all: Vec<Finding> = packed.iter().collect();
+            self.check_read_back(all.len(), packed.len());
+            all
+        };
+        self.report(findings)
+    }
+
+    /// Ends the analysis like [`finish`](Analyzer::finish), but leaves the findings packed (the
+    /// report's `findings` is empty): to write a report of many findings without holding them
+    /// all decoded. [`PackedFindings`] serializes as the report's `findings` array.
+    pub fn finish_packed(mut self) -> (Report, PackedFindings) {
+        let tail = self.end_checks();
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.push(tail);
+        // Decoding them all once more is cheap beside the replay, and a bug that lost one
+        // would otherwise go unsaid.
+        self.check_read_back(packed.iter().count(), packed.len());
+        (self.report(Vec::new()), packed)
+    }
+
+    /// Packed findings are this process's own bytes: one that does not decode is a bug, said
+    /// in the report rather than lost in silence.
+    fn check_read_back(&mut self, read: usize, packed: usize) {
+        if read != packed {
+            self.summary.warnings.push(format!(
+                "internal error: {} of {packed} findings could not be read back",
+                packed - read
+            ));
+        }
+    }
+
+    /// Packs the findings made so far once there are enough of them.
+    fn pack_if_full(&mut self) {
+        if self.findings.len() >= self.pack_every {
+            let (held, batch): (Vec<Finding>, Vec<Finding>) = std::mem::take(&mut self.findings)
+                .into_iter()
+                .filter(|f| self.wanted(f))
+                .partition(|f| f.rule.amended_at_end());
+            self.held.extend(held);
+            self.packed.push(batch);
+        }
+    }
+
+    /// Findings are packed (sorted and compressed) every `n` findings rather than every
+    /// [`crate::pack::CHUNK`]: for tests of the packed path on small recordings.
+    #[doc(hidden)]
+    pub fn pack_findings_every(mut self, n: usize) -> Self {
+        self.pack_every = n.max(1);
+        self
+    }
+
+    /// Runs the end-of-recording checks; returns the wanted findings not packed yet.
+    fn end_checks(&mut self) -> Vec<Finding> {
+        // Made before every finding made since the last pack: in front, in the order made.
+        let held = std::mem::take(&mut self.held);
+        self.findings.splice(0..0, held);
         let last = self.last_pos;
         if let Some(last) = last {
             let end = At {
@@ -537,19 +613,14 @@ impl Analyzer {
                 d.on_end(&tracks, end, &mut self.findings);
             }
         }
-        let mut findings: Vec<Finding> = std::mem::take(&mut self.findings)
+        std::mem::take(&mut self.findings)
             .into_iter()
             .filter(|f| self.wanted(f))
-            .collect();
-        findings.sort_by(|a, b| {
-            (a.at, std::cmp::Reverse(a.severity), a.rule, &a.subject).cmp(&(
-                b.at,
-                std::cmp::Reverse(b.severity),
-                b.rule,
-                &b.subject,
-            ))
-        });
+            .collect()
+    }
 
+    fn report(mut self, findings: Vec<Finding>) -> Report {
+        let last = self.last_pos;
         let timelines = if self.opts.timelines {
             self.tracks
                 .values_mut()
@@ -625,6 +696,8 @@ impl Analyzer {
             replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
             timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),
             findings: self.findings.len(),
+            packed_findings: self.packed.len(),
+            packed_bytes: self.packed.bytes(),
         }
     }
 }
@@ -640,8 +713,12 @@ pub struct Retained {
     pub replicasets: usize,
     /// Timeline entries kept.
     pub timeline_entries: usize,
-    /// Findings so far.
+    /// Findings held decoded (at most one pack's worth).
     pub findings: usize,
+    /// Findings held packed.
+    pub packed_findings: usize,
+    /// Their compressed size.
+    pub packed_bytes: usize,
 }
 
 /// Analyzes `records` (one recording) in one call.

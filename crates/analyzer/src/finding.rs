@@ -129,6 +129,13 @@ impl Rule {
         }
     }
 
+    /// True for a rule whose detector amends its findings at the end of the analysis
+    /// (`restart-churn` counts every restart there): its findings stay decoded until then
+    /// instead of being packed. At most one per rollout.
+    pub(crate) fn amended_at_end(self) -> bool {
+        matches!(self, Rule::RestartChurn)
+    }
+
     /// The rule with this id.
     pub fn from_id(id: &str) -> Option<Rule> {
         Rule::ALL.into_iter().find(|r| r.id() == id)

@@ -30,6 +30,7 @@ mod analyzer;
 mod detectors;
 mod diff;
 mod finding;
+mod pack;
 mod prepare;
 mod report;
 mod rollout;
@@ -44,6 +45,7 @@ mod testkit;
 pub use analyzer::{Analyzer, Options, Retained, analyze};
 pub use diff::{Change, HASH_LABEL, Path, Segment, only_annotations, template_diff};
 pub use finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
+pub use pack::{Merge, PackedFindings};
 pub use prepare::Prepared;
 pub use report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,

@@ -52,7 +52,17 @@ impl Prepared {
         }
         Prepared(match rec.kind {
             // A deleted ReplicaSet is still read: its owner names the rollout.
-            Kind::ReplicaSet => parse(rec, Parsed::ReplicaSet),
+            Kind::ReplicaSet => match parse(rec, Parsed::ReplicaSet) {
+                Parsed::ReplicaSet(mut v) => {
+                    v.template_digest = v
+                        .spec
+                        .template
+                        .as_ref()
+                        .map_or(0, |raw| crate::rollout::fnv64(raw.get().as_bytes()));
+                    Parsed::ReplicaSet(v)
+                }
+                other => other,
+            },
             _ if deleted => Parsed::Nothing,
             Kind::Rollout => parse(rec, Parsed::Rollout),
             Kind::Service => parse(rec, Parsed::Service),

@@ -7,6 +7,7 @@ use rf_format::{Header, Redaction, Timestamp};
 use serde::Serialize;
 
 use crate::finding::{Finding, Severity, serialize_time};
+use crate::pack::PackedFindings;
 use crate::time::rfc3339;
 use crate::timeline::Timeline;
 
@@ -32,6 +33,35 @@ impl Report {
     /// The most severe finding's severity.
     pub fn worst(&self) -> Option<Severity> {
         self.findings.iter().map(|f| f.severity).max()
+    }
+
+    /// This report with `findings` in place of its own (empty) ones, serialized exactly as a
+    /// report holding them: the counterpart of [`Analyzer::finish_packed`](crate::Analyzer::finish_packed).
+    pub fn with_packed<'a>(&'a self, findings: &'a PackedFindings) -> impl Serialize + 'a {
+        WithPacked {
+            report: self,
+            findings,
+        }
+    }
+}
+
+struct WithPacked<'a> {
+    report: &'a Report,
+    findings: &'a PackedFindings,
+}
+
+impl Serialize for WithPacked<'_> {
+    /// The fields of [`Report`], in its order.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.report;
+        let mut st = s.serialize_struct("Report", 5)?;
+        st.serialize_field("schema_version", &r.schema_version)?;
+        st.serialize_field("tool", &r.tool)?;
+        st.serialize_field("recording", &r.recording)?;
+        st.serialize_field("findings", self.findings)?;
+        st.serialize_field("timelines", &r.timelines)?;
+        st.end()
     }
 }
 

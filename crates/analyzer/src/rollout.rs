@@ -382,19 +382,29 @@ impl RolloutTrack {
             // Deleted and created again under the same name: a new object, a new history.
             self.forget_history();
         }
-        self.uid.clone_from(&view.metadata.uid);
+        if self.uid != view.metadata.uid {
+            self.uid.clone_from(&view.metadata.uid);
+        }
         self.deleted = false;
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
         let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
         let cur = Snapshot::from_view(view, pos, actor, spec_changed);
-        self.steps = view.steps().to_vec();
+        // Most records repeat these: replaced only when they changed (this runs per record).
+        if self.steps != view.steps() {
+            self.steps = view.steps().to_vec();
+        }
         let canary = view.spec.strategy.canary.as_ref();
-        self.canary_service = canary
-            .and_then(|c| c.canary_service.clone())
-            .filter(|s| !s.is_empty());
-        self.stable_service = canary
-            .and_then(|c| c.stable_service.clone())
-            .filter(|s| !s.is_empty());
+        fn service(s: Option<&String>) -> Option<&str> {
+            s.map(String::as_str).filter(|s| !s.is_empty())
+        }
+        let canary_service = service(canary.and_then(|c| c.canary_service.as_ref()));
+        if self.canary_service.as_deref() != canary_service {
+            self.canary_service = canary_service.map(str::to_owned);
+        }
+        let stable_service = service(canary.and_then(|c| c.stable_service.as_ref()));
+        if self.stable_service.as_deref() != stable_service {
+            self.stable_service = stable_service.map(str::to_owned);
+        }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.revision_history_limit = view.spec.revision_history_limit;
         self.tracked_by = tracking_app(&view.metadata);
@@ -722,7 +732,7 @@ impl RolloutTrack {
             entry.ready_since = None;
         }
         if let Some(raw) = &view.spec.template {
-            let digest = fnv64(raw.get().as_bytes());
+            let digest = view.template_digest;
             if entry.template.is_none() || digest != entry.template_digest {
                 if let Ok(t) = serde_json::from_str::<Value>(raw.get()) {
                     entry.pod_labels = t
@@ -987,7 +997,7 @@ pub(crate) fn tracking_app(meta: &crate::view::Meta) -> Option<String> {
 }
 
 /// FNV-1a over `bytes`: a cheap digest to tell whether a template's bytes changed.
-fn fnv64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);

@@ -83,6 +83,15 @@ fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error>
     })
 }
 
+/// The annotations any detector reads. Only these are kept when an object is parsed: the
+/// others (a `kubectl.kubernetes.io/last-applied-configuration` can be kilobytes) are skipped
+/// without being copied. A detector that reads another annotation adds its key here.
+pub(crate) const KEPT_ANNOTATIONS: &[&str] = &[
+    "rollout.argoproj.io/revision",
+    "scale-down-deadline",
+    "argocd.argoproj.io/tracking-id",
+];
+
 /// `metadata` of any object.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -93,9 +102,12 @@ pub(crate) struct Meta {
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,
     pub labels: BTreeMap<String, String>,
+    /// Only the [`KEPT_ANNOTATIONS`].
+    #[serde(deserialize_with = "kept_annotations")]
     pub annotations: BTreeMap<String, String>,
     pub owner_references: Vec<OwnerRef>,
-    pub managed_fields: Vec<ManagedField>,
+    /// Reduced while parsing to the last writer of the object and of its status.
+    pub managed_fields: LastManagers,
     pub creation_timestamp: Option<String>,
     pub deletion_timestamp: Option<String>,
 }
@@ -104,13 +116,134 @@ impl Meta {
     /// The manager that wrote last, by `managedFields[].time`: the one that wrote the
     /// subresource when `status` is true, the main resource otherwise.
     pub fn last_manager(&self, status: bool) -> Option<&str> {
-        self.managed_fields
-            .iter()
-            .filter(|m| (m.subresource.as_deref() == Some("status")) == status)
-            .filter_map(|m| Some((m.time.as_deref().and_then(parse_rfc3339)?, m)))
-            .max_by_key(|(t, _)| *t)
-            .map(|(_, m)| m.manager.as_str())
+        let last = if status {
+            &self.managed_fields.status
+        } else {
+            &self.managed_fields.main
+        };
+        last.as_ref()
+            .map(|(_, m)| m.as_str())
             .filter(|m| !m.is_empty())
+    }
+}
+
+/// A key read without copying it when it has no escapes.
+struct Key<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// `metadata.annotations`, keeping only the [`KEPT_ANNOTATIONS`] (`null` reads as empty).
+fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    struct Annotations;
+    impl<'de> Visitor<'de> for Annotations {
+        type Value = BTreeMap<String, String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of strings")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+            let mut kept = BTreeMap::new();
+            while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
+                if KEPT_ANNOTATIONS.contains(&key.as_ref()) {
+                    if let Some(v) = a.next_value::<Option<String>>()? {
+                        kept.insert(key.into_owned(), v);
+                    }
+                } else {
+                    a.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(kept)
+        }
+    }
+    d.deserialize_any(Annotations)
+}
+
+/// The last writer of an object and of its status subresource, by `managedFields[].time`
+/// (RFC 3339, to the second): (time in nanoseconds, manager). On equal times the later entry
+/// wins.
+#[derive(Debug, Default)]
+pub(crate) struct LastManagers {
+    pub main: Option<(i64, String)>,
+    pub status: Option<(i64, String)>,
+}
+
+/// One `metadata.managedFields[]` entry, borrowed where it can be.
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ManagedField<'a> {
+    #[serde(borrow)]
+    manager: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    subresource: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    time: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Default for ManagedField<'_> {
+    fn default() -> Self {
+        ManagedField {
+            manager: std::borrow::Cow::Borrowed(""),
+            subresource: None,
+            time: None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LastManagers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = LastManagers;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of managed fields")
+            }
+            fn visit_unit<E>(self) -> Result<LastManagers, E> {
+                Ok(LastManagers::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<LastManagers, A::Error> {
+                let mut last = LastManagers::default();
+                while let Some(m) = a.next_element::<ManagedField<'de>>()? {
+                    let Some(t) = m.time.as_deref().and_then(parse_rfc3339) else {
+                        continue;
+                    };
+                    let slot = if m.subresource.as_deref() == Some("status") {
+                        &mut last.status
+                    } else {
+                        &mut last.main
+                    };
+                    if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
+                        *slot = Some((t.0, m.manager.into_owned()));
+                    }
+                }
+                Ok(last)
+            }
+        }
+        d.deserialize_any(Entries)
     }
 }
 
@@ -122,15 +255,6 @@ pub(crate) struct OwnerRef {
     pub name: String,
     pub uid: String,
     pub controller: Option<bool>,
-}
-
-/// One `metadata.managedFields[]` entry.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub(crate) struct ManagedField {
-    pub manager: String,
-    pub subresource: Option<String>,
-    pub time: Option<String>,
 }
 
 /// A canary step, reduced to what the state machine needs.
@@ -410,6 +534,10 @@ pub(crate) struct ReplicaSetView {
     pub metadata: Meta,
     pub spec: RsSpec,
     pub status: RsStatus,
+    /// A digest of `spec.template`'s bytes, computed where the object is parsed (off the
+    /// replaying thread): the template is parsed again only when it changes.
+    #[serde(skip)]
+    pub template_digest: u64,
 }
 
 impl ReplicaSetView {

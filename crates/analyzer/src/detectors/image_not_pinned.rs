@@ -14,7 +14,7 @@
 //! `registry.example.com/payments/checkout-api:1.42.0` in container `app` of
 //! `payments/checkout-api`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::detectors::{Detector, argo};
 use crate::diff::HASH_LABEL;
@@ -23,7 +23,9 @@ use crate::rollout::Transition;
 
 #[derive(Debug, Default)]
 pub(crate) struct ImageNotPinned {
-    fired: BTreeSet<(String, String, String)>,
+    /// The images reported, per rollout (namespace, name). Looked up on every transition, so
+    /// by reference: nothing is copied for an image already reported.
+    fired: HashMap<String, HashMap<String, BTreeSet<String>>>,
 }
 
 /// True when `image` names a digest.
@@ -35,10 +37,20 @@ impl Detector for ImageNotPinned {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
         for image in track.images.iter().filter(|i| !pinned(i)) {
-            let key = (track.namespace.clone(), track.name.clone(), image.clone());
-            if !self.fired.insert(key) {
+            let reported = self
+                .fired
+                .get(&track.namespace)
+                .and_then(|by_name| by_name.get(&track.name))
+                .is_some_and(|images| images.contains(image));
+            if reported {
                 continue;
             }
+            self.fired
+                .entry(track.namespace.clone())
+                .or_default()
+                .entry(track.name.clone())
+                .or_default()
+                .insert(image.clone());
             let hash = t.cur.pod_hash.as_deref().unwrap_or("<hash>");
             out.push(
                 Finding::new(

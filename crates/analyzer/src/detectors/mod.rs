@@ -142,8 +142,9 @@ pub(crate) trait Detector: Debug + Send {
     fn on_transition(&mut self, _t: &Transition<'_>, _out: &mut Vec<Finding>) {}
     /// One of the rollout's ReplicaSets changed.
     fn on_replicaset(&mut self, _track: &RolloutTrack, _out: &mut Vec<Finding>) {}
-    /// The analysis ends at `end` (the last record, or `--at`). `findings` holds every finding
-    /// so far; a detector may amend its own.
+    /// The analysis ends at `end` (the last record, or `--at`). `findings` holds the findings
+    /// not packed yet, among them every one of a rule that is
+    /// [`amended_at_end`](crate::finding::Rule::amended_at_end): a detector may amend those.
     fn on_end(&mut self, _tracks: &[&RolloutTrack], _end: At, _findings: &mut Vec<Finding>) {}
     /// Something around a rollout changed (a Service, its endpoints, a Pod, an Application),
     /// or the rollout itself, or a re-check it asked for is due, or the analysis ends. Returns

@@ -65,33 +65,57 @@ pub fn analyze_files(
     files: &[std::path::PathBuf],
     options: Options,
 ) -> Result<(rf_analyzer::Report, Vec<Damage>)> {
+    let (analyzer, damage) = replay_files(files, options)?;
+    Ok((analyzer.finish(), damage))
+}
+
+/// Replays `files` into an analyzer, left unfinished.
+fn replay_files(files: &[std::path::PathBuf], options: Options) -> Result<(Analyzer, Vec<Damage>)> {
     let recordings = input::open_all(files)?;
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, |_| Ok(()))?;
-    Ok((analyzer.finish(), damage))
+    Ok((analyzer, damage))
 }
 
 pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {
     let config = Config::from_args(args)?;
-    let (report, damage) = analyze_files(&args.files, config.options)?;
+    let (analyzer, damage) = replay_files(&args.files, config.options)?;
+    // The machine formats stream their findings from the analyzer's packed form: a day of
+    // records can make tens of thousands, and they need not all be decoded at once. The
+    // formats for a person hold them (and a person reads far fewer).
+    let (report, packed) = match config.format {
+        ReportFormat::Json | ReportFormat::Yaml => {
+            let (report, packed) = analyzer.finish_packed();
+            (report, Some(packed))
+        }
+        _ => (analyzer.finish(), None),
+    };
+    let write = |w: &mut dyn Write, style: Style| match &packed {
+        Some(packed) => render::packed_report(w, &report, packed, config.format),
+        None => render::report(w, &report, config.format, style),
+    };
     match &args.write {
         Some(path) => {
             crate::commands::simulate::write_atomically(path, |file| {
                 let mut w = std::io::BufWriter::new(file);
-                render::report(&mut w, &report, config.format, Style::plain())?;
+                write(&mut w, Style::plain())?;
                 w.flush()?;
                 Ok(())
             })?;
             eprintln!("wrote the report to {}", path.display());
         }
-        None => render::report(out, &report, config.format, Style::for_stdout())?,
+        None => write(out, Style::for_stdout())?,
     }
     out.flush()?;
     if let Some(exit) = report_damage(&damage, config.partial) {
         return Ok(exit);
     }
+    let worst = match &packed {
+        Some(packed) => packed.worst(),
+        None => report.worst(),
+    };
     let failing = config
         .fail_on
-        .is_some_and(|threshold| report.worst().is_some_and(|w| w >= threshold));
+        .is_some_and(|threshold| worst.is_some_and(|w| w >= threshold));
     Ok(if failing { Exit::Findings } else { Exit::Ok })
 }

@@ -38,6 +38,28 @@ pub fn report(
     Ok(())
 }
 
+/// Writes `report` with `packed` as its findings, in a machine format (JSON or YAML): the same
+/// bytes as [`report`] of a report holding them, one finding decoded at a time.
+pub fn packed_report(
+    w: &mut dyn Write,
+    report: &Report,
+    packed: &rf_analyzer::PackedFindings,
+    format: ReportFormat,
+) -> anyhow::Result<()> {
+    let full = report.with_packed(packed);
+    match format {
+        ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut *w, &full)?;
+            writeln!(w)?;
+        }
+        ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, &full)?,
+        ReportFormat::Table | ReportFormat::Markdown | ReportFormat::Html => {
+            anyhow::bail!("internal error: a {format:?} report is written from decoded findings")
+        }
+    }
+    Ok(())
+}
+
 /// Formats times relative to a recording: `13:03:26` when it stays within one UTC day.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
