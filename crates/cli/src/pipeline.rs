@@ -61,12 +61,19 @@ pub fn for_each<R: Read + Send>(
     std::thread::scope(|scope| {
         let (batch_tx, batch_rx) = sync_channel::<Batch>(DEPTH);
         let (done_tx, done_rx) = sync_channel::<PreparedBatch>(DEPTH * 2);
-        let reading = scope.spawn(move || read(reader, &batch_tx));
+        // Named, so a profile or `top -H` tells the stages apart.
+        let reading = std::thread::Builder::new()
+            .name("rf-read".into())
+            .spawn_scoped(scope, move || read(reader, &batch_tx))
+            .expect("spawning the reading thread");
         let shared: Arc<Mutex<Receiver<Batch>>> = Arc::new(Mutex::new(batch_rx));
         for _ in 0..workers(cores) {
             let rx = Arc::clone(&shared);
             let tx = done_tx.clone();
-            scope.spawn(move || parse(&rx, &tx));
+            std::thread::Builder::new()
+                .name("rf-parse".into())
+                .spawn_scoped(scope, move || parse(&rx, &tx))
+                .expect("spawning a parsing thread");
         }
         drop(done_tx);
         let mut next = 0u64;
