@@ -63,7 +63,7 @@ fn retained_state_does_not_grow_with_events_over_the_same_objects() {
 fn retained_replicasets_follow_live_ones_not_the_number_of_releases() {
     let recording = rf_scenarios::scale(&rf_scenarios::ScaleConfig {
         rollouts: 1,
-        events: 6_000,
+        events: 20_000,
         seed: 3,
     });
     let mut analyzer = Analyzer::new(Options::default());

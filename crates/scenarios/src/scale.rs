@@ -78,6 +78,16 @@ fn release(sim: &mut Sim, version: u64, roll: u64) {
     sim.run_for(u32::try_from(roll % 300).unwrap_or(0));
 }
 
+/// The kinds a scale recording holds.
+const KINDS: [Kind; 6] = [
+    Kind::Rollout,
+    Kind::ReplicaSet,
+    Kind::Service,
+    Kind::EndpointSlice,
+    Kind::Pod,
+    Kind::Event,
+];
+
 /// A recording of `config.rollouts` rollouts, each releasing again and again until the
 /// recording holds `config.events` records, merged in time order. Deterministic for a seed.
 /// The recorder's initial lists come first, per rollout's namespace; resourceVersions are
@@ -94,7 +104,9 @@ pub fn scale(config: &ScaleConfig) -> Recording {
             namespace: format!("team-{i:04}"),
             rollout: name.clone(),
             app: name.clone(),
-            traffic: false,
+            // Pods churn with every release, as in a cluster; Events expire after an hour.
+            services: vec![crate::spec::ServiceConfig::new(&name).with_selector("app", &name)],
+            event_ttl: Some(3600),
             ..SimConfig::default()
         });
         sim.run_for(u32::try_from(mix.next() % 60).unwrap_or(0));
@@ -130,7 +142,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
     let mut rec = Recording::new(
         "scale",
         Vec::new(),
-        vec![Kind::Rollout, Kind::ReplicaSet, Kind::Event],
+        KINDS.to_vec(),
         (
             crate::spec::SIMULATION_START.as_unix_nanos() / 1_000_000_000,
             closed_at.as_unix_nanos() / 1_000_000_000,
@@ -138,7 +150,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
         records,
     );
     rec.header.source.namespaces.clear();
-    rec.header.source.kinds = vec![Kind::Rollout, Kind::ReplicaSet, Kind::Event];
+    rec.header.source.kinds = KINDS.to_vec();
     rec.header.notes.insert(
         "scale".to_owned(),
         format!(
@@ -182,5 +194,48 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 3);
         assert_ne!(a.records, scale(&ScaleConfig { seed: 8, ..config }).records);
+    }
+
+    #[test]
+    fn pods_churn_and_events_expire_an_hour_after_they_were_last_seen() {
+        let a = scale(&ScaleConfig {
+            rollouts: 2,
+            events: 30_000,
+            seed: 1,
+        });
+        let count = |kind: Kind, op: fn(&Op) -> bool| {
+            a.records
+                .iter()
+                .filter(|r| r.kind == kind && op(&r.op))
+                .count()
+        };
+        assert!(
+            count(Kind::Pod, |o| *o == Op::Added) > 100,
+            "pods are created"
+        );
+        assert!(
+            count(Kind::Pod, |o| matches!(o, Op::Deleted { .. })) > 100,
+            "and deleted"
+        );
+        assert!(count(Kind::EndpointSlice, |o| *o == Op::Modified) > 100);
+        let mut last_seen = std::collections::HashMap::new();
+        let mut expired = 0;
+        for r in a.records.iter().filter(|r| r.kind == Kind::Event) {
+            if matches!(r.op, Op::Deleted { .. }) {
+                let seen: Timestamp = last_seen
+                    .remove(&r.name)
+                    .expect("deleted once, after it was seen");
+                let after = (r.observed_at.as_unix_nanos() - seen.as_unix_nanos()) / 1_000_000_000;
+                assert!(
+                    (3599..=3601).contains(&after),
+                    "{} deleted {after} s after it was last seen",
+                    r.name
+                );
+                expired += 1;
+            } else {
+                last_seen.insert(r.name.clone(), r.observed_at);
+            }
+        }
+        assert!(expired > 10, "{expired} events expired");
     }
 }

@@ -376,6 +376,29 @@ impl Sim {
             if self.application.is_some() {
                 self.refresh_application();
             }
+            if let Some(ttl) = self.config.event_ttl {
+                self.expire_events(ttl);
+            }
+        }
+    }
+
+    /// Deletes the Events last seen `ttl` seconds ago or earlier, as the API server does
+    /// (`events` is in the order they were last seen).
+    fn expire_events(&mut self, ttl: u32) {
+        let deadline = self.now - i64::from(ttl);
+        while self.events.first().is_some_and(|e| e.last <= deadline) {
+            let event = self.events.remove(0);
+            let at = self.next_stamp();
+            let object = json::to_bytes(&event.to_value());
+            self.push(
+                at,
+                Kind::Event,
+                Op::Deleted { inferred: false },
+                event.meta.name,
+                event.meta.uid,
+                event.meta.resource_version.to_string(),
+                object,
+            );
         }
     }
 
@@ -843,6 +866,9 @@ impl Sim {
             event.meta.resource_version = rv;
             let object = json::to_bytes(&event.to_value());
             let (name, uid) = (event.meta.name.clone(), event.meta.uid.clone());
+            // Kept in the order they were last seen, the order they expire in.
+            let event = self.events.remove(index);
+            self.events.push(event);
             self.push(
                 at,
                 Kind::Event,

@@ -254,6 +254,9 @@ pub struct SimConfig {
     /// at the start; a tag not in it resolves to [`image_digest`] of itself.
     /// [`crate::Sim::move_tag`] moves a tag later.
     pub registry: BTreeMap<String, String>,
+    /// Seconds after its last occurrence that an Event is deleted (the API server's
+    /// `--event-ttl`, 1 h by default); `None` keeps them (the scenarios are shorter).
+    pub event_ttl: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -274,6 +277,7 @@ impl Default for SimConfig {
             services: vec![ServiceConfig::new("checkout-api").with_selector("app", "checkout-api")],
             pod_labels: BTreeMap::new(),
             registry: BTreeMap::new(),
+            event_ttl: None,
         }
     }
 }
