@@ -495,6 +495,26 @@ pub(crate) fn route(track: &RolloutTrack, name: &str, svc: &ServiceObj) -> Optio
         .then_some(Route::Selects)
 }
 
+/// True when a ready endpoint of `service` is a pod of `track`'s revision `hash`: what a
+/// non-empty `membership(..)[hash]` says, without collecting every endpoint (this runs on
+/// every pod and endpoint change).
+pub(crate) fn serves_revision(
+    world: &World,
+    track: &RolloutTrack,
+    service: &str,
+    hash: &str,
+) -> bool {
+    world
+        .slices_of(&track.namespace, service)
+        .any(|(_, slice)| {
+            slice.endpoints.iter().filter(|e| e.ready).any(|e| {
+                e.pod.as_deref().is_some_and(|p| {
+                    revision_of(track, p, world.pod(&track.namespace, p)).as_deref() == Some(hash)
+                })
+            })
+        })
+}
+
 /// Ready endpoint pods of `service` by revision of `track` (`""`: not a pod of the rollout).
 pub(crate) fn membership(
     world: &World,

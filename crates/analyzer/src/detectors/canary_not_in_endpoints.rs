@@ -27,7 +27,7 @@ use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack};
 use crate::time::rfc3339;
 use crate::view::Step;
-use crate::world::{Route, World, membership, revision_of, route};
+use crate::world::{Route, World, membership, revision_of, route, serves_revision};
 
 type Key = (String, String, String, String);
 
@@ -170,8 +170,7 @@ impl Detector for CanaryNotInEndpoints {
             let Some(ready_since) = ready_since else {
                 continue;
             };
-            let by = membership(s.world, track, service);
-            if by.get(&hash).is_some_and(|p| !p.is_empty()) {
+            if serves_revision(s.world, track, service, &hash) {
                 continue;
             }
             let key = (
@@ -195,6 +194,7 @@ impl Detector for CanaryNotInEndpoints {
                 continue;
             }
             self.settling.fire(key);
+            let by = membership(s.world, track, service);
             let subject = Subject::new(Kind::Service, &ns, service);
             let ready_words = if ready.is_empty() {
                 "its ReplicaSet reports ready pods".to_owned()
