@@ -981,7 +981,7 @@ pub(crate) fn template_images(template: &Value) -> Vec<String> {
 /// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`
 /// annotation (`<app>:<group>/<kind>:<ns>/<name>`), else the `app.kubernetes.io/instance` label
 /// (Argo CD's default label tracking).
-pub(crate) fn tracking_app(meta: &crate::view::Meta) -> Option<String> {
+pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<String> {
     if let Some(id) = meta.annotations.get("argocd.argoproj.io/tracking-id") {
         if let Some((app, _)) = id.split_once(':') {
             if !app.is_empty() {

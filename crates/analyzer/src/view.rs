@@ -92,10 +92,11 @@ pub(crate) const KEPT_ANNOTATIONS: &[&str] = &[
     "argocd.argoproj.io/tracking-id",
 ];
 
-/// `metadata` of any object.
+/// `metadata` of any object. `M` is what is kept of `managedFields`: [`LastManagers`] for
+/// Rollouts (whose transitions name who wrote them), nothing for the others (skipped unread).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct Meta {
+pub(crate) struct Meta<M = Skipped> {
     pub name: String,
     pub namespace: String,
     pub uid: String,
@@ -106,13 +107,22 @@ pub(crate) struct Meta {
     #[serde(deserialize_with = "kept_annotations")]
     pub annotations: BTreeMap<String, String>,
     pub owner_references: Vec<OwnerRef>,
-    /// Reduced while parsing to the last writer of the object and of its status.
-    pub managed_fields: LastManagers,
-    pub creation_timestamp: Option<String>,
+    /// Reduced while parsing to the last writer of the object and of its status (Rollouts).
+    pub managed_fields: M,
     pub deletion_timestamp: Option<String>,
 }
 
-impl Meta {
+/// A field not read: skipped by the parser without being built.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| Skipped)
+    }
+}
+
+impl Meta<LastManagers> {
     /// The manager that wrote last, by `managedFields[].time`: the one that wrote the
     /// subresource when `status` is true, the main resource otherwise.
     pub fn last_manager(&self, status: bool) -> Option<&str> {
@@ -458,7 +468,7 @@ pub(crate) struct RolloutStatus {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RolloutView {
-    pub metadata: Meta,
+    pub metadata: Meta<LastManagers>,
     pub spec: RolloutSpec,
     pub status: RolloutStatus,
 }
