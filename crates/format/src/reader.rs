@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 
-use flate2::bufread::MultiGzDecoder;
+use flate2::{Crc, Decompress, FlushDecompress, Status};
 
 use crate::codec;
 use crate::error::{Error, Result};
@@ -15,8 +15,9 @@ use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
 pub enum End {
     /// The end-of-recording marker and its trailer were read: the writer closed the file.
     Closed,
-    /// The stream ended between two frames without the marker: the writer was killed after a
-    /// flush, or is still writing. Every record is complete.
+    /// The file ended at a flush point (a gzip member's end, or a verified deflate sync flush
+    /// inside an open member), between two frames, without the marker: the writer was killed
+    /// after a flush, or is still writing. Every record is complete.
     Unclosed,
 }
 
@@ -30,7 +31,7 @@ enum State {
 ///
 /// After an error the iterator yields nothing more; every record yielded before it is complete.
 pub struct Reader<R: Read> {
-    src: MultiGzDecoder<BufReader<R>>,
+    src: Gzip<BufReader<R>>,
     header: Header,
     version: u32,
     offset: u64,
@@ -67,7 +68,7 @@ impl<R: Read> Reader<R> {
             )));
         }
         let mut reader = Reader {
-            src: MultiGzDecoder::new(buffered),
+            src: Gzip::new(buffered),
             header: Header::new("", crate::Timestamp(0), crate::Source::default()),
             version: 0,
             offset: 0,
@@ -318,7 +319,7 @@ impl<R: Read> Reader<R> {
             io::ErrorKind::UnexpectedEof => Error::Truncated {
                 what: what.to_owned(),
                 offset: self.offset,
-                detail: "the last gzip member is cut off".to_owned(),
+                detail: e.to_string(),
             },
             io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData => Error::CorruptCompression {
                 what: what.to_owned(),
@@ -348,4 +349,323 @@ fn hex_prefix(bytes: &[u8]) -> String {
     } else {
         format!("bytes {}", shown.join(" "))
     }
+}
+
+/// The gzip layer: concatenated members (RFC 1952), each inflated with flate2's raw-deflate
+/// [`Decompress`] and checked against its CRC-32 and ISIZE. It reads like `MultiGzDecoder`, except
+/// at the end of the input, which it accepts in two places only:
+///
+/// - right after a complete member (or before the first one);
+/// - inside a member's deflate data at a sync-flush point: all input consumed, no output
+///   pending, the member's last four compressed bytes are `00 00 ff ff` (the end of an empty
+///   stored block) and the inflater is at a block boundary, which it proves by accepting the two
+///   bytes `03 00` (an empty final block) as the end of the stream without producing output.
+///
+/// Anywhere else the end of the input is an `UnexpectedEof` error; damaged data is an
+/// `InvalidData` error. Both say at which compressed byte the member in question starts.
+struct Gzip<R: BufRead> {
+    inner: R,
+    phase: Phase,
+    inflate: Decompress,
+    crc: Crc,
+    /// Compressed bytes consumed from `inner`.
+    pos: u64,
+    /// Where the current (or next) member starts, in compressed bytes.
+    member_start: u64,
+    /// Deflate bytes of the current member consumed so far.
+    deflate_in: u64,
+    /// The last (up to) four deflate bytes of the current member, oldest first.
+    tail: [u8; 4],
+    /// A member header read so far.
+    head: Vec<u8>,
+    /// The member trailer read so far (CRC-32, ISIZE).
+    foot: [u8; 8],
+    foot_len: usize,
+    /// Inflated bytes not yet returned: `out[out_pos..out_len]`.
+    out: Box<[u8]>,
+    out_pos: usize,
+    out_len: usize,
+    /// An error met while inflating bytes that are still in `out`: reported once they are read.
+    deferred: Option<io::Error>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before a member header, or inside one (`head` holds its first bytes).
+    Header,
+    /// In a member's deflate data.
+    Body,
+    /// In a member's 8-byte trailer.
+    Trailer,
+    /// The input ended cleanly.
+    End,
+}
+
+/// How much of the input to look at, at most, per step of reading a member header.
+const HEADER_STEP: usize = 4096;
+/// The longest member header accepted (FEXTRA is at most 65 537 bytes; names and comments are
+/// short in practice).
+const MAX_HEADER: usize = 256 * 1024;
+const FHCRC: u8 = 1 << 1;
+const FEXTRA: u8 = 1 << 2;
+const FNAME: u8 = 1 << 3;
+const FCOMMENT: u8 = 1 << 4;
+const FRESERVED: u8 = 0xe0;
+/// What a deflate sync flush ends with: the LEN and NLEN of an empty stored block.
+const SYNC_MARKER: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
+/// An empty final block with fixed codes: BFINAL 1, BTYPE 01, end-of-block (7 zero bits).
+const EMPTY_FINAL_BLOCK: [u8; 2] = [0x03, 0x00];
+
+impl<R: BufRead> Gzip<R> {
+    fn new(inner: R) -> Self {
+        Gzip {
+            inner,
+            phase: Phase::Header,
+            inflate: Decompress::new(false),
+            crc: Crc::new(),
+            pos: 0,
+            member_start: 0,
+            deflate_in: 0,
+            tail: [0xaa; 4],
+            head: Vec::new(),
+            foot: [0; 8],
+            foot_len: 0,
+            out: vec![0; 64 * 1024].into_boxed_slice(),
+            out_pos: 0,
+            out_len: 0,
+            deferred: None,
+        }
+    }
+
+    fn cut(&self, detail: &str) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the file ends {detail} (the member starting at compressed byte {})",
+                self.member_start
+            ),
+        )
+    }
+
+    fn corrupt(&self, detail: &str) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{detail} (the gzip member starting at compressed byte {})",
+                self.member_start
+            ),
+        )
+    }
+
+    /// Reads (part of) a member header; at a clean end of the input, moves to `End`.
+    fn read_header(&mut self) -> io::Result<()> {
+        let input = self.inner.fill_buf()?;
+        if input.is_empty() {
+            if self.head.is_empty() {
+                self.phase = Phase::End;
+                return Ok(());
+            }
+            return Err(self.cut("inside a gzip member header"));
+        }
+        let seen = self.head.len();
+        let step = input.len().min(HEADER_STEP);
+        self.head.extend_from_slice(&input[..step]);
+        match header_len(&self.head) {
+            Err(what) => Err(self.corrupt(what)),
+            Ok(Some(len)) => {
+                let used = len - seen;
+                self.inner.consume(used);
+                self.pos += used as u64;
+                self.head.clear();
+                self.inflate.reset(false);
+                self.crc.reset();
+                self.deflate_in = 0;
+                self.tail = [0xaa; 4];
+                self.phase = Phase::Body;
+                Ok(())
+            }
+            Ok(None) => {
+                self.inner.consume(step);
+                self.pos += step as u64;
+                if self.head.len() > MAX_HEADER {
+                    return Err(self.corrupt("a gzip member header longer than 256 KiB"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Inflates into `out`; at the end of the deflate data moves to `Trailer`, at a clean end of
+    /// the input (a sync-flush point) to `End`.
+    fn inflate_some(&mut self) -> io::Result<()> {
+        let input = self.inner.fill_buf()?;
+        let eof = input.is_empty();
+        let (in_before, out_before) = (self.inflate.total_in(), self.inflate.total_out());
+        let status = self
+            .inflate
+            .decompress(input, &mut self.out, FlushDecompress::None);
+        let consumed = (self.inflate.total_in() - in_before) as usize;
+        let produced = (self.inflate.total_out() - out_before) as usize;
+        push_tail(&mut self.tail, &input[..consumed]);
+        self.inner.consume(consumed);
+        self.pos += consumed as u64;
+        self.deflate_in += consumed as u64;
+        self.crc.update(&self.out[..produced]);
+        self.out_pos = 0;
+        self.out_len = produced;
+        let status = match status {
+            Ok(status) => status,
+            Err(e) => {
+                let e = self.corrupt(&format!("invalid deflate data: {e}"));
+                if produced == 0 {
+                    return Err(e);
+                }
+                // What was inflated before the damage comes first.
+                self.deferred = Some(e);
+                return Ok(());
+            }
+        };
+        match status {
+            Status::StreamEnd => self.phase = Phase::Trailer,
+            Status::Ok | Status::BufError if produced == 0 && eof => {
+                if !self.at_sync_point() {
+                    return Err(self.cut("inside a gzip member, not at a flush point"));
+                }
+                self.phase = Phase::End;
+            }
+            Status::Ok | Status::BufError if produced == 0 && consumed == 0 => {
+                return Err(self.corrupt("the inflater makes no progress"));
+            }
+            Status::Ok | Status::BufError => {}
+        }
+        Ok(())
+    }
+
+    /// At the end of the input inside a member's deflate data: whether it ends right after a
+    /// sync flush. Leaves the inflater finished either way.
+    fn at_sync_point(&mut self) -> bool {
+        if self.deflate_in < SYNC_MARKER.len() as u64 || self.tail != SYNC_MARKER {
+            return false;
+        }
+        let (in_before, out_before) = (self.inflate.total_in(), self.inflate.total_out());
+        let mut scratch = [0u8; 8];
+        let status =
+            self.inflate
+                .decompress(&EMPTY_FINAL_BLOCK, &mut scratch, FlushDecompress::Finish);
+        matches!(status, Ok(Status::StreamEnd))
+            && self.inflate.total_out() == out_before
+            && self.inflate.total_in() - in_before == EMPTY_FINAL_BLOCK.len() as u64
+    }
+
+    /// Reads (part of) a member's trailer and, once whole, checks it; then moves to `Header`.
+    fn read_trailer(&mut self) -> io::Result<()> {
+        let input = self.inner.fill_buf()?;
+        if input.is_empty() {
+            return Err(self.cut("inside the CRC-32 and length trailer of a gzip member"));
+        }
+        let n = input.len().min(self.foot.len() - self.foot_len);
+        self.foot[self.foot_len..self.foot_len + n].copy_from_slice(&input[..n]);
+        self.inner.consume(n);
+        self.pos += n as u64;
+        self.foot_len += n;
+        if self.foot_len < self.foot.len() {
+            return Ok(());
+        }
+        let [c0, c1, c2, c3, l0, l1, l2, l3] = self.foot;
+        if u32::from_le_bytes([c0, c1, c2, c3]) != self.crc.sum() {
+            return Err(self.corrupt("the CRC-32 at the end of a gzip member does not match"));
+        }
+        if u32::from_le_bytes([l0, l1, l2, l3]) != self.crc.amount() {
+            return Err(self.corrupt("the length at the end of a gzip member does not match"));
+        }
+        self.foot_len = 0;
+        self.member_start = self.pos;
+        self.phase = Phase::Header;
+        Ok(())
+    }
+}
+
+impl<R: BufRead> Read for Gzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.out_pos < self.out_len {
+                let n = buf.len().min(self.out_len - self.out_pos);
+                buf[..n].copy_from_slice(&self.out[self.out_pos..self.out_pos + n]);
+                self.out_pos += n;
+                return Ok(n);
+            }
+            if let Some(e) = self.deferred.take() {
+                self.phase = Phase::End;
+                return Err(e);
+            }
+            match self.phase {
+                Phase::Header => self.read_header()?,
+                Phase::Body => self.inflate_some()?,
+                Phase::Trailer => self.read_trailer()?,
+                Phase::End => return Ok(0),
+            }
+        }
+    }
+}
+
+/// Keeps the last four bytes of the deflate data seen.
+fn push_tail(tail: &mut [u8; 4], bytes: &[u8]) {
+    const N: usize = 4;
+    if bytes.len() >= N {
+        tail.copy_from_slice(&bytes[bytes.len() - N..]);
+    } else {
+        tail.rotate_left(bytes.len());
+        tail[N - bytes.len()..].copy_from_slice(bytes);
+    }
+}
+
+/// The length of the gzip member header `head` starts with: `None` while `head` is too short to
+/// tell, an error when it cannot be one.
+fn header_len(head: &[u8]) -> Result<Option<usize>, &'static str> {
+    if head.first().is_some_and(|&b| b != 0x1f) || head.get(1).is_some_and(|&b| b != 0x8b) {
+        return Err("not a gzip member header");
+    }
+    if head.get(2).is_some_and(|&b| b != 8) {
+        return Err("a gzip member compressed with a method other than deflate");
+    }
+    if head.get(3).is_some_and(|&b| b & FRESERVED != 0) {
+        return Err("a gzip member header with reserved flags set");
+    }
+    if head.len() < 10 {
+        return Ok(None);
+    }
+    let flags = head[3];
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let Some(&[x0, x1]) = head.get(at..at + 2) else {
+            return Ok(None);
+        };
+        at += 2 + usize::from(u16::from_le_bytes([x0, x1]));
+        if head.len() < at {
+            return Ok(None);
+        }
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            match head[at..].iter().position(|&b| b == 0) {
+                Some(nul) => at += nul + 1,
+                None => return Ok(None),
+            }
+        }
+    }
+    if flags & FHCRC != 0 {
+        let Some(&[c0, c1]) = head.get(at..at + 2) else {
+            return Ok(None);
+        };
+        let mut crc = Crc::new();
+        crc.update(&head[..at]);
+        if crc.sum() as u16 != u16::from_le_bytes([c0, c1]) {
+            return Err("a gzip member header whose CRC-16 does not match");
+        }
+        at += 2;
+    }
+    Ok(Some(at))
 }

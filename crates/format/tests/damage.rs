@@ -4,9 +4,13 @@
 //!
 //! The one documented exception (docs/format.md, "End of a recording"): a gzip member's CRC is
 //! checked at the member's end, so records decoded from a damaged member may be yielded, altered,
-//! before its error. Records of the members before the damaged one are always intact, and a
-//! damaged member always ends in an error (or, for bytes the decoder ignores such as a member's
-//! mtime, in the original records).
+//! before its error. Records flushed before the damaged byte (in earlier members, or before an
+//! earlier sync flush of the same member) are always intact, and a damaged member always ends in
+//! an error (or, for bits the decoder ignores such as a member's mtime or a sync flush's padding,
+//! in the original records).
+//!
+//! The sample (about 3.5 MB decompressed, less than `Writer::MEMBER_LIMIT`) is the header's gzip
+//! member and one more with many sync flushes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -33,7 +37,8 @@ impl Lcg {
     }
 }
 
-/// One gzip member of the sample: compressed bytes `start..end`, holding the records
+/// One flush interval of the sample: compressed bytes `start..end` between two flush points (a
+/// sync flush or a member end, where the file may end cleanly), holding the records
 /// `first..first + count`.
 #[derive(Debug, Clone, Copy)]
 struct Member {
@@ -47,6 +52,8 @@ struct Sample {
     bytes: Vec<u8>,
     records: Vec<Record>,
     members: Vec<Member>,
+    /// Where the gzip members start.
+    member_starts: Vec<usize>,
 }
 
 /// Every committed recording's records, renumbered as one recording, written with a flush after
@@ -109,15 +116,30 @@ fn sample() -> Sample {
                 first: i,
                 count: n,
             });
+            let member_starts = member_starts(&bytes);
             return Sample {
                 bytes,
                 records,
                 members,
+                member_starts,
             };
         }
         i += n;
     }
     unreachable!("the loop returns at the last records")
+}
+
+/// Where each gzip member of a finished recording starts (compressed offsets).
+fn member_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        starts.push(bytes.len() - rest.len());
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        std::io::copy(&mut member, &mut std::io::sink()).expect("a whole member");
+        rest = member.into_inner();
+    }
+    starts
 }
 
 /// An error that names a byte offset.
@@ -166,7 +188,12 @@ fn the_sample_reads_back_whole() {
     let (records, end) = read(&s.bytes);
     assert_eq!(end.unwrap(), End::Closed);
     assert_eq!(records, s.records);
-    assert!(s.members.len() > 50, "{} members", s.members.len());
+    assert!(s.members.len() > 50, "{} flush intervals", s.members.len());
+    assert!(
+        s.member_starts.len() >= 2,
+        "{} gzip members",
+        s.member_starts.len()
+    );
 }
 
 #[test]
@@ -176,13 +203,19 @@ fn flipped_bits_never_panic_are_located_and_spare_the_members_before_them() {
     let (mut errors, mut clean) = (0, 0);
     for trial in 0..400 {
         let mut bytes = s.bytes.clone();
-        // Half the flips in the first bytes of members (gzip headers, deflate block headers),
+        // A quarter of the flips in the first bytes of gzip members (headers, the first deflate
+        // block's header), a quarter in those of flush intervals (a new deflate block's header),
         // where damage changes the most; half anywhere.
-        let pos = if trial % 2 == 0 {
-            let m = s.members[rng.below(s.members.len())];
-            (m.start + rng.below(24)).min(m.end - 1)
-        } else {
-            rng.below(bytes.len())
+        let pos = match trial % 4 {
+            0 => {
+                let start = s.member_starts[rng.below(s.member_starts.len())];
+                (start + rng.below(24)).min(bytes.len() - 1)
+            }
+            2 => {
+                let m = s.members[rng.below(s.members.len())];
+                (m.start + rng.below(24)).min(m.end - 1)
+            }
+            _ => rng.below(bytes.len()),
         };
         let bit = rng.below(8);
         bytes[pos] ^= 1 << bit;
@@ -193,12 +226,12 @@ fn flipped_bits_never_panic_are_located_and_spare_the_members_before_them() {
             .iter()
             .find(|m| m.start <= pos && pos < m.end)
             .unwrap();
-        // Records of the members before the damaged one are intact.
+        // Records flushed before the damaged interval are intact.
         let intact = damaged.first.min(records.len());
         assert_eq!(
             records[..intact],
             s.records[..intact],
-            "{what}: a record before the damaged member changed"
+            "{what}: a record flushed before the damage changed"
         );
         match result {
             Err(e) => {
@@ -206,7 +239,8 @@ fn flipped_bits_never_panic_are_located_and_spare_the_members_before_them() {
                 assert!(located(&e), "{what}: the error says no byte offset: {e}");
             }
             Ok(end) => {
-                // The decoder ignored the flipped bit (a member's mtime, XFL or OS byte).
+                // The decoder ignored the flipped bit (a member's mtime, XFL or OS byte, or the
+                // padding bits before a sync flush's LEN and NLEN).
                 clean += 1;
                 assert_eq!(end, End::Closed, "{what}");
                 assert_eq!(
@@ -224,7 +258,7 @@ fn cut_tails_give_a_prefix_and_a_located_truncation_or_a_clean_unclosed_end() {
     let s = sample();
     let mut rng = Lcg(1971);
     let mut cuts: Vec<usize> = (0..300).map(|_| 1 + rng.below(s.bytes.len() - 1)).collect();
-    // Every member boundary is a clean end; one byte either side of a few is not.
+    // Every flush point is a clean end; one byte either side of a few is not.
     for m in s.members.iter().step_by(7) {
         cuts.extend([m.end - 1, m.end, m.end + 1]);
     }
@@ -242,18 +276,18 @@ fn cut_tails_give_a_prefix_and_a_located_truncation_or_a_clean_unclosed_end() {
         match result {
             Ok(End::Closed) => assert_eq!(cut, s.bytes.len(), "{what}"),
             Ok(End::Unclosed) => {
-                assert!(boundary, "{what}: a clean end inside a member");
+                assert!(boundary, "{what}: a clean end between flush points");
                 let m = whole.last().unwrap();
                 assert_eq!(records.len(), m.first + m.count, "{what}");
             }
             Err(e) => {
-                assert!(!boundary, "{what}: an error at a member boundary: {e}");
+                assert!(!boundary, "{what}: an error at a flush point: {e}");
                 assert!(located(&e), "{what}: the error says no byte offset: {e}");
                 assert!(
                     e.is_truncation() || matches!(e, Error::CorruptCompression { .. }),
                     "{what}: {e:?}"
                 );
-                // Every member before the cut gave all its records.
+                // Every record flushed before the cut was read.
                 if let Some(m) = whole.last() {
                     assert!(records.len() >= m.first + m.count, "{what}");
                 }

@@ -7,6 +7,10 @@
 //! the same values. The compressed bytes are never compared: deflate output may change between
 //! flate2 versions without changing the format.
 //!
+//! `v1.rfr` was written when the writer closed a gzip member at every flush. `v1-sync.rfr` holds
+//! the same values as written since the writer sync-flushes inside a member instead (see
+//! docs/format.md): both layouts must keep reading the same.
+//!
 //! The files are generated once, by hand, with
 //!
 //! ```text
@@ -191,8 +195,8 @@ fn fixed_records() -> Vec<Record> {
     ]
 }
 
-/// Writes the fixed recording: a member for the header, one after the first list, one for the
-/// rest and the end marker.
+/// Writes the fixed recording: a member for the header, then one with a flush after the first list
+/// (a sync flush; the writer of `v1.rfr` closed a member there) and the end marker.
 fn write_fixed() -> Vec<u8> {
     let mut writer = Writer::new(Vec::new(), &fixed_header()).expect("writer starts");
     for (i, record) in fixed_records().iter().enumerate() {
@@ -264,11 +268,35 @@ fn the_committed_v1_recording_decompresses_to_the_v1_golden_bytes() {
 }
 
 #[test]
+fn the_committed_v1_sync_recording_decompresses_to_the_v1_golden_bytes() {
+    assert_eq!(
+        decompress(&read_golden("v1-sync.rfr")),
+        read_golden("v1.raw")
+    );
+}
+
+#[test]
 fn the_committed_v1_recording_reads_back_to_the_fixed_values() {
-    let mut reader = Reader::new(Cursor::new(read_golden("v1.rfr"))).unwrap();
+    reads_back(read_golden("v1.rfr"));
+}
+
+#[test]
+fn the_committed_v1_sync_recording_reads_back_to_the_fixed_values() {
+    reads_back(read_golden("v1-sync.rfr"));
+}
+
+#[test]
+fn todays_fixed_recording_reads_back_to_the_fixed_values() {
+    reads_back(write_fixed());
+}
+
+fn reads_back(rfr: Vec<u8>) {
+    let mut reader = Reader::new(Cursor::new(rfr)).expect("a recording");
     assert_eq!(reader.format_version(), 1);
     assert_eq!(reader.header(), &fixed_header());
-    let records: Vec<Record> = (&mut reader).collect::<Result<_, _>>().unwrap();
+    let records: Vec<Record> = (&mut reader)
+        .collect::<Result<_, _>>()
+        .expect("every record reads");
     assert_eq!(records, fixed_records());
     assert_eq!(reader.end(), Some(End::Closed));
     let trailer = reader.trailer().expect("a trailer");
@@ -290,6 +318,34 @@ fn the_v1_raw_bytes_start_with_the_magic_and_version_1_little_endian() {
                 == trailer_len
     });
     assert!(ends_with_marker_and_trailer);
+}
+
+/// Where each gzip member ends (compressed offsets).
+fn member_ends(bytes: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        std::io::copy(&mut member, &mut std::io::sink()).expect("a whole member");
+        rest = member.into_inner();
+        ends.push(bytes.len() - rest.len());
+    }
+    ends
+}
+
+#[test]
+fn the_v1_sync_recording_is_two_gzip_members_with_a_sync_flush() {
+    for (what, rfr) in [
+        ("v1-sync.rfr", read_golden("v1-sync.rfr")),
+        ("today", write_fixed()),
+    ] {
+        let ends = member_ends(&rfr);
+        assert_eq!(ends.len(), 2, "{what}: {ends:?}");
+        assert!(
+            rfr[ends[0]..].windows(4).any(|w| w == [0, 0, 0xff, 0xff]),
+            "{what}: no sync flush"
+        );
+    }
 }
 
 #[test]
@@ -320,9 +376,10 @@ fn bless_writes_the_golden_files_only_when_rf_bless_golden_is_set() {
     let raw = decompress(&rfr);
     let raw_path = golden_path("v1.raw");
     let rfr_path = golden_path("v1.rfr");
-    for path in [&raw_path, &rfr_path] {
+    let sync_path = golden_path("v1-sync.rfr");
+    for path in [&raw_path, &rfr_path, &sync_path] {
         if let Ok(existing) = std::fs::read(path) {
-            let existing_raw = if path == &rfr_path {
+            let existing_raw = if path != &raw_path {
                 decompress(&existing)
             } else {
                 existing
@@ -339,7 +396,9 @@ fn bless_writes_the_golden_files_only_when_rf_bless_golden_is_set() {
     if !raw_path.exists() {
         std::fs::write(&raw_path, &raw).unwrap();
     }
-    if !rfr_path.exists() {
-        std::fs::write(&rfr_path, &rfr).unwrap();
+    for path in [&rfr_path, &sync_path] {
+        if !path.exists() {
+            std::fs::write(path, &rfr).unwrap();
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Round trip: whatever a `Writer` writes, a `Reader` reads back unchanged, however the writer's
-//! flushes split it into gzip members.
+//! Round trip: whatever a `Writer` writes, a `Reader` reads back unchanged, wherever the writer
+//! flushes (a deflate sync flush inside the open gzip member).
 
 use std::io::Cursor;
 
@@ -147,7 +147,7 @@ fn record() -> impl Strategy<Value = Record> {
         )
 }
 
-/// Each record with whether the writer flushes (closes a gzip member) right after it.
+/// Each record with whether the writer flushes (a sync flush) right after it.
 fn records_and_flushes() -> impl Strategy<Value = Vec<(Record, bool)>> {
     vec((record(), any::<bool>()), 0..24)
 }
@@ -200,7 +200,7 @@ proptest! {
         }
         writer.flush().expect("flush succeeds");
         // The writer is never finished: this is what a killed recorder leaves on disk.
-        let bytes = writer.get_ref().expect("no member is open after a flush").clone();
+        let bytes = writer.get_ref().expect("everything is decodable after a flush").clone();
 
         let mut reader = Reader::new(Cursor::new(bytes)).expect("reader opens");
         let read: Vec<Record> = (&mut reader).collect::<Result<_, _>>().expect("records read");
@@ -241,7 +241,7 @@ fn records_written_after_the_last_flush_of_an_unfinished_writer_are_not_on_disk_
     writer.write(&record).unwrap();
     assert!(
         writer.get_ref().is_none(),
-        "a member is open until the next flush"
+        "the record written after the flush is not decodable until the next one"
     );
 
     let mut reader = Reader::new(Cursor::new(flushed)).unwrap();
