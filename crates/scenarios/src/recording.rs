@@ -46,8 +46,8 @@ impl Recording {
         }
     }
 
-    /// Writes the recording with [`rf_format::Writer`], closing a gzip member at every second
-    /// of simulated time (like the recorder's 1 s flush) and at each `ListEnd`; finishes the
+    /// Writes the recording with [`rf_format::Writer`], flushing at every second of simulated
+    /// time (like the recorder's 1 s flush) and at each `ListEnd`; finishes the
     /// writer and returns the underlying writer.
     pub fn write_to<W: Write>(&self, w: W) -> rf_format::Result<W> {
         let mut writer = Writer::new(w, &self.header)?;
@@ -86,7 +86,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gzip_member_closes_at_every_simulated_second_and_list_end() {
+    fn the_writer_flushes_at_every_simulated_second_and_list_end() {
         let recording = crate::generate("abort").unwrap();
         let counter = recording.write_to(FlushCounter::default()).unwrap();
         let seconds: std::collections::BTreeSet<i64> = recording
@@ -94,13 +94,13 @@ mod tests {
             .iter()
             .map(|r| r.observed_at.as_unix_nanos() / 1_000_000_000)
             .collect();
-        // The header's member, one list end per recorded kind in the first second, one per
-        // later second (the last one also holds the end marker).
+        // The header, one list end per recorded kind in the first second, one per later second
+        // (the last one also holds the end marker).
         let lists = recording.header.source.kinds.len();
         assert_eq!(counter.flushes, 1 + lists + (seconds.len() - 1));
     }
 
-    /// Counts the writer's flushes: one per closed gzip member.
+    /// Counts the writer's flushes of the underlying writer.
     #[derive(Default)]
     struct FlushCounter {
         flushes: usize,

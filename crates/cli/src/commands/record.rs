@@ -61,7 +61,7 @@ pub struct RecordArgs {
     /// Stop after this long (e.g. 30m); default: until Ctrl-C or SIGTERM.
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
-    /// How often to close a gzip member: at most this much is lost to a SIGKILL.
+    /// How often to flush to disk (a deflate sync flush): at most this much is lost to a SIGKILL.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub flush_interval: String,
     /// Keep env values and Helm values as they are (they may hold secrets).
