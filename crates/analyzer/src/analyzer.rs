@@ -1,6 +1,6 @@
 //! The replay engine: records in, findings out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 
@@ -53,11 +53,14 @@ pub struct Analyzer {
     opts: Options,
     detectors: Vec<Box<dyn Detector>>,
     tracks: BTreeMap<Key, RolloutTrack>,
-    live: HashMap<Kind, HashMap<Key, ()>>,
+    /// Live objects by kind: namespace -> names. Nested so that a record's own `&str`s look
+    /// them up (this runs on every record); a key is copied only for a new object.
+    live: HashMap<Kind, HashMap<String, HashSet<String>>>,
     world: World,
     facts: Facts,
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
-    rs_owner: HashMap<Key, String>,
+    /// namespace -> ReplicaSet -> rollout, nested like `live`.
+    rs_owner: HashMap<String, HashMap<String, String>>,
     /// Rollouts a detector wants to look at again at a time, even if nothing changes.
     due: BTreeMap<Key, Timestamp>,
     /// `Options::snapshot` was asked for (not inferred from a header).
@@ -355,13 +358,28 @@ impl Analyzer {
     }
 
     fn track_live(&mut self, rec: &Record) {
-        let objects = self.live.entry(rec.kind.clone()).or_default();
-        let key = (rec.namespace.clone(), rec.name.clone());
+        let by_ns = match self.live.get_mut(&rec.kind) {
+            Some(m) => m,
+            None => self.live.entry(rec.kind.clone()).or_default(),
+        };
         if matches!(rec.op, Op::Deleted { .. }) {
-            objects.remove(&key);
+            if let Some(names) = by_ns.get_mut(&rec.namespace) {
+                names.remove(&rec.name);
+            }
         } else {
-            objects.insert(key, ());
+            let names = match by_ns.get_mut(&rec.namespace) {
+                Some(n) => n,
+                None => by_ns.entry(rec.namespace.clone()).or_default(),
+            };
+            if !names.contains(&rec.name) {
+                names.insert(rec.name.clone());
+            }
         }
+    }
+
+    /// The rollout owning ReplicaSet `name` of `namespace`, as last seen.
+    fn rs_owner(&self, namespace: &str, name: &str) -> Option<&String> {
+        self.rs_owner.get(namespace)?.get(name)
     }
 
     fn track(&mut self, namespace: &str, name: &str) -> &mut RolloutTrack {
@@ -416,11 +434,15 @@ impl Analyzer {
         };
         let deleted = matches!(rec.op, Op::Deleted { .. });
         let added = matches!(rec.op, Op::Added);
-        let rs_key = (rec.namespace.clone(), rec.name.clone());
         if deleted {
-            self.rs_owner.remove(&rs_key);
-        } else if self.rs_owner.get(&rs_key) != Some(&owner) {
-            self.rs_owner.insert(rs_key, owner.clone());
+            if let Some(m) = self.rs_owner.get_mut(&rec.namespace) {
+                m.remove(&rec.name);
+            }
+        } else if self.rs_owner(&rec.namespace, &rec.name) != Some(&owner) {
+            self.rs_owner
+                .entry(rec.namespace.clone())
+                .or_default()
+                .insert(rec.name.clone(), owner.clone());
         }
         let track = self.track(&rec.namespace, &owner);
         track.observe_replicaset(view, pos, deleted, added);
@@ -442,7 +464,7 @@ impl Analyzer {
                 let pod = self.world.pod(namespace, name);
                 let by_owner = pod
                     .and_then(|p| p.owner.as_ref())
-                    .and_then(|rs| self.rs_owner.get(&(namespace.clone(), rs.clone())));
+                    .and_then(|rs| self.rs_owner(namespace, rs));
                 match by_owner {
                     Some(r) => vec![(namespace.clone(), r.clone())],
                     // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
@@ -653,8 +675,9 @@ impl Analyzer {
         self.summary.live_objects = self
             .live
             .iter()
-            .filter(|(_, objs)| !objs.is_empty())
-            .map(|(k, objs)| (k.name().to_owned(), objs.len() as u64))
+            .map(|(k, by_ns)| (k, by_ns.values().map(HashSet::len).sum::<usize>()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (k.name().to_owned(), n as u64))
             .collect();
         if self
             .summary
@@ -691,7 +714,13 @@ impl Analyzer {
     /// not the number of records.
     pub fn retained(&self) -> Retained {
         Retained {
-            live_objects: self.live.values().map(HashMap::len).sum::<usize>() + self.world.len(),
+            live_objects: self
+                .live
+                .values()
+                .flat_map(HashMap::values)
+                .map(HashSet::len)
+                .sum::<usize>()
+                + self.world.len(),
             rollouts: self.tracks.len(),
             replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
             timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),
