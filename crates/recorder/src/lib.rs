@@ -32,6 +32,7 @@ mod error;
 mod redact;
 mod resource;
 mod rotate;
+mod scan;
 mod sink;
 mod watch;
 
@@ -360,7 +361,8 @@ async fn run<D: sink::Destination>(
     let sink = sink::start(
         dest,
         &header,
-        config.channel_capacity,
+        // Records travel in batches of up to `BATCH`: as many records buffered as configured.
+        config.channel_capacity.div_ceil(watch::BATCH).max(4),
         hooks.tap,
         &targets,
         Box::new(clock::SystemClock),

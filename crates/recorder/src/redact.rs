@@ -2,11 +2,15 @@
 //! `kubectl.kubernetes.io/last-applied-configuration` copy of them) and every Helm value of an
 //! Argo CD Application is replaced by `sha256:` and the first 12 hex digits of its SHA-256, so a
 //! diff still shows that a value changed, and never what it was.
+//!
+//! The recorder redacts in one pass over the bytes ([`crate::scan`]), which keeps every other
+//! byte as sent; the tree walk here ([`redact_value`]) is the reference it is tested against and
+//! its fallback for JSON it does not follow.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The digest a secret value is replaced with.
 pub fn digest(value: &str) -> String {
@@ -16,18 +20,32 @@ pub fn digest(value: &str) -> String {
 }
 
 /// True for a value that is already a digest (recording a recording must not digest twice).
-fn is_digest(s: &str) -> bool {
+pub(crate) fn is_digest(s: &str) -> bool {
     s.strip_prefix("sha256:")
         .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// True when `object` may hold a secret: every secret is under a key written `"env"` or
+/// `"helm"`, or inside the last-applied annotation, unless keys are written with `\u` escapes.
+pub(crate) fn may_hold_secrets(object: &str) -> bool {
+    object.contains("\"env\"")
+        || object.contains("\"helm\"")
+        || object.contains("last-applied-configuration")
+        || object.contains("\\u")
+}
+
 /// The object with secrets replaced, or `None` when it holds none (keep the bytes as sent).
+/// Every byte that is not a secret is kept as it was.
 pub fn redact_object(object: &[u8]) -> Option<Vec<u8>> {
-    let bytes_mention = |needle: &[u8]| object.windows(needle.len()).any(|w| w == needle);
-    if !bytes_mention(b"\"env\"")
-        && !bytes_mention(b"last-applied-configuration")
-        && !bytes_mention(b"\"helm\"")
-    {
+    match crate::scan::scan(object, true) {
+        Some(scanned) => scanned.redacted,
+        None => redact_tree(object),
+    }
+}
+
+/// [`redact_object`] on a parsed tree (re-serialized when something changed): the reference.
+pub(crate) fn redact_tree(object: &[u8]) -> Option<Vec<u8>> {
+    if !may_hold_secrets(std::str::from_utf8(object).ok()?) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(object).ok()?;

@@ -96,6 +96,8 @@ pub trait Tap: Send {
 pub(crate) enum Message {
     /// A record to write.
     Record(Draft),
+    /// Records to write, in order (records that arrived together).
+    Records(Vec<Draft>),
     /// Close the current gzip member (sent every flush interval).
     Flush,
     /// Nothing to write: lets a rotation that is due happen while the cluster is quiet.
@@ -380,6 +382,17 @@ impl<D: Destination> Core<D> {
                 }
             }
             Message::Record(d) => self.write(d, false)?,
+            Message::Records(ds) => {
+                // A rotation may fall between any two of them, as between two messages.
+                let mut ds = ds.into_iter();
+                if let Some(d) = ds.next() {
+                    self.write(d, false)?;
+                }
+                for d in ds {
+                    self.rotate_if_due()?;
+                    self.write(d, false)?;
+                }
+            }
         }
         Ok(Flow::Continue)
     }

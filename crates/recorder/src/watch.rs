@@ -3,10 +3,12 @@
 //! the server says the version is gone (410): then a Gap record says so, and the relist writes
 //! every object as Listed and every vanished one as Deleted{inferred}.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use futures_util::io::{AsyncBufReadExt, AsyncReadExt};
 use kube::Client;
 use kube::core::Request;
@@ -18,8 +20,9 @@ use tokio::sync::mpsc;
 
 use crate::clock::now;
 use crate::error::{Error, Result};
-use crate::redact::redact_object;
+use crate::redact::redact_tree;
 use crate::resource::Resource;
+use crate::scan::scan;
 use crate::sink::{Draft, Message};
 
 /// The longest watch line accepted: the format's frame limit.
@@ -66,7 +69,12 @@ pub struct Stats {
 impl Stats {
     fn count(&self, kind: &str) {
         if let Ok(mut m) = self.per_kind.lock() {
-            *m.entry(kind.to_owned()).or_default() += 1;
+            match m.get_mut(kind) {
+                Some(n) => *n += 1,
+                None => {
+                    m.insert(kind.to_owned(), 1);
+                }
+            }
         }
     }
 }
@@ -103,10 +111,11 @@ struct ListMeta {
 }
 
 #[derive(Deserialize)]
-struct WatchLine {
-    #[serde(rename = "type")]
-    type_: String,
-    object: Box<RawValue>,
+struct WatchLine<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a RawValue,
 }
 
 #[derive(Deserialize, Default)]
@@ -138,14 +147,66 @@ struct Loop {
     client: Client,
     target: Target,
     tuning: Tuning,
-    tx: mpsc::Sender<Message>,
+    out: Outbox,
     stats: Arc<Stats>,
     known: HashMap<(String, String), Known>,
 }
 
-/// Sends or reports that the writer is gone (the recorder is stopping).
-async fn send(tx: &mpsc::Sender<Message>, d: Draft) -> bool {
-    tx.send(Message::Record(d)).await.is_ok()
+/// Records on their way to the writer. Records that arrive together (a backlog, a list) go as
+/// one message of up to [`BATCH`]: one wake-up of the writer, and of this loop when the channel
+/// is full, per batch instead of per record. A loop sends what it holds before it waits for the
+/// network, so a record never waits for a later one.
+struct Outbox {
+    tx: mpsc::Sender<Message>,
+    drafts: Vec<Draft>,
+}
+
+/// Records per message to the writer, at most.
+pub(crate) const BATCH: usize = 64;
+
+impl Outbox {
+    fn new(tx: mpsc::Sender<Message>) -> Self {
+        Outbox {
+            tx,
+            drafts: Vec::new(),
+        }
+    }
+
+    /// Adds a record, sending the batch once it is full; false when the writer is gone (the
+    /// recorder is stopping).
+    async fn push(&mut self, d: Draft) -> bool {
+        if self.drafts.capacity() == 0 {
+            self.drafts.reserve_exact(BATCH);
+        }
+        self.drafts.push(d);
+        self.drafts.len() < BATCH || self.flush().await
+    }
+
+    /// Sends what it holds; false when the writer is gone.
+    async fn flush(&mut self) -> bool {
+        match self.drafts.len() {
+            0 => true,
+            1 => match self.drafts.pop() {
+                Some(d) => self.tx.send(Message::Record(d)).await.is_ok(),
+                None => true,
+            },
+            _ => {
+                let batch = std::mem::take(&mut self.drafts);
+                self.tx.send(Message::Records(batch)).await.is_ok()
+            }
+        }
+    }
+}
+
+impl Drop for Outbox {
+    /// A loop stopped while holding records it had received (the recorder is stopping): hand
+    /// them over if the channel has room.
+    fn drop(&mut self) {
+        if !self.drafts.is_empty() {
+            let batch = std::mem::take(&mut self.drafts);
+            let _ = self.tx.try_send(Message::Records(batch));
+        }
+    }
 }
 
 fn classify_start_error(
@@ -186,7 +247,7 @@ pub(crate) async fn run(
         client,
         target,
         tuning,
-        tx,
+        out: Outbox::new(tx),
         stats,
         known: HashMap::new(),
     };
@@ -194,6 +255,9 @@ pub(crate) async fn run(
     let mut first = true;
     let mut gap: Option<String> = None;
     loop {
+        if !l.out.flush().await {
+            return Ok(());
+        }
         let page = match l.list().await {
             Ok(page) => page,
             Err(e) if first => return Err(classify_start_error(&e, &l.target, "list", &server)),
@@ -236,6 +300,9 @@ pub(crate) async fn run(
                     // Resuming from `rv` loses nothing; if the version is gone by then, the
                     // next watch says so (410) and the loop relists with a gap.
                     let _ = reason;
+                    if !l.out.flush().await {
+                        return Ok(());
+                    }
                     tokio::time::sleep(backoff.next()).await;
                 }
                 Some(WatchEnd::Expired(reason)) => {
@@ -320,20 +387,34 @@ impl Loop {
         }
     }
 
-    async fn emit_gap(&self, reason: String, rv: &str) -> bool {
+    async fn emit_gap(&mut self, reason: String, rv: &str) -> bool {
         self.stats
             .gaps
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        send(&self.tx, self.marker(Op::Gap { reason }, rv)).await
+        let gap = self.marker(Op::Gap { reason }, rv);
+        self.out.push(gap).await
     }
 
+    /// The object's identity and the bytes to record (redacted unless told otherwise), in one
+    /// pass over the bytes; a parser reads what that pass does not follow.
     fn prepare(&self, raw: &RawValue) -> (MetaFields, Arc<[u8]>) {
+        let bytes = raw.get().as_bytes();
+        if let Some(scanned) = scan(bytes, self.tuning.redact) {
+            let id = scanned.identity;
+            let meta = MetaFields {
+                name: id.name,
+                namespace: id.namespace,
+                uid: id.uid,
+                resource_version: id.resource_version,
+            };
+            let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
+            return (meta, object);
+        }
         let meta = serde_json::from_str::<MetaOnly>(raw.get())
             .map(|m| m.metadata)
             .unwrap_or_default();
-        let bytes = raw.get().as_bytes();
         let object: Arc<[u8]> = if self.tuning.redact {
-            redact_object(bytes).map_or_else(|| Arc::from(bytes), Arc::from)
+            redact_tree(bytes).map_or_else(|| Arc::from(bytes), Arc::from)
         } else {
             Arc::from(bytes)
         };
@@ -342,7 +423,8 @@ impl Loop {
 
     async fn emit_list(&mut self, page: ListPage) -> bool {
         let kind = self.target.resource.kind.name().to_owned();
-        if !send(&self.tx, self.marker(Op::ListBegin, "")).await {
+        let begin = self.marker(Op::ListBegin, "");
+        if !self.out.push(begin).await {
             return false;
         }
         let at = now();
@@ -351,7 +433,8 @@ impl Loop {
             let (meta, object) = self.prepare(raw);
             let key = (meta.namespace.clone(), meta.name.clone());
             self.stats.count(&kind);
-            if !send(&self.tx, self.draft(Op::Listed, &meta, object.clone(), at)).await {
+            let listed = self.draft(Op::Listed, &meta, object.clone(), at);
+            if !self.out.push(listed).await {
                 return false;
             }
             seen.insert(key, ());
@@ -372,25 +455,21 @@ impl Loop {
                     uid: k.uid,
                     resource_version: k.rv,
                 };
-                if !send(
-                    &self.tx,
-                    self.draft(Op::Deleted { inferred: true }, &meta, k.object, at),
-                )
-                .await
-                {
+                let deleted = self.draft(Op::Deleted { inferred: true }, &meta, k.object, at);
+                if !self.out.push(deleted).await {
                     return false;
                 }
             }
         }
-        send(
-            &self.tx,
-            self.marker(Op::ListEnd, &page.metadata.resource_version),
-        )
-        .await
+        let end = self.marker(Op::ListEnd, &page.metadata.resource_version);
+        self.out.push(end).await && self.out.flush().await
     }
 
     /// One watch request. `None` when the writer is gone.
     async fn watch(&mut self, rv: &mut String) -> Option<WatchEnd> {
+        if !self.out.flush().await {
+            return None;
+        }
         let mut wp = WatchParams::default().timeout(
             u32::try_from(self.tuning.watch_timeout.as_secs())
                 .unwrap_or(290)
@@ -419,27 +498,43 @@ impl Loop {
         let mut line = Vec::with_capacity(8192);
         loop {
             line.clear();
-            let read = tokio::time::timeout(
-                self.tuning.idle_timeout,
-                (&mut stream).take(MAX_LINE).read_until(b'\n', &mut line),
-            )
-            .await;
+            // A line already received is read at once; before waiting for the next one, the
+            // records gathered go to the writer. A line cut short by the wait goes on where it
+            // stopped.
+            let read = match (&mut stream)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut line)
+                .now_or_never()
+            {
+                Some(read) => Ok(read),
+                None => {
+                    if !self.out.flush().await {
+                        return None;
+                    }
+                    let left = MAX_LINE.saturating_sub(line.len() as u64);
+                    tokio::time::timeout(
+                        self.tuning.idle_timeout,
+                        (&mut stream).take(left).read_until(b'\n', &mut line),
+                    )
+                    .await
+                }
+            };
             match read {
                 Err(_) => return Some(WatchEnd::Stalled),
                 Ok(Err(e)) => return Some(WatchEnd::Failed(e.to_string())),
-                Ok(Ok(0)) => return Some(WatchEnd::Closed),
+                Ok(Ok(0)) if line.is_empty() => return Some(WatchEnd::Closed),
                 Ok(Ok(_)) => {}
             }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let Ok(event) = serde_json::from_slice::<WatchLine>(&line) else {
+            let Ok(event) = serde_json::from_slice::<WatchLine<'_>>(&line) else {
                 return Some(WatchEnd::Failed(format!(
                     "unreadable watch line of {} bytes",
                     line.len()
                 )));
             };
-            let op = match event.type_.as_str() {
+            let op = match event.type_.as_ref() {
                 "ADDED" => Op::Added,
                 "MODIFIED" => Op::Modified,
                 "DELETED" => Op::Deleted { inferred: false },
@@ -465,23 +560,22 @@ impl Loop {
                 _ => continue,
             };
             let at = now();
-            let (meta, object) = self.prepare(&event.object);
+            let (meta, object) = self.prepare(event.object);
             let key = (meta.namespace.clone(), meta.name.clone());
             if !meta.resource_version.is_empty() {
                 rv.clone_from(&meta.resource_version);
             }
             self.stats.count(&kind);
-            if matches!(op, Op::Deleted { .. }) {
+            let draft = if matches!(op, Op::Deleted { .. }) {
                 self.known.remove(&key);
-                if !send(&self.tx, self.draft(op, &meta, object, at)).await {
-                    return None;
-                }
+                self.draft(op, &meta, object, at)
             } else {
                 let draft = self.draft(op, &meta, object.clone(), at);
                 self.remember(meta, object);
-                if !send(&self.tx, draft).await {
-                    return None;
-                }
+                draft
+            };
+            if !self.out.push(draft).await {
+                return None;
             }
         }
     }

@@ -98,8 +98,12 @@ impl Clock {
             return;
         }
         if let Ok(mut c) = self.cursors.lock() {
-            let e = c.entry(scope.clone()).or_insert(self.base);
-            *e = (*e).max(position);
+            match c.get_mut(scope) {
+                Some(e) => *e = (*e).max(position),
+                None => {
+                    c.insert(scope.clone(), self.base.max(position));
+                }
+            }
         }
         self.furthest.fetch_max(position, Ordering::Relaxed);
     }

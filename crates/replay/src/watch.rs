@@ -1,5 +1,9 @@
 //! WATCH: a task per stream pulls events from the shared timeline and pushes lines into a
 //! bounded channel the response body drains, so a slow client holds back only its own stream.
+//!
+//! Lines that are ready together (a backlog under `--speed max`, the initial ADDED events) go
+//! out in chunks of up to [`CHUNK_BYTES`]; a stream about to wait for the next event, or to end,
+//! sends what it holds first, so no line waits for a later one.
 
 use std::sync::Arc;
 
@@ -17,8 +21,12 @@ use crate::server::Shared;
 use crate::table;
 use crate::timeline::{EventType, KindTimeline, Version};
 
-/// Lines buffered per stream before the task waits for the client.
-const BUFFERED_LINES: usize = 16;
+/// Chunks buffered per stream before the task waits for the client.
+const BUFFERED_CHUNKS: usize = 8;
+
+/// Lines are gathered into a chunk until it holds this many bytes (a line longer than that is a
+/// chunk of its own).
+const CHUNK_BYTES: usize = 64 * 1024;
 
 #[derive(Debug)]
 enum Start {
@@ -90,13 +98,21 @@ pub fn start(shared: &Arc<Shared>, kind_index: usize, namespace: Option<&str>, p
         start,
         deadline: Instant::now() + timeout,
     };
-    let (tx, rx) = mpsc::channel(BUFFERED_LINES);
+    let (tx, rx) = mpsc::channel(BUFFERED_CHUNKS);
     tokio::spawn(run(shared.clone(), w, tx));
     http::stream(rx)
 }
 
-fn event_line(shared: &Shared, k: &KindTimeline, ty: &str, v: &Version, p: &Params) -> Bytes {
-    let mut out = b"{\"type\":\"".to_vec();
+/// Appends the watch line of an event to `out`.
+fn event_line(
+    out: &mut Vec<u8>,
+    shared: &Shared,
+    k: &KindTimeline,
+    ty: &str,
+    v: &Version,
+    p: &Params,
+) {
+    out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(ty.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
     if p.table {
@@ -107,7 +123,6 @@ fn event_line(shared: &Shared, k: &KindTimeline, ty: &str, v: &Version, p: &Para
         out.extend_from_slice(&v.json);
     }
     out.extend_from_slice(b"}\n");
-    Bytes::from(out)
 }
 
 fn bookmark_line(k: &KindTimeline, rv: u64, initial_end: bool) -> Bytes {
@@ -157,6 +172,8 @@ struct Stream {
     shutdown: tokio::sync::watch::Receiver<bool>,
     deadline: Instant,
     sent: u64,
+    /// Lines not yet handed to the body.
+    chunk: Vec<u8>,
 }
 
 enum After {
@@ -166,33 +183,69 @@ enum After {
 }
 
 impl Stream {
-    /// Sends one line; false when the client is gone, the server stops or the time is up.
-    async fn send(&mut self, line: Bytes) -> bool {
+    fn new(shared: &Arc<Shared>, tx: mpsc::Sender<Bytes>, deadline: Instant) -> Stream {
+        Stream {
+            shutdown: shared.shutdown.clone(),
+            shared: shared.clone(),
+            tx,
+            deadline,
+            sent: 0,
+            chunk: Vec::new(),
+        }
+    }
+
+    /// Sends the lines gathered so far; false when the client is gone, the server stops or the
+    /// time is up.
+    async fn flush(&mut self) -> bool {
+        if self.chunk.is_empty() {
+            return true;
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.chunk));
         tokio::select! {
-            r = self.tx.send(line) => r.is_ok(),
+            r = self.tx.send(chunk) => r.is_ok(),
             _ = self.shutdown.changed() => false,
             () = sleep_until(self.deadline) => false,
         }
     }
 
-    /// Sends an event and applies the faults.
-    async fn send_event(&mut self, line: Bytes) -> After {
-        if !self.send(line).await {
+    /// Sends one line now, after the lines gathered before it.
+    async fn send(&mut self, line: &[u8]) -> bool {
+        self.chunk.extend_from_slice(line);
+        self.flush().await
+    }
+
+    /// Gathers an event's line (written by `line`), sends the chunk once it is full, and applies
+    /// the faults (sending what was gathered before closing or stalling).
+    async fn send_event(&mut self, line: impl FnOnce(&mut Vec<u8>)) -> After {
+        if self.chunk.capacity() == 0 {
+            self.chunk.reserve(CHUNK_BYTES + CHUNK_BYTES / 8);
+        }
+        line(&mut self.chunk);
+        if self.chunk.len() >= CHUNK_BYTES && !self.flush().await {
             return After::Close;
         }
         self.sent += 1;
         let f = self.shared.options.faults;
-        if f.close_watch_every > 0 && self.sent >= f.close_watch_every {
+        let close = f.close_watch_every > 0 && self.sent >= f.close_watch_every;
+        let stall = f.stall_after > 0 && self.sent >= f.stall_after;
+        if (close || stall) && !self.flush().await {
             return After::Close;
         }
-        if f.stall_after > 0 && self.sent >= f.stall_after {
+        if close {
+            return After::Close;
+        }
+        if stall {
             return After::Stall;
         }
         After::Go
     }
 
-    /// Waits until `until`; false when the stream should end instead.
+    /// Sends what was gathered, then waits until `until`; false when the stream should end
+    /// instead.
     async fn wait(&mut self, until: Instant) -> bool {
+        if !self.flush().await {
+            return false;
+        }
         tokio::select! {
             () = sleep_until(until) => Instant::now() < self.deadline,
             () = self.tx.closed() => false,
@@ -215,13 +268,7 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
         .options
         .bookmark_interval
         .max(Duration::from_millis(10));
-    let mut s = Stream {
-        shutdown: shared.shutdown.clone(),
-        shared: shared.clone(),
-        tx,
-        deadline: w.deadline,
-        sent: 0,
-    };
+    let mut s = Stream::new(&shared, tx, w.deadline);
     if *s.shutdown.borrow() {
         return;
     }
@@ -231,14 +278,17 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             let position = shared.clock.position(&tl, &w.scope);
             let ns = w.scope.1.as_deref();
             for (_, v) in k.list(position, None).filter(|(_, v)| p.matches(ns, v)) {
-                match s.send_event(event_line(&shared, k, "ADDED", v, p)).await {
+                match s
+                    .send_event(|out| event_line(out, &shared, k, "ADDED", v, p))
+                    .await
+                {
                     After::Go => {}
                     After::Close => return,
                     After::Stall => return s.stall().await,
                 }
             }
             let rv = k.list_rv(position);
-            if p.initial_events && !s.send(bookmark_line(k, rv, true)).await {
+            if p.initial_events && !s.send(&bookmark_line(k, rv, true)).await {
                 return;
             }
             (k.applied_at(position), rv)
@@ -257,7 +307,10 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             dirty = true;
             shared.clock.advance(&w.scope, e.index + 1);
             if let Some(ty) = event_type(&w, e.kind, &e.object, e.previous.as_deref()) {
-                match s.send_event(event_line(&shared, k, ty, &e.object, p)).await {
+                match s
+                    .send_event(|out| event_line(out, &shared, k, ty, &e.object, p))
+                    .await
+                {
                     After::Go => {}
                     After::Close => return,
                     After::Stall => return s.stall().await,
@@ -269,7 +322,7 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
         let now = Instant::now();
         if p.bookmarks && (dirty || last_bookmark.is_none_or(|t| now >= t + interval)) {
             let rv = last_rv.max(k.list_rv(released.min(tl.len())));
-            if !s.send(bookmark_line(k, rv, false)).await {
+            if !s.send(&bookmark_line(k, rv, false)).await {
                 return;
             }
             dirty = false;
@@ -288,11 +341,15 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             break;
         }
     }
+    // Past the deadline `flush` gives up at once, so use the channel's room if any.
+    let mut last = std::mem::take(&mut s.chunk);
     if p.bookmarks && !s.tx.is_closed() {
         let released = shared.clock.released(&tl);
         let rv = last_rv.max(k.list_rv(released.min(tl.len())));
-        // Past the deadline `send` gives up at once, so use the channel's room if any.
-        let _ = s.tx.try_send(bookmark_line(k, rv, false));
+        last.extend_from_slice(&bookmark_line(k, rv, false));
+    }
+    if !last.is_empty() {
+        let _ = s.tx.try_send(Bytes::from(last));
     }
 }
 
@@ -304,7 +361,7 @@ pub fn fixed(
     initial: Vec<&Version>,
     p: &Params,
 ) -> Resp {
-    let (tx, rx) = mpsc::channel(BUFFERED_LINES);
+    let (tx, rx) = mpsc::channel(BUFFERED_CHUNKS);
     let timeout = p.timeout.unwrap_or(shared.options.default_watch_timeout);
     let mut lines = Vec::new();
     for v in initial {
@@ -326,26 +383,20 @@ pub fn fixed(
         out.extend_from_slice(b"}\n");
         Bytes::from(out)
     });
-    let mut s = Stream {
-        shutdown: shared.shutdown.clone(),
-        shared: shared.clone(),
-        tx,
-        deadline: Instant::now() + timeout,
-        sent: 0,
-    };
+    let mut s = Stream::new(shared, tx, Instant::now() + timeout);
     let interval = shared
         .options
         .bookmark_interval
         .max(Duration::from_millis(10));
     tokio::spawn(async move {
         for line in lines {
-            if !s.send(line).await {
+            if !s.send(&line).await {
                 return;
             }
         }
         loop {
             if let Some(b) = &bookmark {
-                if !s.send(b.clone()).await {
+                if !s.send(b).await {
                     return;
                 }
             }
