@@ -6,22 +6,23 @@
 #   analyze -o json          vs  a jq pipeline over the same events as JSON lines (target: >= 20x)
 #   peak RSS of analyze      (target: <= 100 MiB at 1M events)
 #   file size                vs  gzip -6 of the same JSON lines (target: within 5%)
-#   record from serve --speed max, and serve to that watch client (events/s, CPU of record)
+#   record from serve --speed max (records/s, CPU of record), and serve --speed max to plain
+#   watch clients, one curl per kind (events/s, CPU of serve)
 #
 #   benches/compare.sh [EVENTS] [ROLLOUTS] [SEED]     default: 1000000 events over 200 rollouts
 #
-# Needs: jq, gzip, /usr/bin/time (GNU time). The recording is generated (deterministic by seed)
+# Needs: jq, gzip, curl, /usr/bin/time (GNU time). The recording is generated (deterministic by seed)
 # in a temporary directory and removed at the end; set KEEP=DIR to keep it there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-1000000}
 rollouts=${2:-200}
 seed=${3:-1}
-for tool in jq gzip /usr/bin/time; do
+for tool in jq gzip curl /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "compare.sh needs $tool" >&2; exit 2; }
 done
 cargo build --release --quiet -p rollout-forensics
-bin=$PWD/target/release/rollout-forensics
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/rollout-forensics
 dir=${KEEP:-$(mktemp -d)}
 mkdir -p "$dir"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$dir"; kill "${serve_pid:-}" 2>/dev/null || true' EXIT
@@ -57,34 +58,79 @@ kc="$dir/kubeconfig"
 serve_pid=$!
 # serve prints its URL once it listens.
 for _ in $(seq 1 1200); do [ -s "$dir/serve.out" ] && break; sleep 0.1; done
+url=$(grep -o 'http://[^ ]*' "$dir/serve.out" | head -1 || true)
 rec_out="$dir/recorded.rfr"
 # Record the kinds the recording holds (a served recording serves only those), for long enough
 # to take everything; the rate comes from the records' own receive times (first to last), and
 # the CPU share from record's CPU time over that span (it idles after the last record).
 kinds=$("$bin" inspect "$file" -o json | jq -r '.by_kind | keys | map(ascii_downcase + "s") | join(",")')
+# The watch path of each kind, and the resourceVersion of its list before anything was watched
+# (serve --speed max serves a list at what its watches have sent so far), for the plain watch
+# clients below.
+watch_path() {
+  case "$1" in
+    rollouts | applications) echo "/apis/argoproj.io/v1alpha1/$1" ;;
+    replicasets) echo "/apis/apps/v1/$1" ;;
+    endpointslices) echo "/apis/discovery.k8s.io/v1/$1" ;;
+    *) echo "/api/v1/$1" ;;
+  esac
+}
+watches=()
+for k in ${kinds//,/ }; do
+  path=$(watch_path "$k")
+  rv=$(curl -sf "$url$path?limit=1" | jq -r '.metadata.resourceVersion // empty' || true)
+  if [ -n "$rv" ]; then
+    watches+=("$path?watch=1&allowWatchBookmarks=true&resourceVersion=$rv")
+  fi
+done
 rec_secs=$(( events / 4000 + 30 ))
 /usr/bin/time -f "%e %U %S %M" -o "$dir/record.time" \
   "$bin" record -A --kinds "$kinds" --kubeconfig "$kc" --duration "${rec_secs}s" -o "$rec_out" \
   >/dev/null 2>"$dir/record.err" || true
-kill "$serve_pid" 2>/dev/null || true
 read -r _ r_user r_sys _ < <(tail -1 "$dir/record.time")
 read -r recorded r_span < <("$bin" inspect "$rec_out" -o json 2>/dev/null | jq -r '
   def t: (sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601)
     + ([capture("\\.(?<f>[0-9]+)Z$").f] | first // "0" | "0." + . | tonumber);
   "\(.records) \((.last_record_at | t) - (.first_record_at | t))"' || echo "0 0")
 
+# serve -> plain watch clients: one curl per kind at once, each from its list's version, as
+# record watches; each stream's end is the first bookmark after the backlog (serve sends one
+# once a watch has caught up). Events/s: lines before those bookmarks over the time to the last.
+cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+s_cpu0=$(cpu_of "$serve_pid")
+s_t0=$(date +%s.%N)
+clients=()
+for w in "${watches[@]}"; do
+  ( curl -sN --max-time "$rec_secs" "$url$w" \
+      | { n=$(grep -m1 -nF '"type":"BOOKMARK"' | cut -d: -f1); echo "${n:-0} $(date +%s.%N)"; } \
+      >"$dir/watch-${#clients[@]}.end" ) &
+  clients+=($!)
+done
+[ ${#clients[@]} -eq 0 ] || wait "${clients[@]}" || true
+s_cpu1=$(cpu_of "$serve_pid")
+kill "$serve_pid" 2>/dev/null || true
+read -r served s_span < <(cat "$dir"/watch-*.end 2>/dev/null | awk -v t0="$s_t0" '
+  $1 > 0 { n += $1 - 1; if ($2 > t) t = $2 } END { printf "%d %.3f\n", n, (n > 0 ? t - t0 : 0) }' \
+  || echo "0 0")
+s_cpu=$(awk -v a="$s_cpu0" -v b="$s_cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { print (b - a) / hz }')
+
 awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
     -v n="$records" -v b="$bytes" -v gz6="$gz6" -v rs="${r_span:-0}" -v ru="$r_user" -v rsy="$r_sys" \
-    -v rn="${recorded:-0}" 'BEGIN {
+    -v rn="${recorded:-0}" -v sn="${served:-0}" -v ss="${s_span:-0}" -v sc="${s_cpu:-0}" 'BEGIN {
   printf "recording: %d records, %.1f MB (%.0f bytes/record); gzip -6 of the JSON lines: %.1f MB (%.0f bytes/record)\n", n, b / 1e6, b / n, gz6 / 1e6, gz6 / n
   printf "size / gzip -6:              %.3f   (target <= 1.05)\n", b / gz6
   printf "analyze / gzip -dc:          %.2f, %.2f   (target <= 1.0)\n", a / g, a2 / g2
   printf "jq pipeline / analyze:       %.1f   (target >= 20)\n", j / a
   printf "analyze peak RSS:            %.1f MiB, %.1f MiB   (target <= 100)\n", kib / 1024, kib2 / 1024
   if (rn > 0 && rs > 0) {
-    printf "record <- serve --speed max: %.0f records/s over %.1f s, record CPU %.2f cores   (targets: >= 50000 events/s on <= 1 core; serve >= 100000 events/s)\n", rn / rs, rs, (ru + rsy) / rs
+    printf "record <- serve --speed max: %.0f records/s over %.1f s, record CPU %.2f cores, %.0f us/record   (target >= 50000 events/s on <= 1 core)\n", rn / rs, rs, (ru + rsy) / rs, (ru + rsy) / rn * 1e6
   } else {
     printf "record <- serve --speed max: not measured (see %s)\n", "record.err"
+  }
+  if (sn > 0 && ss > 0) {
+    printf "serve --speed max -> curl:   %.0f events/s over %.1f s, serve CPU %.2f cores, %.1f us/event   (target >= 100000 events/s)\n", sn / ss, ss, sc / ss, sc / sn * 1e6
+  } else {
+    printf "serve --speed max -> curl:   not measured\n"
   }
   printf "(times: analyze %.2f s / %.2f s, gzip -dc %.2f s / %.2f s, jq %.2f s)\n", a, a2, g, g2, j
 }'
