@@ -1,6 +1,9 @@
 //! Inputs that are not recordings, or are damaged ones: a distinct error that says why and
 //! where, never a panic, never an allocation from an unchecked length.
 
+mod common;
+use common::member_ends;
+
 use std::io::{Cursor, ErrorKind, Read, Write};
 
 use flate2::Compression;
@@ -49,19 +52,6 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
         Err(e) => panic!("valid gzip: {e}"),
     }
     raw
-}
-
-/// Where each gzip member of a finished recording ends (compressed offsets).
-fn member_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let mut member = flate2::bufread::GzDecoder::new(rest);
-        std::io::copy(&mut member, &mut std::io::sink()).expect("a whole member");
-        rest = member.into_inner();
-        ends.push(bytes.len() - rest.len());
-    }
-    ends
 }
 
 /// The decompressed preamble and header frame of a recording with no records: what a file

@@ -21,6 +21,9 @@
 //! an existing golden file whose decompressed bytes differ: a released version is never silently
 //! regenerated. A new encoding is a new format version with its own `vN` files.
 
+mod common;
+use common::member_ends;
+
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read};
 use std::path::PathBuf;
@@ -318,19 +321,6 @@ fn the_v1_raw_bytes_start_with_the_magic_and_version_1_little_endian() {
                 == trailer_len
     });
     assert!(ends_with_marker_and_trailer);
-}
-
-/// Where each gzip member ends (compressed offsets).
-fn member_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let mut member = flate2::bufread::GzDecoder::new(rest);
-        std::io::copy(&mut member, &mut std::io::sink()).expect("a whole member");
-        rest = member.into_inner();
-        ends.push(bytes.len() - rest.len());
-    }
-    ends
 }
 
 #[test]

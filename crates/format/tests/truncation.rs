@@ -1,6 +1,9 @@
 //! A recording cut at any byte: every complete record before the cut, then a clean stop or an
 //! error that says where, and never a panic.
 
+mod common;
+use common::member_ends;
+
 use std::io::Cursor;
 
 use rf_format::{End, Error, Header, Kind, Op, Reader, Record, Source, Timestamp, Writer};
@@ -121,19 +124,6 @@ fn read_cut(bytes: &[u8]) -> Outcome {
             }
         }
     }
-}
-
-/// Where each gzip member of a finished recording ends (compressed offsets).
-fn member_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let mut member = flate2::bufread::GzDecoder::new(rest);
-        std::io::copy(&mut member, &mut std::io::sink()).expect("a whole member");
-        rest = member.into_inner();
-        ends.push(bytes.len() - rest.len());
-    }
-    ends
 }
 
 #[test]
