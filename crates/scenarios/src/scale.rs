@@ -1,6 +1,6 @@
 //! Large recordings for benchmarks: many rollouts going through releases, some of them racing.
 
-use rf_format::{Kind, Op, Record, Timestamp};
+use rf_format::{Op, Record, Timestamp};
 
 use crate::recording::Recording;
 use crate::sim::Sim;
@@ -78,16 +78,6 @@ fn release(sim: &mut Sim, version: u64, roll: u64) {
     sim.run_for(u32::try_from(roll % 300).unwrap_or(0));
 }
 
-/// The kinds a scale recording holds.
-const KINDS: [Kind; 6] = [
-    Kind::Rollout,
-    Kind::ReplicaSet,
-    Kind::Service,
-    Kind::EndpointSlice,
-    Kind::Pod,
-    Kind::Event,
-];
-
 /// A recording of `config.rollouts` rollouts, each releasing again and again until the
 /// recording holds `config.events` records, merged in time order. Deterministic for a seed.
 /// The recorder's initial lists come first, per rollout's namespace; resourceVersions are
@@ -98,6 +88,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
     let mut mix = Mix(config.seed);
     let mut parts: Vec<Vec<Record>> = Vec::with_capacity(rollouts);
     let mut closed_at = Timestamp(0);
+    let mut kinds = Vec::new();
     for i in 0..rollouts {
         let name = format!("svc-{i:04}");
         let mut sim = Sim::new(SimConfig {
@@ -117,6 +108,8 @@ pub fn scale(config: &ScaleConfig) -> Recording {
         }
         let rec = sim.finish(&name);
         closed_at = closed_at.max(rec.closed_at);
+        // The kinds the simulated recorder watched: the same for every rollout.
+        kinds.clone_from(&rec.header.source.kinds);
         parts.push(rec.records);
     }
     let mut records: Vec<Record> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
@@ -142,7 +135,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
     let mut rec = Recording::new(
         "scale",
         Vec::new(),
-        KINDS.to_vec(),
+        kinds.clone(),
         (
             crate::spec::SIMULATION_START.as_unix_nanos() / 1_000_000_000,
             closed_at.as_unix_nanos() / 1_000_000_000,
@@ -150,7 +143,7 @@ pub fn scale(config: &ScaleConfig) -> Recording {
         records,
     );
     rec.header.source.namespaces.clear();
-    rec.header.source.kinds = KINDS.to_vec();
+    rec.header.source.kinds = kinds;
     rec.header.notes.insert(
         "scale".to_owned(),
         format!(
@@ -163,6 +156,8 @@ pub fn scale(config: &ScaleConfig) -> Recording {
 
 #[cfg(test)]
 mod tests {
+    use rf_format::Kind;
+
     use super::*;
 
     #[test]
