@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 
+use crate::by_name::ByName;
 use crate::detectors::{self, Detector, Facts, Scene};
 use crate::finding::Finding;
 use crate::pack::PackedFindings;
@@ -16,6 +17,16 @@ use crate::time::rfc3339;
 use crate::timeline::Timeline;
 use crate::view::{ReplicaSetView, RolloutView};
 use crate::world::{Touched, World};
+
+/// Adds one to the count of `key` (copied only the first time).
+fn bump(counts: &mut BTreeMap<String, u64>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_owned(), 1);
+        }
+    }
+}
 
 /// Warnings kept verbatim in the report; beyond this they are only counted.
 const MAX_WARNINGS: usize = 50;
@@ -52,7 +63,7 @@ type Key = (String, String);
 pub struct Analyzer {
     opts: Options,
     detectors: Vec<Box<dyn Detector>>,
-    tracks: BTreeMap<Key, RolloutTrack>,
+    tracks: ByName<RolloutTrack>,
     /// Live objects by kind: namespace -> names. Nested so that a record's own `&str`s look
     /// them up (this runs on every record); a key is copied only for a new object.
     live: HashMap<Kind, HashMap<String, HashSet<String>>>,
@@ -62,7 +73,10 @@ pub struct Analyzer {
     /// namespace -> ReplicaSet -> rollout, nested like `live`.
     rs_owner: HashMap<String, HashMap<String, String>>,
     /// Rollouts a detector wants to look at again at a time, even if nothing changes.
-    due: BTreeMap<Key, Timestamp>,
+    due: ByName<Timestamp>,
+    /// No time in `due` is earlier (it may be earlier than all): so that a record with none due
+    /// costs one comparison.
+    due_from: Option<Timestamp>,
     /// `Options::snapshot` was asked for (not inferred from a header).
     snapshot_requested: bool,
     /// When the current file's history ends so far: its last record, or its trailer's time.
@@ -102,12 +116,13 @@ impl Analyzer {
         Analyzer {
             opts,
             detectors: detectors::all(snapshot),
-            tracks: BTreeMap::new(),
+            tracks: ByName::default(),
             live: HashMap::new(),
             world: World::default(),
             facts: Facts::default(),
             rs_owner: HashMap::new(),
-            due: BTreeMap::new(),
+            due: ByName::default(),
+            due_from: None,
             snapshot_requested,
             file_end: None,
             hole_from: None,
@@ -281,16 +296,11 @@ impl Analyzer {
                             _ => None,
                         };
                         self.on_rollout(rec, view.as_deref(), pos);
-                        self.look(
-                            &[(rec.namespace.clone(), rec.name.clone())],
-                            None,
-                            pos,
-                            false,
-                        );
+                        self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
                         if let Some(owner) = self.on_replicaset(rec, &view, pos) {
-                            self.look(&[(rec.namespace.clone(), owner)], None, pos, false);
+                            self.look_at(&rec.namespace, &owner, None, pos, false);
                         }
                     }
                     (
@@ -326,16 +336,8 @@ impl Analyzer {
         if let Some(f) = self.summary.files.last_mut() {
             f.records += 1;
         }
-        *self
-            .summary
-            .by_kind
-            .entry(rec.kind.name().to_owned())
-            .or_default() += 1;
-        *self
-            .summary
-            .by_op
-            .entry(rec.op.name().to_owned())
-            .or_default() += 1;
+        bump(&mut self.summary.by_kind, rec.kind.name());
+        bump(&mut self.summary.by_op, rec.op.name());
         if let Some(prev) = self.last_seq {
             if rec.seq <= prev {
                 self.warn(format!(
@@ -382,24 +384,31 @@ impl Analyzer {
         self.rs_owner.get(namespace)?.get(name)
     }
 
-    fn track(&mut self, namespace: &str, name: &str) -> &mut RolloutTrack {
+    /// The track of rollout `name`, made when it is new.
+    fn track(&mut self, namespace: &str, name: &str) -> Option<&mut RolloutTrack> {
         let keep = self.opts.timelines;
         self.tracks
-            .entry((namespace.to_owned(), name.to_owned()))
-            .or_insert_with(|| RolloutTrack::new(namespace, name, keep))
+            .ensure(namespace, name, || RolloutTrack::new(namespace, name, keep));
+        self.tracks.get_mut(namespace, name)
     }
 
     fn on_rollout(&mut self, rec: &Record, view: Option<&RolloutView>, pos: At) {
         if matches!(rec.op, Op::Deleted { .. }) {
-            self.track(&rec.namespace, &rec.name).deleted = true;
+            if let Some(track) = self.track(&rec.namespace, &rec.name) {
+                track.deleted = true;
+            }
             return;
         }
         let Some(view) = view else { return };
-        let track = self.track(&rec.namespace, &rec.name);
+        let Some(track) = self.track(&rec.namespace, &rec.name) else {
+            return;
+        };
         let Some(prev) = track.observe_rollout(view, pos, rec.actor.as_deref()) else {
             return;
         };
-        let track = &self.tracks[&(rec.namespace.clone(), rec.name.clone())];
+        let Some(track) = self.tracks.get(&rec.namespace, &rec.name) else {
+            return;
+        };
         let Some(cur) = track.last.as_ref() else {
             return;
         };
@@ -423,10 +432,7 @@ impl Analyzer {
                 // Released from its rollout (no owner): still the rollout's by name and label.
                 let hash = view.hash()?;
                 let name = rec.name.strip_suffix(&format!("-{hash}"))?;
-                if !self
-                    .tracks
-                    .contains_key(&(rec.namespace.clone(), name.to_owned()))
-                {
+                if !self.tracks.contains(&rec.namespace, name) {
                     return None;
                 }
                 name.to_owned()
@@ -444,9 +450,9 @@ impl Analyzer {
                 .or_default()
                 .insert(rec.name.clone(), owner.clone());
         }
-        let track = self.track(&rec.namespace, &owner);
+        let track = self.track(&rec.namespace, &owner)?;
         track.observe_replicaset(view, pos, deleted, added);
-        let track = &self.tracks[&(rec.namespace.clone(), owner.clone())];
+        let track = self.tracks.get(&rec.namespace, &owner)?;
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);
         }
@@ -493,66 +499,70 @@ impl Analyzer {
         self.look(&keys, Some(&touched), pos, false);
     }
 
-    fn tracks_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a RolloutTrack> + 'a {
-        self.tracks
-            .range((ns.to_owned(), String::new())..)
-            .take_while(move |((n, _), _)| n == ns)
-            .map(|(_, t)| t)
+    fn tracks_in<'a>(&'a self, ns: &str) -> impl Iterator<Item = &'a RolloutTrack> + 'a {
+        self.tracks.in_ns(ns).map(|(_, t)| t)
     }
 
     /// Lets every detector look at each rollout of `keys` and the world around it.
     fn look(&mut self, keys: &[Key], touched: Option<&Touched>, now: At, end: bool) {
-        for key in keys {
-            if self.opts.timelines {
-                if let Some(track) = self.tracks.get_mut(key) {
-                    track.observe_traffic(&self.world, now);
-                }
+        for (ns, name) in keys {
+            self.look_at(ns, name, touched, now, end);
+        }
+    }
+
+    /// Lets every detector look at rollout `name` of `ns` and the world around it.
+    fn look_at(&mut self, ns: &str, name: &str, touched: Option<&Touched>, now: At, end: bool) {
+        if self.opts.timelines {
+            if let Some(track) = self.tracks.get_mut(ns, name) {
+                track.observe_traffic(&self.world, now);
             }
-            let Some(track) = self.tracks.get(key) else {
-                continue;
-            };
-            if track.last.is_none() {
-                continue;
+        }
+        let Some(track) = self.tracks.get(ns, name) else {
+            return;
+        };
+        if track.last.is_none() {
+            return;
+        }
+        let scene = Scene {
+            track,
+            world: &self.world,
+            now,
+            touched,
+            snapshot: self.opts.snapshot,
+            end,
+        };
+        let mut next: Option<Timestamp> = None;
+        for d in &mut self.detectors {
+            if let Some(t) = d.on_world(&scene, &mut self.facts, &mut self.findings) {
+                next = Some(next.map_or(t, |n| n.min(t)));
             }
-            let scene = Scene {
-                track,
-                world: &self.world,
-                now,
-                touched,
-                snapshot: self.opts.snapshot,
-                end,
-            };
-            let mut next: Option<Timestamp> = None;
-            for d in &mut self.detectors {
-                if let Some(t) = d.on_world(&scene, &mut self.facts, &mut self.findings) {
-                    next = Some(next.map_or(t, |n| n.min(t)));
-                }
+        }
+        match next {
+            Some(t) => {
+                self.due.set(ns, name, t);
+                self.due_from = Some(self.due_from.map_or(t, |d| d.min(t)));
             }
-            match next {
-                Some(t) => {
-                    self.due.insert(key.clone(), t);
-                }
-                None => {
-                    self.due.remove(key);
-                }
+            None => {
+                self.due.remove(ns, name);
             }
         }
     }
 
     /// Looks again at the rollouts whose re-check time has come.
     fn run_due(&mut self, pos: At) {
-        if self.due.is_empty() || !self.due.values().any(|t| *t <= pos.at) {
+        if self.due_from.is_none_or(|t| t > pos.at) {
             return;
         }
         let keys: Vec<Key> = self
             .due
             .iter()
-            .filter(|(_, t)| **t <= pos.at)
-            .map(|(k, _)| k.clone())
+            .filter(|(_, _, t)| **t <= pos.at)
+            .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
             .collect();
-        for k in &keys {
-            self.due.remove(k);
+        for (ns, name) in &keys {
+            self.due.remove(ns, name);
         }
+        self.due_from = self.due.values().min().copied();
         self.look(&keys, None, pos, false);
     }
 
@@ -628,7 +638,11 @@ impl Analyzer {
                 at: self.end_time(last.at),
                 ..last
             };
-            let keys: Vec<Key> = self.tracks.keys().cloned().collect();
+            let keys: Vec<Key> = self
+                .tracks
+                .iter()
+                .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
+                .collect();
             self.look(&keys, None, end, true);
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
             for d in &mut self.detectors {

@@ -27,6 +27,7 @@
 //! ```
 
 mod analyzer;
+mod by_name;
 mod detectors;
 mod diff;
 mod finding;

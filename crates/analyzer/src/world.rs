@@ -115,16 +115,216 @@ pub(crate) enum Touched {
 /// Syncs kept per Application.
 const KEEP_SYNCS: usize = 8;
 
+/// The live objects of one namespace, by name: looked up by `&str`, with no key built per lookup
+/// (these run for every endpoint of every Service on every pod change).
+#[derive(Debug, Default)]
+struct Namespace {
+    services: BTreeMap<String, ServiceObj>,
+    slices: HashMap<String, SliceObj>,
+    /// EndpointSlice names by the Service they serve.
+    slices_of: HashMap<String, BTreeSet<String>>,
+    pods: HashMap<String, PodObj>,
+    /// Pod names by pod-template hash, so a rollout's revision is looked up without scanning
+    /// every pod of the namespace.
+    pods_by_hash: HashMap<String, BTreeSet<String>>,
+}
+
+impl Namespace {
+    fn is_empty(&self) -> bool {
+        self.services.is_empty() && self.slices.is_empty() && self.pods.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.services.len() + self.slices.len() + self.pods.len()
+    }
+
+    fn apply_service(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        if deleted {
+            self.services.remove(rec.name.as_str());
+        } else {
+            let Parsed::Service(v) = parsed else {
+                return None;
+            };
+            let selector = v.spec.selector;
+            if let Some(old) = self.services.get_mut(rec.name.as_str()) {
+                if old.selector == selector {
+                    return None;
+                }
+                *old = ServiceObj { selector, pos };
+            } else {
+                self.services
+                    .insert(rec.name.clone(), ServiceObj { selector, pos });
+            }
+        }
+        Some(Touched::Service {
+            namespace: rec.namespace.clone(),
+        })
+    }
+
+    fn apply_slice(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let old = self.slices.remove(rec.name.as_str());
+        if let Some(old) = &old {
+            unindex(&mut self.slices_of, &old.service, &rec.name);
+        }
+        if !deleted {
+            let Parsed::Slice(v) = parsed else {
+                return None;
+            };
+            if let Some(service) = v.service().map(str::to_owned) {
+                let endpoints = v
+                    .endpoints
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| EndpointObj {
+                        pod: e
+                            .target_ref
+                            .filter(|t| t.kind == "Pod" && !t.name.is_empty())
+                            .map(|t| t.name),
+                        address: e.addresses.into_iter().next().unwrap_or_default(),
+                        ready: e.conditions.ready.unwrap_or(true),
+                    })
+                    .collect();
+                index(&mut self.slices_of, &service, &rec.name);
+                let unchanged = old
+                    .as_ref()
+                    .is_some_and(|o| o.service == service && o.endpoints == endpoints);
+                self.slices.insert(
+                    rec.name.clone(),
+                    SliceObj {
+                        service,
+                        endpoints,
+                        pos,
+                    },
+                );
+                if unchanged {
+                    return None;
+                }
+            }
+        }
+        Some(Touched::Service {
+            namespace: rec.namespace.clone(),
+        })
+    }
+
+    fn apply_pod(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        if let Some(h) = self
+            .pods
+            .get(rec.name.as_str())
+            .and_then(|p| p.hash.as_deref())
+        {
+            unindex(&mut self.pods_by_hash, h, &rec.name);
+        }
+        if deleted {
+            self.pods.remove(rec.name.as_str());
+        } else {
+            let Parsed::Pod(v) = parsed else {
+                return None;
+            };
+            let (ready, since) = v.ready();
+            let terminating = v.metadata.deletion_timestamp.is_some();
+            let ready = ready && !terminating;
+            let images: Vec<PodImage> = v
+                .spec
+                .init_containers
+                .iter()
+                .chain(&v.spec.containers)
+                .map(|c| PodImage {
+                    container: c.name.clone(),
+                    image: c.image.clone(),
+                    digest: v
+                        .status
+                        .container_statuses
+                        .iter()
+                        .find(|s| s.name == c.name)
+                        .and_then(|s| digest_of(&s.image_id)),
+                })
+                .collect();
+            let hash = v.metadata.labels.get(HASH_LABEL).cloned();
+            let owner = v.owner_replicaset().map(str::to_owned);
+            let old = self.pods.get(rec.name.as_str());
+            let ready_since = match old {
+                Some(o) if o.ready && ready => o.ready_since,
+                _ if ready => Some(
+                    since
+                        .and_then(parse_rfc3339)
+                        .map_or(pos.at, |t| t.min(pos.at)),
+                ),
+                _ => None,
+            };
+            let unchanged = old.is_some_and(|o| {
+                o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
+            });
+            if let Some(h) = &hash {
+                index(&mut self.pods_by_hash, h, &rec.name);
+            }
+            let pod = PodObj {
+                hash,
+                owner,
+                ready,
+                ready_since,
+                images,
+                pos,
+            };
+            match self.pods.get_mut(rec.name.as_str()) {
+                Some(old) => *old = pod,
+                None => {
+                    self.pods.insert(rec.name.clone(), pod);
+                }
+            }
+            if unchanged {
+                return None;
+            }
+        }
+        Some(Touched::Pod {
+            namespace: rec.namespace.clone(),
+            name: rec.name.clone(),
+        })
+    }
+}
+
+/// Removes `name` from the set under `key`, and the set once empty.
+fn unindex(index: &mut HashMap<String, BTreeSet<String>>, key: &str, name: &str) {
+    if let Some(set) = index.get_mut(key) {
+        set.remove(name);
+        if set.is_empty() {
+            index.remove(key);
+        }
+    }
+}
+
+/// Adds `name` to the set under `key`.
+fn index(index: &mut HashMap<String, BTreeSet<String>>, key: &str, name: &str) {
+    let set = match index.get_mut(key) {
+        Some(set) => set,
+        None => index.entry(key.to_owned()).or_default(),
+    };
+    if !set.contains(name) {
+        set.insert(name.to_owned());
+    }
+}
+
 /// The live objects of the kinds the cross-object detectors read.
 #[derive(Debug, Default)]
 pub(crate) struct World {
-    services: BTreeMap<Key, ServiceObj>,
-    slices: HashMap<Key, SliceObj>,
-    slices_of: HashMap<Key, BTreeSet<String>>,
-    pods: HashMap<Key, PodObj>,
-    /// Pod names by (namespace, pod-template hash), so a rollout's revision is looked up
-    /// without scanning every pod of the namespace.
-    pods_by_hash: HashMap<Key, BTreeSet<String>>,
+    namespaces: HashMap<String, Namespace>,
     apps: BTreeMap<Key, AppObj>,
 }
 
@@ -140,270 +340,145 @@ impl World {
     /// Applies one record of a Service, EndpointSlice, Pod or Application, its object parsed
     /// (nothing for a deletion). Returns what changed.
     pub fn apply(&mut self, rec: &Record, parsed: Parsed, pos: At) -> Option<Touched> {
-        let key = (rec.namespace.clone(), rec.name.clone());
         let deleted = matches!(rec.op, Op::Deleted { .. });
         match rec.kind {
-            Kind::Service => {
-                if deleted {
-                    self.services.remove(&key);
-                } else {
-                    let Parsed::Service(v) = parsed else {
-                        return None;
-                    };
-                    let selector = v.spec.selector;
-                    if self
-                        .services
-                        .get(&key)
-                        .is_some_and(|s| s.selector == selector)
-                    {
-                        return None;
-                    }
-                    self.services.insert(key, ServiceObj { selector, pos });
+            Kind::Service | Kind::EndpointSlice | Kind::Pod => {
+                let ns = match self.namespaces.get_mut(rec.namespace.as_str()) {
+                    Some(ns) => ns,
+                    None => self.namespaces.entry(rec.namespace.clone()).or_default(),
+                };
+                let touched = match rec.kind {
+                    Kind::Service => ns.apply_service(rec, parsed, pos, deleted),
+                    Kind::EndpointSlice => ns.apply_slice(rec, parsed, pos, deleted),
+                    _ => ns.apply_pod(rec, parsed, pos, deleted),
+                };
+                if ns.is_empty() {
+                    self.namespaces.remove(rec.namespace.as_str());
                 }
-                Some(Touched::Service {
-                    namespace: rec.namespace.clone(),
-                })
+                touched
             }
-            Kind::EndpointSlice => {
-                let old = self.slices.remove(&key);
-                if let Some(old) = &old {
-                    if let Some(set) = self
-                        .slices_of
-                        .get_mut(&(rec.namespace.clone(), old.service.clone()))
-                    {
-                        set.remove(&rec.name);
-                        if set.is_empty() {
-                            self.slices_of
-                                .remove(&(rec.namespace.clone(), old.service.clone()));
-                        }
-                    }
-                }
-                if !deleted {
-                    let Parsed::Slice(v) = parsed else {
-                        return None;
-                    };
-                    if let Some(service) = v.service().map(str::to_owned) {
-                        let endpoints = v
-                            .endpoints
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|e| EndpointObj {
-                                pod: e
-                                    .target_ref
-                                    .filter(|t| t.kind == "Pod" && !t.name.is_empty())
-                                    .map(|t| t.name),
-                                address: e.addresses.into_iter().next().unwrap_or_default(),
-                                ready: e.conditions.ready.unwrap_or(true),
-                            })
-                            .collect();
-                        self.slices_of
-                            .entry((rec.namespace.clone(), service.clone()))
-                            .or_default()
-                            .insert(rec.name.clone());
-                        let unchanged = old
-                            .as_ref()
-                            .is_some_and(|o| o.service == service && o.endpoints == endpoints);
-                        self.slices.insert(
-                            key,
-                            SliceObj {
-                                service,
-                                endpoints,
-                                pos,
-                            },
-                        );
-                        if unchanged {
-                            return None;
-                        }
-                    }
-                }
-                Some(Touched::Service {
-                    namespace: rec.namespace.clone(),
-                })
-            }
-            Kind::Pod => {
-                if let Some(old) = self.pods.get(&key) {
-                    if let Some(h) = &old.hash {
-                        let idx = (rec.namespace.clone(), h.clone());
-                        if let Some(set) = self.pods_by_hash.get_mut(&idx) {
-                            set.remove(&rec.name);
-                            if set.is_empty() {
-                                self.pods_by_hash.remove(&idx);
-                            }
-                        }
-                    }
-                }
-                if deleted {
-                    self.pods.remove(&key);
-                } else {
-                    let Parsed::Pod(v) = parsed else {
-                        return None;
-                    };
-                    let (ready, since) = v.ready();
-                    let terminating = v.metadata.deletion_timestamp.is_some();
-                    let ready = ready && !terminating;
-                    let images: Vec<PodImage> = v
-                        .spec
-                        .init_containers
-                        .iter()
-                        .chain(&v.spec.containers)
-                        .map(|c| PodImage {
-                            container: c.name.clone(),
-                            image: c.image.clone(),
-                            digest: v
-                                .status
-                                .container_statuses
-                                .iter()
-                                .find(|s| s.name == c.name)
-                                .and_then(|s| digest_of(&s.image_id)),
-                        })
-                        .collect();
-                    let hash = v.metadata.labels.get(HASH_LABEL).cloned();
-                    let owner = v.owner_replicaset().map(str::to_owned);
-                    let old = self.pods.get(&key);
-                    let ready_since = match old {
-                        Some(o) if o.ready && ready => o.ready_since,
-                        _ if ready => Some(
-                            since
-                                .and_then(parse_rfc3339)
-                                .map_or(pos.at, |t| t.min(pos.at)),
-                        ),
-                        _ => None,
-                    };
-                    let unchanged = old.is_some_and(|o| {
-                        o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
-                    });
-                    if let Some(h) = &hash {
-                        self.pods_by_hash
-                            .entry((rec.namespace.clone(), h.clone()))
-                            .or_default()
-                            .insert(rec.name.clone());
-                    }
-                    self.pods.insert(
-                        key,
-                        PodObj {
-                            hash,
-                            owner,
-                            ready,
-                            ready_since,
-                            images,
-                            pos,
-                        },
-                    );
-                    if unchanged {
-                        return None;
-                    }
-                }
-                Some(Touched::Pod {
-                    namespace: rec.namespace.clone(),
-                    name: rec.name.clone(),
-                })
-            }
-            Kind::Application => {
-                if deleted {
-                    self.apps.remove(&key);
-                } else {
-                    let Parsed::App(v) = parsed else {
-                        return None;
-                    };
-                    let mut history: Vec<Sync> = v
-                        .status
-                        .history
-                        .iter()
-                        .filter_map(|h| {
-                            Some(Sync {
-                                revision: h.revision()?,
-                                deployed_at: h.deployed_at.as_deref().and_then(parse_rfc3339)?,
-                            })
-                        })
-                        .collect();
-                    history.sort_by_key(|h| h.deployed_at);
-                    if history.len() > KEEP_SYNCS {
-                        history.drain(..history.len() - KEEP_SYNCS);
-                    }
-                    let rollouts = v
-                        .status
-                        .resources
-                        .iter()
-                        .filter(|r| r.kind == "Rollout")
-                        .map(|r| (r.namespace.clone(), r.name.clone()))
-                        .collect();
-                    self.apps.insert(
-                        key,
-                        AppObj {
-                            namespace: rec.namespace.clone(),
-                            name: rec.name.clone(),
-                            sync: v.status.sync.status,
-                            health: v.status.health.status,
-                            revision: v.status.sync.revision,
-                            history,
-                            rollouts,
-                            pos,
-                        },
-                    );
-                }
-                Some(Touched::App {
-                    namespace: rec.namespace.clone(),
-                    name: rec.name.clone(),
-                })
-            }
+            Kind::Application => self.apply_app(rec, parsed, pos, deleted),
             _ => None,
         }
+    }
+
+    fn apply_app(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let key = (rec.namespace.clone(), rec.name.clone());
+        if deleted {
+            self.apps.remove(&key);
+        } else {
+            let Parsed::App(v) = parsed else {
+                return None;
+            };
+            let mut history: Vec<Sync> = v
+                .status
+                .history
+                .iter()
+                .filter_map(|h| {
+                    Some(Sync {
+                        revision: h.revision()?,
+                        deployed_at: h.deployed_at.as_deref().and_then(parse_rfc3339)?,
+                    })
+                })
+                .collect();
+            history.sort_by_key(|h| h.deployed_at);
+            if history.len() > KEEP_SYNCS {
+                history.drain(..history.len() - KEEP_SYNCS);
+            }
+            let rollouts = v
+                .status
+                .resources
+                .iter()
+                .filter(|r| r.kind == "Rollout")
+                .map(|r| (r.namespace.clone(), r.name.clone()))
+                .collect();
+            self.apps.insert(
+                key,
+                AppObj {
+                    namespace: rec.namespace.clone(),
+                    name: rec.name.clone(),
+                    sync: v.status.sync.status,
+                    health: v.status.health.status,
+                    revision: v.status.sync.revision,
+                    history,
+                    rollouts,
+                    pos,
+                },
+            );
+        }
+        Some(Touched::App {
+            namespace: rec.namespace.clone(),
+            name: rec.name.clone(),
+        })
     }
 
     /// The Services of a namespace, by name.
     pub fn services_in<'a>(
         &'a self,
-        ns: &'a str,
+        ns: &str,
     ) -> impl Iterator<Item = (&'a str, &'a ServiceObj)> + 'a {
-        self.services
-            .range((ns.to_owned(), String::new())..)
-            .take_while(move |((n, _), _)| n == ns)
-            .map(|((_, name), s)| (name.as_str(), s))
+        self.namespaces
+            .get(ns)
+            .into_iter()
+            .flat_map(|n| n.services.iter())
+            .map(|(name, s)| (name.as_str(), s))
     }
 
     /// True when at least one EndpointSlice of the Service is known: only then can its
     /// endpoints be judged.
     pub fn has_slices(&self, ns: &str, service: &str) -> bool {
-        self.slices_of
-            .contains_key(&(ns.to_owned(), service.to_owned()))
+        self.namespaces
+            .get(ns)
+            .is_some_and(|n| n.slices_of.contains_key(service))
     }
 
     /// The EndpointSlices of a Service.
     pub fn slices_of<'a>(
         &'a self,
-        ns: &'a str,
+        ns: &str,
         service: &str,
     ) -> impl Iterator<Item = (&'a str, &'a SliceObj)> + 'a {
-        self.slices_of
-            .get(&(ns.to_owned(), service.to_owned()))
+        let ns = self.namespaces.get(ns);
+        ns.and_then(|n| n.slices_of.get(service))
             .into_iter()
             .flatten()
             .filter_map(move |name| {
-                self.slices
-                    .get(&(ns.to_owned(), name.clone()))
-                    .map(|s| (name.as_str(), s))
+                let slice = ns?.slices.get(name)?;
+                Some((name.as_str(), slice))
             })
     }
 
     pub fn pod(&self, ns: &str, name: &str) -> Option<&PodObj> {
-        self.pods.get(&(ns.to_owned(), name.to_owned()))
+        self.namespaces.get(ns)?.pods.get(name)
     }
 
     /// The pods of the namespace labelled with pod-template hash `hash`.
     pub fn pods_of_hash<'a>(
         &'a self,
-        ns: &'a str,
+        ns: &str,
         hash: &str,
     ) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
-        self.pods_by_hash
-            .get(&(ns.to_owned(), hash.to_owned()))
+        let ns = self.namespaces.get(ns);
+        ns.and_then(|n| n.pods_by_hash.get(hash))
             .into_iter()
             .flatten()
             .filter_map(move |name| {
-                self.pods
-                    .get(&(ns.to_owned(), name.clone()))
-                    .map(|p| (name.as_str(), p))
+                let pod = ns?.pods.get(name)?;
+                Some((name.as_str(), pod))
             })
+    }
+
+    /// True when a pod of the namespace is labelled with pod-template hash `hash`.
+    pub fn has_pods_of_hash(&self, ns: &str, hash: &str) -> bool {
+        self.namespaces
+            .get(ns)
+            .is_some_and(|n| n.pods_by_hash.contains_key(hash))
     }
 
     pub fn app(&self, ns: &str, name: &str) -> Option<&AppObj> {
@@ -417,7 +492,7 @@ impl World {
 
     /// Objects held, all kinds.
     pub fn len(&self) -> usize {
-        self.services.len() + self.slices.len() + self.pods.len() + self.apps.len()
+        self.namespaces.values().map(Namespace::len).sum::<usize>() + self.apps.len()
     }
 }
 
@@ -437,18 +512,31 @@ pub(crate) fn revision_of(
     pod_name: &str,
     pod: Option<&PodObj>,
 ) -> Option<String> {
+    revision(track, pod_name, pod).map(str::to_owned)
+}
+
+/// [`revision_of`], borrowed: this runs for every endpoint and pod of a look.
+pub(crate) fn revision<'a>(
+    track: &'a RolloutTrack,
+    pod_name: &str,
+    pod: Option<&'a PodObj>,
+) -> Option<&'a str> {
     if let Some(p) = pod {
-        if let Some(h) = &p.hash {
+        if let Some(h) = p.hash.as_deref() {
             if track
                 .replicasets
                 .values()
-                .any(|rs| rs.hash.as_ref() == Some(h))
+                .any(|rs| rs.hash.as_deref() == Some(h))
             {
-                return Some(h.clone());
+                return Some(h);
             }
         }
         if let Some(owner) = &p.owner {
-            if let Some(h) = track.replicasets.get(owner).and_then(|rs| rs.hash.clone()) {
+            if let Some(h) = track
+                .replicasets
+                .get(owner)
+                .and_then(|rs| rs.hash.as_deref())
+            {
                 return Some(h);
             }
         }
@@ -464,7 +552,7 @@ pub(crate) fn revision_of(
                 .strip_prefix(rs.name.as_str())
                 .is_some_and(|rest| rest.starts_with('-') && !rest[1..].contains('-'))
         })
-        .find_map(|rs| rs.hash.clone())
+        .find_map(|rs| rs.hash.as_deref())
 }
 
 /// Why a Service routes to a rollout's pods.
@@ -509,7 +597,7 @@ pub(crate) fn serves_revision(
         .any(|(_, slice)| {
             slice.endpoints.iter().filter(|e| e.ready).any(|e| {
                 e.pod.as_deref().is_some_and(|p| {
-                    revision_of(track, p, world.pod(&track.namespace, p)).as_deref() == Some(hash)
+                    revision(track, p, world.pod(&track.namespace, p)) == Some(hash)
                 })
             })
         })
@@ -526,7 +614,9 @@ pub(crate) fn membership(
         for e in slice.endpoints.iter().filter(|e| e.ready) {
             let (rev, who) = match &e.pod {
                 Some(p) => (
-                    revision_of(track, p, world.pod(&track.namespace, p)).unwrap_or_default(),
+                    revision(track, p, world.pod(&track.namespace, p))
+                        .unwrap_or_default()
+                        .to_owned(),
                     p.clone(),
                 ),
                 None => (String::new(), e.address.clone()),

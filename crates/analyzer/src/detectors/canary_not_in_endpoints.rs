@@ -27,7 +27,7 @@ use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack};
 use crate::time::rfc3339;
 use crate::view::Step;
-use crate::world::{Route, World, membership, revision_of, route, serves_revision};
+use crate::world::{Route, World, membership, revision, route, serves_revision};
 
 type Key = (String, String, String, String);
 
@@ -36,8 +36,43 @@ pub(crate) struct CanaryNotInEndpoints {
     settling: Settling<Key>,
 }
 
-/// Why the rollout says `hash` takes traffic, if it does.
-fn takes_traffic(track: &RolloutTrack) -> Option<String> {
+/// Why the rollout says its current revision takes traffic.
+#[derive(Debug, Clone, Copy)]
+enum Why {
+    /// Promoted, and Healthy on it.
+    Healthy,
+    /// `status.canary.weights.canary.weight`.
+    Weight(i64),
+    /// At step `index` of `steps`, past the first `setWeight` (`weight`, step `first`).
+    PastStep {
+        index: i64,
+        steps: usize,
+        first: usize,
+        weight: i64,
+    },
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Healthy => f.write_str("the rollout is Healthy on it"),
+            Why::Weight(w) => write!(f, "status.canary.weights.canary.weight is {w}"),
+            Why::PastStep {
+                index,
+                steps,
+                first,
+                weight,
+            } => write!(
+                f,
+                "the rollout is at step {index} of {steps}, past setWeight {weight} (step {first})"
+            ),
+        }
+    }
+}
+
+/// Why the rollout says its current revision takes traffic, if it does (this runs on every
+/// look: it says why without writing it out).
+fn takes_traffic(track: &RolloutTrack) -> Option<Why> {
     let cur = track.last.as_ref()?;
     let hash = cur.pod_hash.as_deref()?;
     if cur.abort {
@@ -45,38 +80,33 @@ fn takes_traffic(track: &RolloutTrack) -> Option<String> {
     }
     let promoted = cur.stable_rs.as_deref() == Some(hash);
     if promoted {
-        return (cur.phase.as_deref() == Some("Healthy"))
-            .then(|| "the rollout is Healthy on it".to_owned());
+        return (cur.phase.as_deref() == Some("Healthy")).then_some(Why::Healthy);
     }
     if let Some(w) = cur.canary_weight.filter(|w| *w > 0) {
-        return Some(format!("status.canary.weights.canary.weight is {w}"));
+        return Some(Why::Weight(w));
     }
-    let first = track
-        .steps
-        .iter()
-        .position(|s| matches!(s, Step::SetWeight(w) if *w > 0))?;
-    (cur.step_index > i64::try_from(first).ok()?).then(|| {
-        format!(
-            "the rollout is at step {} of {}, past setWeight {} (step {first})",
-            cur.step_index,
-            track.steps.len(),
-            match track.steps[first] {
-                Step::SetWeight(w) => w,
-                _ => 0,
-            }
-        )
+    let (first, weight) = track.steps.iter().enumerate().find_map(|(i, s)| match s {
+        Step::SetWeight(w) if *w > 0 => Some((i, *w)),
+        _ => None,
+    })?;
+    (cur.step_index > i64::try_from(first).ok()?).then_some(Why::PastStep {
+        index: cur.step_index,
+        steps: track.steps.len(),
+        first,
+        weight,
     })
 }
 
-/// The ready pods of revision `hash`, and since when the first of them has been ready.
-fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, Option<At>) {
-    let mut names = Vec::new();
+/// When the first ready pod of revision `hash` became ready, if one is (the ReplicaSet's
+/// count decides when no pod of the rollout was recorded at all).
+fn ready_since(world: &World, track: &RolloutTrack, hash: &str) -> Option<At> {
     let mut since: Option<At> = None;
+    let mut any_ready = false;
     for (name, pod) in world.pods_of_hash(&track.namespace, hash) {
-        if !pod.ready || revision_of(track, name, Some(pod)).as_deref() != Some(hash) {
+        if !pod.ready || revision(track, name, Some(pod)) != Some(hash) {
             continue;
         }
-        names.push(name.to_owned());
+        any_ready = true;
         if let Some(t) = pod.ready_since {
             let at = At { at: t, ..pod.pos };
             if since.is_none_or(|s| at.at < s.at) {
@@ -84,26 +114,36 @@ fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> (Vec<String>, 
             }
         }
     }
-    names.sort();
-    // Pods of the rollout recorded at all? Else the ReplicaSet's own count decides.
-    let pods_recorded = track
+    if any_ready || pods_recorded(world, track) {
+        return since;
+    }
+    track
+        .rs_by_hash(hash)
+        .filter(|rs| !rs.deleted && rs.ready > 0)
+        .map(|rs| At {
+            at: rs.ready_since.unwrap_or(rs.last.at),
+            ..rs.last
+        })
+}
+
+/// True when a pod of any revision of the rollout was recorded.
+fn pods_recorded(world: &World, track: &RolloutTrack) -> bool {
+    track
         .replicasets
         .values()
         .filter_map(|rs| rs.hash.as_deref())
-        .any(|h| world.pods_of_hash(&track.namespace, h).next().is_some());
-    if !pods_recorded {
-        if let Some(rs) = track
-            .rs_by_hash(hash)
-            .filter(|rs| !rs.deleted && rs.ready > 0)
-        {
-            let at = At {
-                at: rs.ready_since.unwrap_or(rs.last.at),
-                ..rs.last
-            };
-            return (Vec::new(), Some(at));
-        }
-    }
-    (names, since)
+        .any(|h| world.has_pods_of_hash(&track.namespace, h))
+}
+
+/// The names of the ready pods of revision `hash`, sorted: for the finding's words.
+fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> Vec<String> {
+    let mut names: Vec<String> = world
+        .pods_of_hash(&track.namespace, hash)
+        .filter(|(name, pod)| pod.ready && revision(track, name, Some(pod)) == Some(hash))
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 fn describe(by: &BTreeMap<String, Vec<String>>, track: &RolloutTrack) -> String {
@@ -141,47 +181,52 @@ impl Detector for CanaryNotInEndpoints {
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         let track = s.track;
-        let ns = track.namespace.clone();
+        let ns = track.namespace.as_str();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name;
         let cur = track.last.as_ref()?;
         self.settling.begin();
-        let (Some(hash), Some(why)) = (cur.pod_hash.clone(), takes_traffic(track)) else {
+        let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {
             self.settling.end(mine);
             facts
                 .not_adopted
                 .retain(|(n, r, _)| !(*n == ns && *r == track.name));
             return None;
         };
-        let promoted = cur.stable_rs.as_deref() == Some(hash.as_str());
+        let promoted = cur.stable_rs.as_deref() == Some(hash);
         let named = track.canary_service.is_some() || track.stable_service.is_some();
         let services: Vec<(&str, Route)> = s
             .world
-            .services_in(&ns)
+            .services_in(ns)
             .filter_map(|(name, svc)| Some((name, route(track, name, svc)?)))
             .filter(|(_, why)| match why {
                 Route::Canary => !promoted,
                 Route::Stable => promoted,
                 Route::Selects => !named,
             })
-            .filter(|(name, _)| s.world.has_slices(&ns, name))
+            .filter(|(name, _)| s.world.has_slices(ns, name))
             .collect();
-        let (ready, ready_since) = ready_pods(s.world, track, &hash);
+        // Only a Service that should route to the revision needs its pods.
+        let ready_since = if services.is_empty() {
+            None
+        } else {
+            ready_since(s.world, track, hash)
+        };
         for (service, _) in services {
             let Some(ready_since) = ready_since else {
                 continue;
             };
-            if serves_revision(s.world, track, service, &hash) {
+            if serves_revision(s.world, track, service, hash) {
                 continue;
             }
             let key = (
-                ns.clone(),
+                ns.to_owned(),
                 track.name.clone(),
                 service.to_owned(),
-                hash.clone(),
+                hash.to_owned(),
             );
             facts
                 .not_adopted
-                .insert((ns.clone(), track.name.clone(), hash.clone()));
+                .insert((ns.to_owned(), track.name.clone(), hash.to_owned()));
             let Some(first) = self.settling.holds(&key, s.now) else {
                 continue;
             };
@@ -194,8 +239,9 @@ impl Detector for CanaryNotInEndpoints {
                 continue;
             }
             self.settling.fire(key);
+            let ready = ready_pods(s.world, track, hash);
             let by = membership(s.world, track, service);
-            let subject = Subject::new(Kind::Service, &ns, service);
+            let subject = Subject::new(Kind::Service, ns, service);
             let ready_words = if ready.is_empty() {
                 "its ReplicaSet reports ready pods".to_owned()
             } else {
@@ -211,23 +257,23 @@ impl Detector for CanaryNotInEndpoints {
             );
             let mut evidence: Vec<Evidence> = s
                 .world
-                .slices_of(&ns, service)
+                .slices_of(ns, service)
                 .map(|(name, slice)| {
                     Evidence::of(
                         slice.pos,
-                        Subject::new(Kind::EndpointSlice, &ns, name),
+                        Subject::new(Kind::EndpointSlice, ns, name),
                         format!("endpoints of {service}: {}", describe(&by, track)),
                     )
                 })
                 .collect();
-            if let Some(p) = ready.first().and_then(|n| s.world.pod(&ns, n)) {
+            if let Some(p) = ready.first().and_then(|n| s.world.pod(ns, n)) {
                 evidence.push(Evidence::of(
                     p.pos,
-                    Subject::new(Kind::Pod, &ns, &ready[0]),
+                    Subject::new(Kind::Pod, ns, &ready[0]),
                     format!("pod of {hash}, Ready"),
                 ));
             }
-            evidence.push(track.evidence(cur.pos, why.clone()));
+            evidence.push(track.evidence(cur.pos, why.to_string()));
             out.push(
                 Finding::new(
                     Rule::CanaryNotInEndpoints,

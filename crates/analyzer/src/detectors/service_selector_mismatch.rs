@@ -49,12 +49,12 @@ impl Detector for ServiceSelectorMismatch {
     ) -> Option<Timestamp> {
         let track = s.track;
         let cur = track.last.as_ref()?;
-        let hash = cur.pod_hash.clone()?;
+        let hash = cur.pod_hash.as_deref()?;
         let ns = &track.namespace;
         let mine = |k: &Key| k.0 == *ns && k.1 == track.name;
         self.settling.begin();
         let Some(rs) = track
-            .rs_by_hash(&hash)
+            .rs_by_hash(hash)
             .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
         else {
             return self.settling.end(mine);
@@ -79,7 +79,7 @@ impl Detector for ServiceSelectorMismatch {
                 ns.clone(),
                 track.name.clone(),
                 name.to_owned(),
-                hash.clone(),
+                hash.to_owned(),
             );
             let Some(since) = self.settling.holds(&key, s.now) else {
                 continue;
