@@ -555,6 +555,45 @@ pub(crate) fn revision<'a>(
         .find_map(|rs| rs.hash.as_deref())
 }
 
+/// True when a ReplicaSet of `track` has pod-template hash `hash`.
+pub(crate) fn has_revision(track: &RolloutTrack, hash: &str) -> bool {
+    track
+        .replicasets
+        .values()
+        .any(|rs| rs.hash.as_deref() == Some(hash))
+}
+
+/// `revision(track, pod_name, pod) == Some(hash)`, answered with fewer walks over the
+/// rollout's ReplicaSets: `has_hash` is [`has_revision`]`(track, hash)`, asked once per look
+/// rather than per pod (this runs for every ready endpoint of a Service on every look).
+pub(crate) fn of_revision(
+    track: &RolloutTrack,
+    pod_name: &str,
+    pod: Option<&PodObj>,
+    hash: &str,
+    has_hash: bool,
+) -> bool {
+    let by_name = || revision(track, pod_name, None) == Some(hash);
+    let Some(p) = pod else {
+        return by_name();
+    };
+    let owner = || {
+        p.owner
+            .as_ref()
+            .and_then(|o| track.replicasets.get(o))
+            .and_then(|rs| rs.hash.as_deref())
+    };
+    match p.hash.as_deref() {
+        Some(h) if h == hash => has_hash || owner() == Some(hash),
+        // Its own label names another revision of the rollout, or its owner decides.
+        Some(h) => owner() == Some(hash) && !has_revision(track, h),
+        None => match owner() {
+            Some(o) => o == hash,
+            None => by_name(),
+        },
+    }
+}
+
 /// Why a Service routes to a rollout's pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
@@ -592,12 +631,13 @@ pub(crate) fn serves_revision(
     service: &str,
     hash: &str,
 ) -> bool {
+    let has_hash = has_revision(track, hash);
     world
         .slices_of(&track.namespace, service)
         .any(|(_, slice)| {
             slice.endpoints.iter().filter(|e| e.ready).any(|e| {
                 e.pod.as_deref().is_some_and(|p| {
-                    revision(track, p, world.pod(&track.namespace, p)) == Some(hash)
+                    of_revision(track, p, world.pod(&track.namespace, p), hash, has_hash)
                 })
             })
         })
@@ -629,4 +669,88 @@ pub(crate) fn membership(
         pods.dedup();
     }
     by
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::ReplicaSetView;
+
+    fn track_with(replicasets: &[(&str, Option<&str>)]) -> RolloutTrack {
+        let mut track = RolloutTrack::new("ns", "r", false);
+        for (i, (name, hash)) in replicasets.iter().enumerate() {
+            let mut labels = serde_json::Map::new();
+            if let Some(h) = hash {
+                labels.insert(HASH_LABEL.to_owned(), (*h).into());
+            }
+            let view: ReplicaSetView = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns", "labels": labels,
+                    "ownerReferences": [{"kind": "Rollout", "name": "r", "uid": "u"}]},
+                "spec": {"replicas": 1, "template": {"metadata": {"labels": labels}}}
+            }))
+            .unwrap_or_default();
+            let pos = At {
+                file: 0,
+                seq: i as u64,
+                at: Timestamp(0),
+            };
+            track.observe_replicaset(&view, pos, false, true);
+        }
+        track
+    }
+
+    #[test]
+    fn of_revision_says_what_revision_says() {
+        let tracks = [
+            track_with(&[("r-h1", Some("h1")), ("r-h2", Some("h2")), ("r-x", None)]),
+            track_with(&[("r-h2", Some("h2"))]),
+            track_with(&[]),
+        ];
+        assert!(has_revision(&tracks[0], "h1"), "the fixture has revisions");
+        let hashes = [None, Some("h1"), Some("h2"), Some("h3")];
+        let owners = [None, Some("r-h1"), Some("r-h2"), Some("r-x"), Some("gone")];
+        let names = ["r-h1-abc", "r-h2-x", "r-h2-x-y", "other", "r-x-q"];
+        let mut cases = 0;
+        let mut true_cases = 0;
+        for track in &tracks {
+            for name in names {
+                for with_pod in [false, true] {
+                    for label in hashes {
+                        for owner in owners {
+                            let pod = PodObj {
+                                hash: label.map(str::to_owned),
+                                owner: owner.map(str::to_owned),
+                                ready: true,
+                                ready_since: None,
+                                images: Vec::new(),
+                                pos: At {
+                                    file: 0,
+                                    seq: 0,
+                                    at: Timestamp(0),
+                                },
+                            };
+                            let pod = with_pod.then_some(&pod);
+                            for hash in ["h1", "h2", "h3"] {
+                                let want = revision(track, name, pod) == Some(hash);
+                                let got =
+                                    of_revision(track, name, pod, hash, has_revision(track, hash));
+                                assert_eq!(
+                                    got,
+                                    want,
+                                    "pod {name} {pod:?}, hash {hash}, replicasets {:?}",
+                                    track.replicasets.keys().collect::<Vec<_>>()
+                                );
+                                cases += 1;
+                                true_cases += usize::from(want);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            true_cases > 20 && true_cases < cases / 2,
+            "{true_cases} of {cases}"
+        );
+    }
 }

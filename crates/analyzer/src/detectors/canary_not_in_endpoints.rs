@@ -27,7 +27,9 @@ use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack};
 use crate::time::rfc3339;
 use crate::view::Step;
-use crate::world::{Route, World, membership, revision, route, serves_revision};
+use crate::world::{
+    Route, World, has_revision, membership, of_revision, revision, route, serves_revision,
+};
 
 type Key = (String, String, String, String);
 
@@ -102,8 +104,9 @@ fn takes_traffic(track: &RolloutTrack) -> Option<Why> {
 fn ready_since(world: &World, track: &RolloutTrack, hash: &str) -> Option<At> {
     let mut since: Option<At> = None;
     let mut any_ready = false;
+    let has_hash = has_revision(track, hash);
     for (name, pod) in world.pods_of_hash(&track.namespace, hash) {
-        if !pod.ready || revision(track, name, Some(pod)) != Some(hash) {
+        if !pod.ready || !of_revision(track, name, Some(pod), hash, has_hash) {
             continue;
         }
         any_ready = true;
@@ -197,13 +200,14 @@ impl Detector for CanaryNotInEndpoints {
         let services: Vec<(&str, Route)> = s
             .world
             .services_in(ns)
+            // A lookup, before the walk over the rollout's ReplicaSets that `route` is.
+            .filter(|(name, _)| s.world.has_slices(ns, name))
             .filter_map(|(name, svc)| Some((name, route(track, name, svc)?)))
             .filter(|(_, why)| match why {
                 Route::Canary => !promoted,
                 Route::Stable => promoted,
                 Route::Selects => !named,
             })
-            .filter(|(name, _)| s.world.has_slices(ns, name))
             .collect();
         // Only a Service that should route to the revision needs its pods.
         let ready_since = if services.is_empty() {

@@ -60,12 +60,11 @@ impl Detector for ServiceSelectorMismatch {
             return self.settling.end(mine);
         };
         for (name, svc) in s.world.services_in(ns) {
-            let Some(why) = route(track, name, svc) else {
-                continue;
-            };
             let Some(selector) = &svc.selector else {
                 continue;
             };
+            // Cheaper than asking whether the Service routes to the rollout at all: most
+            // Services of a look select the current revision.
             let wrong: Vec<(&String, &String, Option<&String>)> = selector
                 .iter()
                 .filter(|(k, _)| k.as_str() != HASH_LABEL)
@@ -75,6 +74,9 @@ impl Detector for ServiceSelectorMismatch {
             if wrong.is_empty() {
                 continue;
             }
+            let Some(why) = route(track, name, svc) else {
+                continue;
+            };
             let key = (
                 ns.clone(),
                 track.name.clone(),
