@@ -1,6 +1,8 @@
 //! The replay engine: records in, findings out.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use crate::{HashMap, HashSet};
 
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 
@@ -117,10 +119,10 @@ impl Analyzer {
             opts,
             detectors: detectors::all(snapshot),
             tracks: ByName::default(),
-            live: HashMap::new(),
+            live: HashMap::default(),
             world: World::default(),
             facts: Facts::default(),
-            rs_owner: HashMap::new(),
+            rs_owner: HashMap::default(),
             due: ByName::default(),
             due_from: None,
             snapshot_requested,

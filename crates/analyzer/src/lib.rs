@@ -27,6 +27,10 @@
 //! ```
 
 mod analyzer;
+/// The analyzer's hash maps, looked up on every record: std's maps with a faster, still randomly
+/// seeded hasher (keys come from recordings, which may be hostile).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 mod by_name;
 mod detectors;
 mod diff;

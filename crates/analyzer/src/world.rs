@@ -4,7 +4,9 @@
 //! Each object is reduced to the few fields the cross-object detectors compare, so memory follows
 //! the number of live objects, not the number of records.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::HashMap;
 
 use rf_format::{Kind, Op, Record, Timestamp};
 
