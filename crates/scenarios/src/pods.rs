@@ -514,18 +514,9 @@ impl Sim {
     fn delete_pod(&mut self, i: usize) {
         let mut pod = self.pods.remove(i);
         pod.meta.resource_version = self.bump_rv();
-        let at = self.next_stamp();
         let object = crate::json::to_bytes(&pod.to_value());
-        self.push_in(
-            pod.meta.namespace.clone(),
-            at,
-            Kind::Pod,
-            Op::Deleted { inferred: false },
-            pod.meta.name,
-            pod.meta.uid,
-            pod.meta.resource_version.to_string(),
-            object,
-        );
+        let namespace = pod.meta.namespace.clone();
+        self.push_deleted(namespace, Kind::Pod, pod.meta, object);
     }
 
     fn write_pod(&mut self, i: usize, op: Op) {

@@ -388,17 +388,9 @@ impl Sim {
         let deadline = self.now - i64::from(ttl);
         while self.events.first().is_some_and(|e| e.last <= deadline) {
             let event = self.events.remove(0);
-            let at = self.next_stamp();
             let object = json::to_bytes(&event.to_value());
-            self.push(
-                at,
-                Kind::Event,
-                Op::Deleted { inferred: false },
-                event.meta.name,
-                event.meta.uid,
-                event.meta.resource_version.to_string(),
-                object,
-            );
+            let namespace = self.config.namespace.clone();
+            self.push_deleted(namespace, Kind::Event, event.meta, object);
         }
     }
 
@@ -643,6 +635,28 @@ impl Sim {
         self.push_in(namespace, at, kind, op, name, uid, resource_version, object);
     }
 
+    /// Records the watch's DELETED event of an object (`object`: its last state, `meta` its
+    /// metadata) in `namespace`, stamped now.
+    pub(crate) fn push_deleted(
+        &mut self,
+        namespace: String,
+        kind: Kind,
+        meta: crate::objects::Meta,
+        object: Vec<u8>,
+    ) {
+        let at = self.next_stamp();
+        self.push_in(
+            namespace,
+            at,
+            kind,
+            Op::Deleted { inferred: false },
+            meta.name,
+            meta.uid,
+            meta.resource_version.to_string(),
+            object,
+        );
+    }
+
     /// Records a watch event of an object in `namespace`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn push_in(
@@ -796,17 +810,9 @@ impl Sim {
         };
         let mut rs = self.replica_sets.remove(index);
         rs.meta.resource_version = self.bump_rv();
-        let at = self.next_stamp();
         let object = json::to_bytes(&rs.to_value());
-        self.push(
-            at,
-            Kind::ReplicaSet,
-            Op::Deleted { inferred: false },
-            rs.meta.name,
-            rs.meta.uid,
-            rs.meta.resource_version.to_string(),
-            object,
-        );
+        let namespace = self.config.namespace.clone();
+        self.push_deleted(namespace, Kind::ReplicaSet, rs.meta, object);
     }
 
     /// Updates the `managedFields` entry of a manager's write to the Rollout.
