@@ -62,20 +62,7 @@ fn sample_records() -> Vec<Record> {
 /// (sync flushes in one open member), then the end marker in the same member, closed by `finish`.
 fn sample() -> Sample {
     let records = sample_records();
-    let header = Header::new(
-        "test",
-        Timestamp::from_unix_seconds(1_700_000_000),
-        Source::default(),
-    );
-    let mut writer = Writer::new(Vec::new(), &header).expect("writer starts");
-    let mut boundaries = vec![(writer.get_ref().expect("idle after new").len(), 0)];
-    for (i, record) in records.iter().enumerate() {
-        writer.write(record).expect("record is written");
-        if matches!(i, 0 | 2 | 4 | 7) {
-            writer.flush().expect("flush succeeds");
-            boundaries.push((writer.get_ref().expect("idle after flush").len(), i + 1));
-        }
-    }
+    let (writer, mut boundaries) = written(&records, &[1, 3, 5, 8]);
     let bytes = writer.finish().expect("finish succeeds");
     boundaries.push((bytes.len(), records.len()));
     Sample {
@@ -235,10 +222,9 @@ fn a_cut_between_flush_points_is_reported_as_a_truncation() {
     }
 }
 
-/// Many records of varied sizes, the writer flushed after each of them in `flush_after` and never
-/// finished: what a recorder killed after its last flush leaves. Returns the bytes and the flush
-/// points (compressed offset, records before it), the header's member end first.
-fn unfinished(records: &[Record], flush_after: &[usize]) -> (Vec<u8>, Vec<(usize, usize)>) {
+/// A writer that wrote `records`, flushed after each number of records in `flush_after`, and the
+/// flush points (compressed offset, records before it), the header's member end first.
+fn written(records: &[Record], flush_after: &[usize]) -> (Writer<Vec<u8>>, Vec<(usize, usize)>) {
     let header = Header::new(
         "test",
         Timestamp::from_unix_seconds(1_700_000_000),
@@ -253,6 +239,14 @@ fn unfinished(records: &[Record], flush_after: &[usize]) -> (Vec<u8>, Vec<(usize
             points.push((writer.get_ref().expect("flushed").len(), i + 1));
         }
     }
+    (writer, points)
+}
+
+/// Many records of varied sizes, the writer flushed after each of them in `flush_after` and never
+/// finished: what a recorder killed after its last flush leaves. Returns the bytes and the flush
+/// points.
+fn unfinished(records: &[Record], flush_after: &[usize]) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let (writer, points) = written(records, flush_after);
     let bytes = writer.get_ref().expect("flushed last").clone();
     (bytes, points)
 }
