@@ -211,3 +211,57 @@ fn a_recording_cut_at_a_member_closed_by_the_limit_ends_unclosed() {
         assert!(writer.raw_bytes() < 2 * LIMIT, "no member was closed");
     }
 }
+
+/// A record whose object is `size` bytes that deflate cannot shrink (xorshift noise).
+fn noise_record(seq: u64, size: usize) -> Record {
+    let mut n = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let object = (0..size)
+        .map(|_| {
+            n ^= n << 13;
+            n ^= n >> 7;
+            n ^= n << 17;
+            (n >> 56) as u8
+        })
+        .collect();
+    Record {
+        object,
+        ..record(seq, 10)
+    }
+}
+
+/// Frames of incompressible bytes bigger than the writer's deflate output buffer (64 KiB), and
+/// sync flushes right after them, at every level: each member is whole (CRC-32 and ISIZE check
+/// out), each flush point is readable, and every record reads back.
+#[test]
+fn every_level_writes_whole_members_when_deflate_output_outgrows_its_buffer() {
+    for level in [0, 1, 6, 7, 9, 10] {
+        let mut writer =
+            Writer::with_level(Vec::new(), &header(), flate2::Compression::new(level)).unwrap();
+        let mut written = Vec::new();
+        for (seq, size) in [(1, 70_000), (2, 10), (3, 65_536), (4, 200_000), (5, 1)] {
+            let r = noise_record(seq, size);
+            writer.write(&r).unwrap();
+            writer.flush().unwrap();
+            let bytes = writer.get_ref().expect("flushed").clone();
+            assert!(
+                bytes.ends_with(&[0, 0, 0xff, 0xff]),
+                "level {level} flush {seq}"
+            );
+            written.push(r);
+            let (records, end) = read_all(&bytes);
+            assert_eq!(records, written, "level {level} after flush {seq}");
+            assert_eq!(end, Some(End::Unclosed));
+        }
+        let bytes = writer.finish().unwrap();
+        let ends = members(&bytes);
+        assert_eq!(
+            ends.len(),
+            2,
+            "level {level}: the header's member and one more"
+        );
+        assert_eq!(ends.last().map(|e| e.0), Some(bytes.len()));
+        let (records, end) = read_all(&bytes);
+        assert_eq!(records, written, "level {level}");
+        assert_eq!(end, Some(End::Closed));
+    }
+}
