@@ -4,6 +4,7 @@
 //! written in more than one type over the years (`status.observedGeneration`: a decimal string
 //! since Argo Rollouts v1.0, a hash before) are read as strings whatever their JSON type.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -92,6 +93,14 @@ pub(crate) const KEPT_ANNOTATIONS: &[&str] = &[
     "argocd.argoproj.io/tracking-id",
 ];
 
+/// The labels any detector reads; the others are skipped without being copied, as for
+/// [`KEPT_ANNOTATIONS`]. A detector that reads another label adds its key here.
+pub(crate) const KEPT_LABELS: &[&str] = &[
+    crate::diff::HASH_LABEL,
+    "kubernetes.io/service-name",
+    "app.kubernetes.io/instance",
+];
+
 /// `metadata` of any object. `M` is what is kept of `managedFields`: [`LastManagers`] for
 /// Rollouts (whose transitions name who wrote them), nothing for the others (skipped unread).
 #[derive(Debug, Default, Deserialize)]
@@ -102,6 +111,8 @@ pub(crate) struct Meta<M = Skipped> {
     pub uid: String,
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,
+    /// Only the [`KEPT_LABELS`].
+    #[serde(deserialize_with = "kept_labels")]
     pub labels: BTreeMap<String, String>,
     /// Only the [`KEPT_ANNOTATIONS`].
     #[serde(deserialize_with = "kept_annotations")]
@@ -165,31 +176,39 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 /// `metadata.annotations`, keeping only the [`KEPT_ANNOTATIONS`] (`null` reads as empty).
 fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    struct Annotations;
-    impl<'de> Visitor<'de> for Annotations {
-        type Value = BTreeMap<String, String>;
+    d.deserialize_any(Kept(KEPT_ANNOTATIONS))
+}
 
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a map of strings")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(BTreeMap::new())
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-            let mut kept = BTreeMap::new();
-            while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
-                if KEPT_ANNOTATIONS.contains(&key.as_ref()) {
-                    if let Some(v) = a.next_value::<Option<String>>()? {
-                        kept.insert(key.into_owned(), v);
-                    }
-                } else {
-                    a.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(kept)
-        }
+/// `metadata.labels`, keeping only the [`KEPT_LABELS`] (`null` reads as empty).
+fn kept_labels<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    d.deserialize_any(Kept(KEPT_LABELS))
+}
+
+/// A map of strings reduced to the entries of the listed keys.
+struct Kept(&'static [&'static str]);
+
+impl<'de> Visitor<'de> for Kept {
+    type Value = BTreeMap<String, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a map of strings")
     }
-    d.deserialize_any(Annotations)
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(BTreeMap::new())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        let mut kept = BTreeMap::new();
+        while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
+            if self.0.contains(&key.as_ref()) {
+                if let Some(v) = a.next_value::<Option<String>>()? {
+                    kept.insert(key.into_owned(), v);
+                }
+            } else {
+                a.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(kept)
+    }
 }
 
 /// The last writer of an object and of its status subresource, by `managedFields[].time`
@@ -421,6 +440,66 @@ pub(crate) struct Condition {
     pub message: Option<String>,
 }
 
+/// A [`Condition`] as parsed, borrowing its strings: only the kept ones are copied.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ConditionRef<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Cow<'a, str>,
+    #[serde(borrow)]
+    status: Cow<'a, str>,
+    #[serde(borrow)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+/// `status.conditions` of a Rollout, keeping the `Progressing` ones (`null` reads as `None`).
+fn progressing_conditions<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<Condition>>, D::Error> {
+    let Some(all) = Option::<Vec<ConditionRef<'de>>>::deserialize(d)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        all.into_iter()
+            .filter(|c| c.type_ == "Progressing")
+            .map(|c| Condition {
+                type_: c.type_.into_owned(),
+                status: c.status.into_owned(),
+                reason: c.reason.map(Cow::into_owned),
+                message: c.message.map(Cow::into_owned),
+            })
+            .collect(),
+    ))
+}
+
+/// A [`PodCondition`] as parsed, borrowing its strings: only the kept ones are copied.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct PodConditionRef<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Cow<'a, str>,
+    #[serde(borrow)]
+    status: Cow<'a, str>,
+    #[serde(borrow)]
+    last_transition_time: Option<Cow<'a, str>>,
+}
+
+/// `status.conditions` of a Pod, keeping the `Ready` ones.
+fn ready_conditions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PodCondition>, D::Error> {
+    let all = Vec::<PodConditionRef<'de>>::deserialize(d)?;
+    Ok(all
+        .into_iter()
+        .filter(|c| c.type_ == "Ready")
+        .map(|c| PodCondition {
+            type_: c.type_.into_owned(),
+            status: c.status.into_owned(),
+            last_transition_time: c.last_transition_time.map(Cow::into_owned),
+        })
+        .collect())
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct WeightDest {
@@ -460,6 +539,8 @@ pub(crate) struct RolloutStatus {
     pub controller_pause: Option<bool>,
     pub abort: Option<bool>,
     pub promote_full: Option<bool>,
+    /// Only the `Progressing` condition, the one read: the others are checked and skipped.
+    #[serde(deserialize_with = "progressing_conditions")]
     pub conditions: Option<Vec<Condition>>,
     pub canary: Option<CanaryStatus>,
 }
@@ -658,6 +739,8 @@ pub(crate) struct Container {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodStatus {
+    /// Only the `Ready` condition, the one read: the others are checked and skipped.
+    #[serde(deserialize_with = "ready_conditions")]
     pub conditions: Vec<PodCondition>,
     pub container_statuses: Vec<ContainerStatus>,
 }

@@ -2,6 +2,10 @@
 //! worker threads parse their objects ([`Prepared::of`]), and the caller's thread receives them
 //! in file order for the analyzer, whose replay must stay sequential. Channels are bounded, so
 //! memory stays a few batches whatever the file's size.
+//!
+//! The caller's thread is the critical path, so it frees nothing it can hand back: each batch of
+//! records, once replayed, returns to the reading thread, which reads the next records into
+//! their buffers (no allocation there, and no costly freeing across threads here).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -28,7 +32,11 @@ pub struct Ended<R: Read> {
 }
 
 type Batch = (u64, Vec<Record>);
-type PreparedBatch = (u64, Vec<(Record, Prepared)>);
+type PreparedBatch = (u64, Vec<Record>, Vec<Prepared>);
+
+/// Replayed batches waiting to be refilled: more than are ever in flight, so that handing one
+/// back never blocks (a full queue drops it instead).
+const RECYCLED: usize = 32;
 
 /// Parser threads to use beside the reading thread.
 fn workers(cores: usize) -> usize {
@@ -61,10 +69,11 @@ pub fn for_each<R: Read + Send>(
     std::thread::scope(|scope| {
         let (batch_tx, batch_rx) = sync_channel::<Batch>(DEPTH);
         let (done_tx, done_rx) = sync_channel::<PreparedBatch>(DEPTH * 2);
+        let (recycle_tx, recycle_rx) = sync_channel::<Vec<Record>>(RECYCLED);
         // Named, so a profile or `top -H` tells the stages apart.
         let reading = std::thread::Builder::new()
             .name("rf-read".into())
-            .spawn_scoped(scope, move || read(reader, &batch_tx))
+            .spawn_scoped(scope, move || read(reader, &batch_tx, &recycle_rx))
             .expect("spawning the reading thread");
         let shared: Arc<Mutex<Receiver<Batch>>> = Arc::new(Mutex::new(batch_rx));
         for _ in 0..workers(cores) {
@@ -77,21 +86,25 @@ pub fn for_each<R: Read + Send>(
         }
         drop(done_tx);
         let mut next = 0u64;
-        let mut early: BTreeMap<u64, Vec<(Record, Prepared)>> = BTreeMap::new();
-        'recv: while let Ok((index, batch)) = done_rx.recv() {
-            early.insert(index, batch);
-            while let Some(batch) = early.remove(&next) {
+        let mut early: BTreeMap<u64, (Vec<Record>, Vec<Prepared>)> = BTreeMap::new();
+        'recv: while let Ok((index, records, prepared)) = done_rx.recv() {
+            early.insert(index, (records, prepared));
+            while let Some((records, prepared)) = early.remove(&next) {
                 next += 1;
-                for (rec, prepared) in batch {
-                    if !each(&rec, prepared) {
+                for (rec, prepared) in records.iter().zip(prepared) {
+                    if !each(rec, prepared) {
                         break 'recv;
                     }
                 }
+                // Back to the reading thread, which allocated them; dropped here only when
+                // the queue is full.
+                let _ = recycle_tx.try_send(records);
             }
         }
         // Stop the stages: with the receiver gone, every send fails and each thread returns.
         drop(done_rx);
         drop(shared);
+        drop(recycle_tx);
         match reading.join() {
             Ok(ended) => ended,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -99,32 +112,52 @@ pub fn for_each<R: Read + Send>(
     })
 }
 
-fn read<R: Read>(mut reader: Reader<R>, tx: &SyncSender<Batch>) -> Ended<R> {
+fn read<R: Read>(
+    mut reader: Reader<R>,
+    tx: &SyncSender<Batch>,
+    recycled: &Receiver<Vec<Record>>,
+) -> Ended<R> {
     let mut index = 0u64;
-    let mut batch = Vec::with_capacity(BATCH);
-    let error = loop {
-        match reader.next_record() {
-            Ok(Some(rec)) => {
-                batch.push(rec);
-                if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    if tx.send((index, full)).is_err() {
-                        return Ended {
-                            reader,
-                            error: None,
-                        };
-                    }
-                    index += 1;
-                }
-            }
-            Ok(None) => break None,
-            Err(e) => break Some(e),
+    loop {
+        let mut batch = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let (filled, error) = fill(&mut reader, &mut batch);
+        batch.truncate(filled);
+        let last = filled < BATCH || error.is_some();
+        if !batch.is_empty() && tx.send((index, batch)).is_err() {
+            return Ended {
+                reader,
+                error: None,
+            };
         }
-    };
-    if !batch.is_empty() {
-        let _ = tx.send((index, batch));
+        index += 1;
+        if last {
+            return Ended { reader, error };
+        }
     }
-    Ended { reader, error }
+}
+
+/// Reads up to [`BATCH`] records into `batch`, into the records it already holds first: how
+/// many were read, and the error that stopped reading, if any.
+fn fill<R: Read>(
+    reader: &mut Reader<R>,
+    batch: &mut Vec<Record>,
+) -> (usize, Option<rf_format::Error>) {
+    for n in 0..BATCH {
+        let read = match batch.get_mut(n) {
+            Some(rec) => reader.read_into(rec),
+            None => reader
+                .next_record()
+                .map(|rec| rec.map(|rec| batch.push(rec)).is_some()),
+        };
+        match read {
+            Ok(true) => {}
+            Ok(false) => return (n, None),
+            Err(e) => return (n, Some(e)),
+        }
+    }
+    (BATCH, None)
 }
 
 fn parse(rx: &Mutex<Receiver<Batch>>, tx: &SyncSender<PreparedBatch>) {
@@ -134,14 +167,8 @@ fn parse(rx: &Mutex<Receiver<Batch>>, tx: &SyncSender<PreparedBatch>) {
             Err(_) => return,
         };
         let Ok((index, batch)) = next else { return };
-        let prepared = batch
-            .into_iter()
-            .map(|rec| {
-                let p = Prepared::of(&rec);
-                (rec, p)
-            })
-            .collect();
-        if tx.send((index, prepared)).is_err() {
+        let prepared = batch.iter().map(Prepared::of).collect();
+        if tx.send((index, batch, prepared)).is_err() {
             return;
         }
     }
@@ -178,6 +205,9 @@ mod tests {
         let reader = Reader::new(&bytes[..]).unwrap();
         let mut seen = Vec::new();
         let ended = for_each(reader, |r, _| {
+            // Read into recycled records: nothing of an earlier record may remain.
+            assert_eq!(r.name, format!("p{}", r.seq));
+            assert_eq!(r.resource_version, r.seq.to_string());
             seen.push(r.seq);
             true
         });

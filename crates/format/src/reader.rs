@@ -155,30 +155,69 @@ impl<R: Read> Reader<R> {
 
     /// Reads the next record; `Ok(None)` at the end of the recording.
     pub fn next_record(&mut self) -> Result<Option<Record>> {
+        let mut rec = blank_record();
+        Ok(self.read_into(&mut rec)?.then_some(rec))
+    }
+
+    /// Reads the next record into `rec`, reusing its strings and buffers (a reader of many
+    /// records can recycle them rather than allocate and free each one); `Ok(false)` at the end
+    /// of the recording. After `Ok(false)` or an error, `rec` holds no record worth reading.
+    pub fn read_into(&mut self, rec: &mut Record) -> Result<bool> {
         if !matches!(self.state, State::Reading) {
-            return Ok(None);
+            return Ok(false);
         }
-        let result = self.read_record();
+        // A buffer that once held a huge object is not kept for every later one.
+        if rec.object.capacity() > MAX_KEPT_OBJECT {
+            rec.object = Vec::new();
+        }
+        let result = self.read_record(rec);
         match &result {
-            Ok(Some(_)) => self.records += 1,
-            Ok(None) => {}
+            Ok(true) => self.records += 1,
+            Ok(false) => {}
             Err(_) => self.state = State::Failed,
         }
         result
     }
 
-    fn read_record(&mut self) -> Result<Option<Record>> {
-        let what = format!("record {}", self.records + 1);
-        let Some(frame_start) = self.read_frame(&what)? else {
-            return Ok(None);
+    fn read_record(&mut self, rec: &mut Record) -> Result<bool> {
+        // Most frames lie whole in the inflater's output: decode them in place, copying nothing
+        // but the record's own fields. Anything else (a frame across two outputs, the end, an
+        // error to report) takes the general path below, from the same position.
+        let avail = match self.src.fill() {
+            Ok(avail) => avail,
+            Err(e) => return Err(self.classify(e, &self.record_name())),
         };
-        codec::decode_exact(&self.buf)
-            .map(Some)
-            .map_err(|detail| Error::Decode {
-                what,
-                offset: frame_start,
-                detail,
-            })
+        if let Some(len) = avail
+            .get(..4)
+            .map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        {
+            if len != 0
+                && len <= MAX_FRAME_LEN as usize
+                && avail.len() - 4 >= len
+                && codec::decode_record_into(&avail[4..4 + len], rec).is_some()
+            {
+                self.src.consume(4 + len);
+                self.offset += 4 + len as u64;
+                return Ok(true);
+            }
+        }
+        let what = self.record_name();
+        let Some(frame_start) = self.read_frame(&what)? else {
+            return Ok(false);
+        };
+        if codec::decode_record_into(&self.buf, rec).is_some() {
+            return Ok(true);
+        }
+        *rec = codec::decode_exact(&self.buf).map_err(|detail| Error::Decode {
+            what,
+            offset: frame_start,
+            detail,
+        })?;
+        Ok(true)
+    }
+
+    fn record_name(&self) -> String {
+        format!("record {}", self.records + 1)
     }
 
     /// Reads one frame into `self.buf`. Returns its start offset, or `None` at a clean end
@@ -235,12 +274,23 @@ impl<R: Read> Reader<R> {
     fn read_body(&mut self, what: &str, len: u32) -> Result<()> {
         // Grows with the bytes that actually arrive, never from the claimed length alone.
         self.buf.clear();
-        let got = (&mut self.src)
-            .take(u64::from(len))
-            .read_to_end(&mut self.buf)
-            .map_err(|e| self.classify(e, what))?;
+        let len = len as usize;
+        while self.buf.len() < len {
+            let avail = match self.src.fill() {
+                Ok(avail) => avail,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.classify(e, what)),
+            };
+            if avail.is_empty() {
+                break;
+            }
+            let n = avail.len().min(len - self.buf.len());
+            self.buf.extend_from_slice(&avail[..n]);
+            self.src.consume(n);
+        }
+        let got = self.buf.len();
         self.offset += got as u64;
-        if got < len as usize {
+        if got < len {
             return Err(Error::Truncated {
                 what: what.to_owned(),
                 offset: self.offset,
@@ -339,6 +389,25 @@ impl<R: Read> Iterator for Reader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record().transpose()
+    }
+}
+
+/// Object buffers larger than this are not reused for the next record.
+const MAX_KEPT_OBJECT: usize = 1024 * 1024;
+
+/// A record to read into.
+fn blank_record() -> Record {
+    Record {
+        seq: 0,
+        observed_at: crate::Timestamp(0),
+        kind: crate::Kind::Event,
+        op: crate::Op::Added,
+        namespace: String::new(),
+        name: String::new(),
+        uid: String::new(),
+        resource_version: String::new(),
+        actor: None,
+        object: Vec::new(),
     }
 }
 
@@ -585,18 +654,11 @@ impl<R: BufRead> Gzip<R> {
     }
 }
 
-impl<R: BufRead> Read for Gzip<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        loop {
-            if self.out_pos < self.out_len {
-                let n = buf.len().min(self.out_len - self.out_pos);
-                buf[..n].copy_from_slice(&self.out[self.out_pos..self.out_pos + n]);
-                self.out_pos += n;
-                return Ok(n);
-            }
+impl<R: BufRead> Gzip<R> {
+    /// The inflated bytes not yet read, inflating more when none are left: empty only at the
+    /// end of the input.
+    fn fill(&mut self) -> io::Result<&[u8]> {
+        while self.out_pos == self.out_len {
             if let Some(e) = self.deferred.take() {
                 self.phase = Phase::End;
                 return Err(e);
@@ -605,9 +667,28 @@ impl<R: BufRead> Read for Gzip<R> {
                 Phase::Header => self.read_header()?,
                 Phase::Body => self.inflate_some()?,
                 Phase::Trailer => self.read_trailer()?,
-                Phase::End => return Ok(0),
+                Phase::End => return Ok(&[]),
             }
         }
+        Ok(&self.out[self.out_pos..self.out_len])
+    }
+
+    /// Marks `n` bytes of what [`Gzip::fill`] returned as read.
+    fn consume(&mut self, n: usize) {
+        self.out_pos = (self.out_pos + n).min(self.out_len);
+    }
+}
+
+impl<R: BufRead> Read for Gzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let avail = self.fill()?;
+        let n = buf.len().min(avail.len());
+        buf[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
     }
 }
 
