@@ -17,7 +17,7 @@ use rf_format::{Reader, Record};
 
 /// Records per batch: large enough that channel traffic is negligible, small enough that the
 /// first findings of a live reader are not held back long.
-const BATCH: usize = 128;
+const BATCH: usize = 64;
 
 /// Batches in flight per stage.
 const DEPTH: usize = 2;
