@@ -102,11 +102,12 @@ impl Change {
 }
 
 /// The differences between pod templates `a` and `b`, ignoring the pod-template-hash label.
+///
+/// The label is skipped where the walk meets it rather than removed from copies of both
+/// templates first: nothing is cloned but the values a [`Change`] reports.
 pub fn template_diff(a: &Value, b: &Value) -> Vec<Change> {
     let mut out = Vec::new();
-    let a = strip_hash_label(a);
-    let b = strip_hash_label(b);
-    diff_value(&mut Path::default(), Some(&a), Some(&b), &mut out);
+    diff_value(&mut Path::default(), Some(a), Some(b), &mut out);
     out
 }
 
@@ -118,13 +119,26 @@ pub fn only_annotations(changes: &[Change]) -> bool {
             .all(|c| c.path.starts_with(&["metadata", "annotations"]))
 }
 
-fn strip_hash_label(v: &Value) -> Value {
+/// Where the hash label sits, as map keys from the template's root.
+const LABELS: [&str; 2] = ["metadata", "labels"];
+
+/// True when `path` is exactly `metadata.labels`: the map whose hash label is skipped.
+fn at_labels(path: &Path) -> bool {
+    path.0.len() == LABELS.len() && path.starts_with(&LABELS)
+}
+
+/// `v` (found at `path`) as reported in a [`Change`]: without the hash label when the labels
+/// map lies within it.
+fn reported(path: &Path, v: &Value) -> Value {
     let mut v = v.clone();
-    if let Some(labels) = v
-        .pointer_mut("/metadata/labels")
-        .and_then(Value::as_object_mut)
-    {
-        labels.remove(HASH_LABEL);
+    if path.0.len() <= LABELS.len() && path.starts_with(&LABELS[..path.0.len()]) {
+        let mut at = Some(&mut v);
+        for key in &LABELS[path.0.len()..] {
+            at = at.and_then(|x| x.get_mut(*key));
+        }
+        if let Some(labels) = at.and_then(Value::as_object_mut) {
+            labels.remove(HASH_LABEL);
+        }
     }
     v
 }
@@ -143,8 +157,8 @@ fn diff_value(path: &mut Path, a: Option<&Value>, b: Option<&Value>, out: &mut V
         (Some(x), Some(y)) if x == y => {}
         _ => out.push(Change {
             path: path.clone(),
-            old: a.cloned(),
-            new: b.cloned(),
+            old: a.map(|v| reported(path, v)),
+            new: b.map(|v| reported(path, v)),
         }),
     }
 }
@@ -158,7 +172,11 @@ fn diff_map(
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
+    let labels = at_labels(path);
     for key in keys {
+        if labels && key == HASH_LABEL {
+            continue;
+        }
         path.0.push(Segment::Key(key.clone()));
         diff_value(path, a.get(key), b.get(key), out);
         path.0.pop();

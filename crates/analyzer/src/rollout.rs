@@ -2,6 +2,7 @@
 //! transitions (a revision change and its class, a step jump) that detectors read.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use rf_format::{Kind, Timestamp};
 use serde_json::Value;
@@ -198,6 +199,49 @@ pub(crate) struct Transition<'a> {
     pub jump: Option<&'a StepJump>,
 }
 
+/// A pod template kept as its JSON text (a few hundred bytes to a few kilobytes; parsed it
+/// takes several times that), parsed again only when two templates are compared. Only text
+/// that parsed is kept. Cloning shares the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Template(Arc<str>);
+
+impl Template {
+    /// The template of `raw`, and `raw` parsed; `None` when it does not parse.
+    fn parse_new(raw: &str) -> Option<(Template, Value)> {
+        let v = serde_json::from_str::<Value>(raw).ok()?;
+        Some((Template(Arc::from(raw)), v))
+    }
+
+    /// The template parsed.
+    pub fn parse(&self) -> Option<Value> {
+        serde_json::from_str(&self.0).ok()
+    }
+
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
+/// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent
+/// included: the comparison of `generation.to_string()` with it, without allocating (this runs
+/// for every Rollout record).
+fn generation_observed(generation: Option<i64>, observed: Option<&str>) -> bool {
+    use std::io::Write;
+    match (generation, observed) {
+        (None, None) => true,
+        (Some(g), Some(o)) => {
+            let mut buf = [0u8; 24];
+            let mut w = &mut buf[..];
+            if write!(w, "{g}").is_err() {
+                return false;
+            }
+            let len = 24 - w.len();
+            buf[..len] == *o.as_bytes()
+        }
+        _ => false,
+    }
+}
+
 /// One ReplicaSet of a rollout, as last seen.
 #[derive(Clone, Debug)]
 pub(crate) struct RsTrack {
@@ -213,7 +257,7 @@ pub(crate) struct RsTrack {
     pub deleted: bool,
     /// The latest pod template, for diffs, and a digest of its bytes (parsed again only when
     /// they change: ephemeral metadata can relabel a ReplicaSet's template).
-    pub template: Option<Value>,
+    pub template: Option<Template>,
     template_digest: u64,
     /// When it stopped being the new or the stable one.
     pub other_since: Option<At>,
@@ -224,7 +268,7 @@ pub(crate) struct RsTrack {
 }
 
 impl RsTrack {
-    pub fn template(&self) -> Option<&Value> {
+    pub fn template(&self) -> Option<&Template> {
         self.template.as_ref()
     }
 }
@@ -239,9 +283,9 @@ pub(crate) struct RolloutTrack {
     pub steps: Vec<Step>,
     pub progress: BTreeMap<String, Progress>,
     pub template_changes: VecDeque<SpecChange>,
-    last_template: Option<Value>,
+    last_template: Option<Template>,
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
-    pub spec_templates: BTreeMap<String, Value>,
+    pub spec_templates: BTreeMap<String, Template>,
     pub replicasets: BTreeMap<String, RsTrack>,
     pub restarts: Vec<(At, RevisionChange)>,
     /// When each pod-template hash last stopped being the current one.
@@ -336,7 +380,11 @@ impl RolloutTrack {
     /// The pod template of a revision, comparable with `other`'s: both from ReplicaSets when
     /// both exist (the API server defaults their fields the same way), else both from the
     /// rollout's spec.
-    pub fn comparable_templates(&self, a: &str, b: &str) -> Option<(&Value, &Value, &'static str)> {
+    pub fn comparable_templates(
+        &self,
+        a: &str,
+        b: &str,
+    ) -> Option<(&Template, &Template, &'static str)> {
         let rs = |h: &str| self.rs_by_hash(h).and_then(RsTrack::template);
         if let (Some(x), Some(y)) = (rs(a), rs(b)) {
             return Some((x, y, "ReplicaSet templates"));
@@ -469,31 +517,43 @@ impl RolloutTrack {
         self.pending_reset = None;
     }
 
+    /// Follows the rollout's `spec.template`: the template change of a spec change, the
+    /// template of each revision, the images. Runs for every Rollout record: the template is
+    /// read only when something needs it, and parsed only when its bytes changed.
     fn track_template(&mut self, view: &RolloutView, cur: &Snapshot, spec_changed: bool) {
-        let needs_template = spec_changed || self.last_template.is_none() || {
-            let in_sync = cur.generation.map(|g| g.to_string()) == cur.observed_generation;
-            in_sync
+        let in_sync = generation_observed(cur.generation, cur.observed_generation.as_deref());
+        let needs_template = spec_changed
+            || self.last_template.is_none()
+            || (in_sync
                 && cur
                     .pod_hash
                     .as_ref()
-                    .is_some_and(|h| !self.spec_templates.contains_key(h))
-        };
+                    .is_some_and(|h| !self.spec_templates.contains_key(h)));
         if !needs_template {
             return;
         }
-        let Some(template) = view
-            .spec
-            .template
-            .as_ref()
-            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-        else {
+        let Some(raw) = view.spec.template.as_ref().map(|r| r.get()) else {
             return;
         };
+        // The same bytes as the last template: the same template (it parsed then), the same
+        // images.
+        let (template, parsed) = match &self.last_template {
+            Some(last) if last.text() == raw => (last.clone(), None),
+            _ => match Template::parse_new(raw) {
+                Some((t, v)) => (t, Some(v)),
+                None => return,
+            },
+        };
         if spec_changed {
-            let template_changed = self.last_template.as_ref() != Some(&template);
-            let diff = match &self.last_template {
-                Some(old) if template_changed => crate::diff::template_diff(old, &template),
-                _ => Vec::new(),
+            let old = match (&self.last_template, &parsed) {
+                (Some(old), Some(_)) => old.parse(),
+                _ => None,
+            };
+            let (template_changed, diff) = match (&self.last_template, &parsed, &old) {
+                (_, None, _) => (false, Vec::new()),
+                (Some(_), Some(new), Some(old)) if old == new => (false, Vec::new()),
+                (Some(_), Some(new), Some(old)) => (true, crate::diff::template_diff(old, new)),
+                _ => (true, Vec::new()),
             };
             let only_annotations = !diff.is_empty() && crate::diff::only_annotations(&diff);
             let paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
@@ -509,15 +569,16 @@ impl RolloutTrack {
                 self.template_changes.pop_front();
             }
         }
-        let in_sync = cur.generation.map(|g| g.to_string()) == cur.observed_generation;
         if in_sync {
             if let Some(h) = &cur.pod_hash {
-                self.spec_templates
-                    .entry(h.clone())
-                    .or_insert_with(|| template.clone());
+                if !self.spec_templates.contains_key(h) {
+                    self.spec_templates.insert(h.clone(), template.clone());
+                }
             }
         }
-        self.images = template_images(&template);
+        if let Some(v) = &parsed {
+            self.images = template_images(v);
+        }
         self.last_template = Some(template);
     }
 
@@ -734,7 +795,7 @@ impl RolloutTrack {
         if let Some(raw) = &view.spec.template {
             let digest = view.template_digest;
             if entry.template.is_none() || digest != entry.template_digest {
-                if let Ok(t) = serde_json::from_str::<Value>(raw.get()) {
+                if let Some((template, t)) = Template::parse_new(raw.get()) {
                     entry.pod_labels = t
                         .pointer("/metadata/labels")
                         .and_then(Value::as_object)
@@ -744,7 +805,7 @@ impl RolloutTrack {
                                 .collect()
                         })
                         .unwrap_or_default();
-                    entry.template = Some(t);
+                    entry.template = Some(template);
                     entry.template_digest = digest;
                 }
             }

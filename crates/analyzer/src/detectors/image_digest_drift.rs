@@ -14,7 +14,7 @@
 //! `checkout-api:1.42.0` ran as `sha256:9f2c…` in `checkout-api-5d98c7bf64-x7k2p` (the canary)
 //! and as `sha256:41aa…` in `checkout-api-5d98c7bf64-q8w3z`, created after promotion.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
@@ -27,18 +27,27 @@ use crate::world::{Touched, revision_of};
 /// The first pod seen with a digest.
 #[derive(Debug, Clone)]
 struct Seen {
-    pod: String,
-    revision: String,
+    digest: Box<str>,
+    pod: Box<str>,
+    revision: Box<str>,
     pos: At,
 }
 
-type ImageKey = (String, String, String);
+/// What is known of one image reference of one rollout. Kept for the whole analysis (a
+/// rollback can bring an image back), so kept small: most images run as one digest.
+#[derive(Debug, Default)]
+struct ImageDigests {
+    /// The digests seen first, at most [`KEEP_DIGESTS`], sorted by digest.
+    seen: Vec<Seen>,
+    /// Digests reported beyond those (a tag moved more often than that).
+    reported_beyond: Vec<Box<str>>,
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct ImageDigestDrift {
-    /// (namespace, rollout, image) -> digest -> first pod that ran it.
-    digests: BTreeMap<ImageKey, BTreeMap<String, Seen>>,
-    fired: BTreeSet<(String, String, String, String)>,
+    /// namespace -> rollout -> image -> digests. Nested so that a pod's own `&str`s look them
+    /// up (this runs for every pod change): a key is copied only for a new image.
+    digests: HashMap<String, HashMap<String, HashMap<String, ImageDigests>>>,
 }
 
 /// Digests remembered per image; a tag that moved more often than this is reported anyway.
@@ -66,48 +75,59 @@ impl Detector for ImageDigestDrift {
             if pinned(&img.image) {
                 continue;
             }
-            let key = (
-                track.namespace.clone(),
-                track.name.clone(),
-                img.image.clone(),
-            );
-            let seen = self.digests.entry(key).or_default();
-            if seen.contains_key(digest) {
-                continue;
-            }
-            let first = seen
-                .values()
+            let by_rollout = match self.digests.get_mut(&track.namespace) {
+                Some(m) => m,
+                None => self.digests.entry(track.namespace.clone()).or_default(),
+            };
+            let by_image = match by_rollout.get_mut(&track.name) {
+                Some(m) => m,
+                None => by_rollout.entry(track.name.clone()).or_default(),
+            };
+            let known = match by_image.get_mut(&img.image) {
+                Some(k) => k,
+                None => by_image.entry(img.image.clone()).or_default(),
+            };
+            let slot = match known
+                .seen
+                .binary_search_by(|v| v.digest.as_ref().cmp(digest.as_str()))
+            {
+                Ok(_) => continue,
+                Err(slot) => slot,
+            };
+            // The earliest seen, the first of equals by digest.
+            let first = known
+                .seen
+                .iter()
                 .min_by_key(|v| (v.pos.file, v.pos.seq))
                 .cloned();
-            if seen.len() < KEEP_DIGESTS {
-                seen.insert(
-                    digest.clone(),
+            let kept = known.seen.len() < KEEP_DIGESTS;
+            if kept {
+                known.seen.reserve_exact(1);
+                known.seen.insert(
+                    slot,
                     Seen {
-                        pod: name.clone(),
-                        revision: revision.clone(),
+                        digest: digest.as_str().into(),
+                        pod: name.as_str().into(),
+                        revision: revision.as_str().into(),
                         pos: pod.pos,
                     },
                 );
             }
             let Some(first) = first else { continue };
-            let other_digest = self.digests[&(
-                track.namespace.clone(),
-                track.name.clone(),
-                img.image.clone(),
-            )]
+            let other_digest = known
+                .seen
                 .iter()
-                .find(|(_, v)| v.pod == first.pod && v.pos == first.pos)
-                .map(|(d, _)| d.clone())
+                .find(|v| v.pod == first.pod && v.pos == first.pos)
+                .map(|v| v.digest.to_string())
                 .unwrap_or_default();
-            if !self.fired.insert((
-                track.namespace.clone(),
-                track.name.clone(),
-                img.image.clone(),
-                digest.clone(),
-            )) {
-                continue;
+            // A digest kept above is never new again; one beyond them is reported once.
+            if !kept {
+                if known.reported_beyond.iter().any(|d| **d == **digest) {
+                    continue;
+                }
+                known.reported_beyond.push(digest.as_str().into());
             }
-            let scope = if first.revision == revision {
+            let scope = if *first.revision == *revision {
                 format!("within revision {revision}")
             } else {
                 format!("across revisions {} and {revision}", first.revision)
