@@ -284,6 +284,29 @@ mod tests {
     }
 
     #[test]
+    fn the_hash_label_is_left_out_of_values_reported_whole() {
+        let labelled = json!({"metadata": {"labels": {"app": "a", (HASH_LABEL): "h2"}}});
+        // `metadata` or `labels` not a map on one side: the other side is reported whole,
+        // without the hash label.
+        for odd in [
+            json!({"metadata": "x"}),
+            json!({"metadata": {"labels": "x"}}),
+        ] {
+            for (a, b) in [(&odd, &labelled), (&labelled, &odd)] {
+                let d = template_diff(a, b);
+                assert_eq!(d.len(), 1, "{d:?}");
+                let shown = format!("{:?} {:?}", d[0].old, d[0].new);
+                assert!(shown.contains("\"app\""), "{shown}");
+                assert!(!shown.contains(HASH_LABEL), "{shown}");
+            }
+        }
+        // The labels map on one side only: each label is a change, the hash label none.
+        let d = template_diff(&json!({"metadata": {}}), &labelled);
+        let paths: Vec<String> = d.iter().map(|c| c.path.to_string()).collect();
+        assert_eq!(paths, ["metadata.labels.app"]);
+    }
+
+    #[test]
     fn added_and_removed_keys_show_as_absent() {
         let a = json!({"metadata": {"annotations": {"k": "v"}}});
         let b = json!({"metadata": {}});
