@@ -189,20 +189,11 @@ mod tests {
     use super::*;
 
     fn records() -> Vec<Record> {
-        let kinds = [
-            Kind::Rollout,
-            Kind::ReplicaSet,
-            Kind::Service,
-            Kind::EndpointSlice,
-            Kind::Pod,
-            Kind::Application,
-            Kind::Event,
-            Kind::Other {
-                group: "batch".into(),
-                version: "v1".into(),
-                kind: "Jöb".into(),
-            },
-        ];
+        let kinds = Kind::KNOWN.into_iter().chain([Kind::Other {
+            group: "batch".into(),
+            version: "v1".into(),
+            kind: "Jöb".into(),
+        }]);
         let ops = [
             Op::Added,
             Op::Modified,
@@ -216,7 +207,7 @@ mod tests {
             },
         ];
         let mut out = Vec::new();
-        for (i, kind) in kinds.iter().enumerate() {
+        for (i, kind) in kinds.enumerate() {
             for (j, op) in ops.iter().enumerate() {
                 let n = (i * ops.len() + j) as u64;
                 out.push(Record {
