@@ -479,7 +479,7 @@ impl Analyzer {
                     // with a revision of that hash or name.
                     None => self
                         .tracks_in(namespace)
-                        .filter(|t| crate::world::revision_of(t, name, pod).is_some())
+                        .filter(|t| crate::world::revision(t, name, pod).is_some())
                         .map(|t| (t.namespace.clone(), t.name.clone()))
                         .collect(),
                 }

@@ -509,15 +509,6 @@ pub(crate) fn selects(
 /// The revision (pod-template hash) of a pod of `track`: its hash label when it names a
 /// revision of the rollout, else its owner ReplicaSet's hash, else by name
 /// (`<rollout>-<hash>-<suffix>`).
-pub(crate) fn revision_of(
-    track: &RolloutTrack,
-    pod_name: &str,
-    pod: Option<&PodObj>,
-) -> Option<String> {
-    revision(track, pod_name, pod).map(str::to_owned)
-}
-
-/// [`revision_of`], borrowed: this runs for every endpoint and pod of a look.
 pub(crate) fn revision<'a>(
     track: &'a RolloutTrack,
     pod_name: &str,

@@ -22,7 +22,7 @@ use crate::detectors::image_not_pinned::pinned;
 use crate::detectors::{Detector, Facts, Scene};
 use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::At;
-use crate::world::{Touched, revision_of};
+use crate::world::{Touched, revision};
 
 /// The first pod seen with a digest.
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ impl Detector for ImageDigestDrift {
         };
         let track = s.track;
         let pod = s.world.pod(namespace, name)?;
-        let revision = revision_of(track, name, Some(pod))?;
+        let revision = revision(track, name, Some(pod))?;
         for img in &pod.images {
             let Some(digest) = &img.digest else { continue };
             if pinned(&img.image) {
@@ -108,7 +108,7 @@ impl Detector for ImageDigestDrift {
                     Seen {
                         digest: digest.as_str().into(),
                         pod: name.as_str().into(),
-                        revision: revision.as_str().into(),
+                        revision: revision.into(),
                         pos: pod.pos,
                     },
                 );
