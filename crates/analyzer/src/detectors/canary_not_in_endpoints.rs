@@ -28,7 +28,7 @@ use crate::rollout::{At, RolloutTrack};
 use crate::time::rfc3339;
 use crate::view::Step;
 use crate::world::{
-    Route, World, has_revision, membership, of_revision, revision, route, serves_revision,
+    PodObj, Route, World, has_revision, membership, of_revision, route, serves_revision,
 };
 
 type Key = (String, String, String, String);
@@ -99,16 +99,24 @@ fn takes_traffic(track: &RolloutTrack) -> Option<Why> {
     })
 }
 
+/// The ready pods of revision `hash`.
+fn ready_of<'a>(
+    world: &'a World,
+    track: &'a RolloutTrack,
+    hash: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
+    let has_hash = has_revision(track, hash);
+    world
+        .pods_of_hash(&track.namespace, hash)
+        .filter(move |(name, pod)| pod.ready && of_revision(track, name, Some(pod), hash, has_hash))
+}
+
 /// When the first ready pod of revision `hash` became ready, if one is (the ReplicaSet's
 /// count decides when no pod of the rollout was recorded at all).
 fn ready_since(world: &World, track: &RolloutTrack, hash: &str) -> Option<At> {
     let mut since: Option<At> = None;
     let mut any_ready = false;
-    let has_hash = has_revision(track, hash);
-    for (name, pod) in world.pods_of_hash(&track.namespace, hash) {
-        if !pod.ready || !of_revision(track, name, Some(pod), hash, has_hash) {
-            continue;
-        }
+    for (_, pod) in ready_of(world, track, hash) {
         any_ready = true;
         if let Some(t) = pod.ready_since {
             let at = At { at: t, ..pod.pos };
@@ -140,9 +148,7 @@ fn pods_recorded(world: &World, track: &RolloutTrack) -> bool {
 
 /// The names of the ready pods of revision `hash`, sorted: for the finding's words.
 fn ready_pods(world: &World, track: &RolloutTrack, hash: &str) -> Vec<String> {
-    let mut names: Vec<String> = world
-        .pods_of_hash(&track.namespace, hash)
-        .filter(|(name, pod)| pod.ready && revision(track, name, Some(pod)) == Some(hash))
+    let mut names: Vec<String> = ready_of(world, track, hash)
         .map(|(name, _)| name.to_owned())
         .collect();
     names.sort();
