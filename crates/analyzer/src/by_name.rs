@@ -7,14 +7,12 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone)]
 pub(crate) struct ByName<V> {
     by_ns: BTreeMap<String, BTreeMap<String, V>>,
-    len: usize,
 }
 
 impl<V> Default for ByName<V> {
     fn default() -> Self {
         ByName {
             by_ns: BTreeMap::new(),
-            len: 0,
         }
     }
 }
@@ -40,7 +38,6 @@ impl<V> ByName<V> {
         };
         if !names.contains_key(name) {
             names.insert(name.to_owned(), make());
-            self.len += 1;
         }
     }
 
@@ -56,7 +53,6 @@ impl<V> ByName<V> {
     pub fn remove(&mut self, ns: &str, name: &str) -> Option<V> {
         let names = self.by_ns.get_mut(ns)?;
         let v = names.remove(name)?;
-        self.len -= 1;
         if names.is_empty() {
             self.by_ns.remove(ns);
         }
@@ -64,7 +60,7 @@ impl<V> ByName<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.by_ns.values().map(BTreeMap::len).sum()
     }
 
     /// Every entry, in (namespace, name) order.
