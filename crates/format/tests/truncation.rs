@@ -167,13 +167,7 @@ fn every_cut_yields_a_prefix_of_the_records_then_a_clean_stop_or_an_error_naming
         previous_len = n;
 
         // Every record flushed at or before the cut is returned.
-        let flushed = sample
-            .boundaries
-            .iter()
-            .filter(|(at, _)| *at <= cut)
-            .map(|(_, n)| *n)
-            .max()
-            .unwrap_or(0);
+        let flushed = flushed_by(&sample.boundaries, cut);
         assert!(
             n >= flushed,
             "cut {cut}: {n} records, {flushed} were flushed before it"
@@ -220,6 +214,17 @@ fn a_cut_between_flush_points_is_reported_as_a_truncation() {
             }
         }
     }
+}
+
+/// The records flushed at or before compressed offset `cut`, from flush points (offset,
+/// records before it).
+fn flushed_by(points: &[(usize, usize)], cut: usize) -> usize {
+    points
+        .iter()
+        .filter(|(at, _)| *at <= cut)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
 }
 
 /// A writer that wrote `records`, flushed after each number of records in `flush_after`, and the
@@ -298,12 +303,7 @@ fn every_cut_of_an_open_member_is_unclosed_at_a_flush_point_and_a_truncation_els
             .unwrap_or_else(|_| panic!("cut {cut}: panicked"));
         let n = outcome.records.len();
         assert_eq!(outcome.records, records[..n], "cut {cut}: not a prefix");
-        let flushed = points
-            .iter()
-            .filter(|(at, _)| *at <= cut)
-            .map(|(_, n)| *n)
-            .max()
-            .unwrap_or(0);
+        let flushed = flushed_by(&points, cut);
         assert!(
             n >= flushed,
             "cut {cut}: {n} records, {flushed} were flushed"
