@@ -5,6 +5,8 @@
 use rf_format::{Kind, Op, Record};
 use serde::de::DeserializeOwned;
 
+use crate::skim;
+
 use crate::view::{
     ApplicationView, EndpointSliceView, PodView, ReplicaSetView, RolloutView, ServiceView,
 };
@@ -27,11 +29,20 @@ pub(crate) enum Parsed {
     Unreadable(String),
 }
 
-fn parse<T: DeserializeOwned>(rec: &Record, wrap: fn(Box<T>) -> Parsed) -> Parsed {
-    // One UTF-8 check of the whole object, then a parser that trusts it: checking each string
+/// Reads the view of `rec`'s object: with the fast reader `skim` when it can, with serde
+/// otherwise (which then decides, and words the error).
+fn parse<T: DeserializeOwned>(
+    rec: &Record,
+    skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
+    wrap: fn(Box<T>) -> Parsed,
+) -> Parsed {
+    // One UTF-8 check of the whole object, then parsers that trust it: checking each string
     // as it is parsed (what parsing from bytes does) took more time than this one pass.
     let parsed = match std::str::from_utf8(&rec.object) {
-        Ok(text) => serde_json::from_str::<T>(text).map_err(|e| e.to_string()),
+        Ok(text) => match skim::read(text, skim) {
+            Some(v) => Ok(v),
+            None => serde_json::from_str::<T>(text).map_err(|e| e.to_string()),
+        },
         Err(e) => Err(format!("not UTF-8 at byte {}", e.valid_up_to())),
     };
     match parsed {
@@ -58,7 +69,7 @@ impl Prepared {
         }
         Prepared(match rec.kind {
             // A deleted ReplicaSet is still read: its owner names the rollout.
-            Kind::ReplicaSet => match parse(rec, Parsed::ReplicaSet) {
+            Kind::ReplicaSet => match parse(rec, skim::replicaset, Parsed::ReplicaSet) {
                 Parsed::ReplicaSet(mut v) => {
                     v.template_digest = v
                         .spec
@@ -70,11 +81,12 @@ impl Prepared {
                 other => other,
             },
             _ if deleted => Parsed::Nothing,
-            Kind::Rollout => parse(rec, Parsed::Rollout),
-            Kind::Service => parse(rec, Parsed::Service),
-            Kind::EndpointSlice => parse(rec, Parsed::Slice),
-            Kind::Pod => parse(rec, Parsed::Pod),
-            Kind::Application => parse(rec, Parsed::App),
+            Kind::Rollout => parse(rec, skim::rollout, Parsed::Rollout),
+            Kind::Service => parse(rec, skim::service, Parsed::Service),
+            Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
+            Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
+            // Applications are few (one per app, changing on syncs): serde alone reads them.
+            Kind::Application => parse(rec, |_| Err(skim::Bail), Parsed::App),
             _ => Parsed::Nothing,
         })
     }

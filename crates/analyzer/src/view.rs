@@ -101,6 +101,23 @@ pub(crate) const KEPT_LABELS: &[&str] = &[
     "app.kubernetes.io/instance",
 ];
 
+/// A JSON value kept as its text, unparsed: exactly the bytes of the recorded object (serde_json's
+/// `RawValue`, as text the fast path can also build without checking it twice).
+#[derive(Debug)]
+pub(crate) struct RawJson(pub Box<str>);
+
+impl RawJson {
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(d).map(|raw| RawJson(raw.get().into()))
+    }
+}
+
 /// `metadata` of any object. `M` is what is kept of `managedFields`: [`LastManagers`] for
 /// Rollouts (whose transitions name who wrote them), nothing for the others (skipped unread).
 #[derive(Debug, Default, Deserialize)]
@@ -417,7 +434,7 @@ pub(crate) struct RolloutSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub replicas: Option<i64>,
     pub paused: Option<bool>,
-    pub template: Option<Box<RawValue>>,
+    pub template: Option<RawJson>,
     pub strategy: Strategy,
     #[serde(deserialize_with = "lenient_int")]
     pub revision_history_limit: Option<i64>,
@@ -604,7 +621,7 @@ pub(crate) struct RsSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub replicas: Option<i64>,
     /// Kept unparsed: the state machine parses it only when it changed.
-    pub template: Option<Box<RawValue>>,
+    pub template: Option<RawJson>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,0 +1,1078 @@
+//! The fast path of [`Prepared::of`](crate::Prepared::of): a hand-written reader of the JSON
+//! objects detectors read, for the shapes the API server writes.
+//!
+//! The serde views in [`view`](crate::view) define what is read; this module reads the same
+//! fields in one pass, skipping everything else without building it. It gives up ([`Bail`]) on
+//! anything it does not handle exactly as serde would: an escaped key, a duplicate field, a
+//! value of an unexpected type, a number that is not a plain integer, nesting deeper than
+//! [`MAX_DEPTH`]. The caller then parses the object with serde, which decides, and words any
+//! error. So whenever this reader returns a view, it is the view serde would have built (the
+//! tests check that on every recording in the repository and on mutated objects), and invalid
+//! JSON anywhere in an object, read or skipped, still makes it unreadable.
+//!
+//! Why: parsing was about half of `analyze`'s CPU time, most of it spent on fields no detector
+//! reads (`managedFields`, pod specs, status details), which serde_json validates token by
+//! token through its generic visitor machinery.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::de::IgnoredAny;
+
+use crate::time::parse_rfc3339;
+use crate::view::{
+    Canary, CanaryStatus, Condition, Container, ContainerStatus, Endpoint, EndpointConditions,
+    EndpointSliceView, KEPT_ANNOTATIONS, KEPT_LABELS, LastManagers, Meta, OwnerRef, PauseCondition,
+    PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus,
+    RolloutView, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef,
+    WeightDest, Weights,
+};
+
+/// This reader does not decide: serde does.
+#[derive(Debug)]
+pub(crate) struct Bail;
+
+type R<T> = Result<T, Bail>;
+
+/// Deeper nesting is left to serde (whose own limit is 128).
+const MAX_DEPTH: u32 = 100;
+
+/// Reads `text` as one JSON value with `read`, or gives up.
+pub(crate) fn read<'a, T>(text: &'a str, read: impl FnOnce(&mut Json<'a>) -> R<T>) -> Option<T> {
+    let mut j = Json {
+        s: text,
+        b: text.as_bytes(),
+        i: 0,
+        depth: 0,
+    };
+    let v = read(&mut j).ok()?;
+    j.ws();
+    (j.i == j.b.len()).then_some(v)
+}
+
+/// A cursor over JSON text.
+pub(crate) struct Json<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+/// The bytes of `w` (little-endian) that are a quote, a backslash or a control character, as
+/// their high bits. Bits above the lowest may be false (a borrow carries into the next byte), so
+/// only the lowest is used: it is exact.
+fn specials(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\'))) | below_space
+}
+
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the closing quote of the string whose text starts at `i`, and whether it has
+/// escapes; escapes are checked (not decoded) and control characters refused, as serde_json
+/// does.
+#[inline]
+fn string_end(b: &[u8], mut i: usize) -> R<(usize, bool)> {
+    let mut escaped = false;
+    loop {
+        // Eight bytes at a time, to the first quote, backslash or control character.
+        while let Some(word) = b.get(i..i + 8) {
+            let special = specials(u64::from_le_bytes(word.try_into().map_err(|_| Bail)?));
+            if special != 0 {
+                i += (special.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        match *b.get(i).ok_or(Bail)? {
+            b'"' => return Ok((i, escaped)),
+            b'\\' => {
+                escaped = true;
+                match b.get(i + 1).ok_or(Bail)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6).ok_or(Bail)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(Bail);
+                        }
+                        i += 6;
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+            0..=0x1f => return Err(Bail),
+            _ => i += 1,
+        }
+    }
+}
+
+/// A member's key (escapes allowed: it is not read) and its colon, from `i`: where its value
+/// starts.
+fn member_key(b: &[u8], i: usize) -> R<usize> {
+    if b.get(i) != Some(&b'"') {
+        return Err(Bail);
+    }
+    let i = ws(b, string_end(b, i + 1)?.0 + 1);
+    if b.get(i) != Some(&b':') {
+        return Err(Bail);
+    }
+    Ok(i + 1)
+}
+
+fn literal_end(b: &[u8], i: usize, word: &[u8]) -> R<usize> {
+    if b.get(i..i + word.len()) != Some(word) {
+        return Err(Bail);
+    }
+    Ok(i + word.len())
+}
+
+/// The end of the JSON number at `i`, checked against the grammar.
+fn number_end(b: &[u8], mut i: usize) -> R<usize> {
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while let Some(b'0'..=b'9') = b.get(*i) {
+            *i += 1;
+        }
+        *i - start
+    };
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => {
+            i += 1;
+            if let Some(b'0'..=b'9') = b.get(i) {
+                return Err(Bail);
+            }
+        }
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return Err(Bail),
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return Err(Bail);
+        }
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return Err(Bail);
+        }
+    }
+    Ok(i)
+}
+
+/// Marks field `bit` as seen; a second time is a duplicate field, which serde refuses.
+fn once(seen: &mut u32, bit: u32) -> R<()> {
+    if *seen & (1 << bit) != 0 {
+        return Err(Bail);
+    }
+    *seen |= 1 << bit;
+    Ok(())
+}
+
+impl<'a> Json<'a> {
+    fn ws(&mut self) {
+        self.i = ws(self.b, self.i);
+    }
+
+    /// The next byte after whitespace, not consumed.
+    fn peek(&mut self) -> R<u8> {
+        self.ws();
+        self.b.get(self.i).copied().ok_or(Bail)
+    }
+
+    fn eat(&mut self, c: u8) -> R<()> {
+        if self.peek()? != c {
+            return Err(Bail);
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> R<()> {
+        self.i = literal_end(self.b, self.i, word)?;
+        Ok(())
+    }
+
+    /// Consumes a `null` if one is next.
+    fn null(&mut self) -> R<bool> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn enter(&mut self, open: u8) -> R<()> {
+        self.eat(open)?;
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Bail);
+        }
+        Ok(())
+    }
+
+    /// An object: `member` is called with each key and must consume its value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> R<()>) -> R<()> {
+        self.enter(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.key()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+
+    /// An array: `element` is called for each element and must consume it.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> R<()>) -> R<()> {
+        self.enter(b'[')?;
+        if self.peek()? == b']' {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Bail),
+            }
+        }
+    }
+
+    /// A key without escapes (serde would unescape it before matching: left to serde).
+    fn key(&mut self) -> R<&'a str> {
+        let (text, escaped) = self.string_body()?;
+        if escaped {
+            return Err(Bail);
+        }
+        Ok(text)
+    }
+
+    /// The raw text between the quotes of the string that is next, and whether it has escapes.
+    #[inline]
+    fn string_body(&mut self) -> R<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let (end, escaped) = string_end(self.b, start)?;
+        // Quotes are ASCII: both ends are on character boundaries.
+        let text = self.s.get(start..end).ok_or(Bail)?;
+        self.i = end + 1;
+        Ok((text, escaped))
+    }
+
+    /// A string, borrowed unless it has escapes (unescaped by serde_json itself).
+    fn str(&mut self) -> R<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return Err(Bail);
+        }
+        let start = self.i;
+        let (text, escaped) = self.string_body()?;
+        if !escaped {
+            return Ok(Cow::Borrowed(text));
+        }
+        let quoted = self.s.get(start..self.i).ok_or(Bail)?;
+        serde_json::from_str::<String>(quoted)
+            .map(Cow::Owned)
+            .map_err(|_| Bail)
+    }
+
+    fn string(&mut self) -> R<String> {
+        self.str().map(Cow::into_owned)
+    }
+
+    fn opt_string(&mut self) -> R<Option<String>> {
+        if self.null()? {
+            return Ok(None);
+        }
+        self.string().map(Some)
+    }
+
+    fn opt_bool(&mut self) -> R<Option<bool>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b't' => self.literal(b"true").map(|()| Some(true)),
+            b'f' => self.literal(b"false").map(|()| Some(false)),
+            _ => Err(Bail),
+        }
+    }
+
+    /// A plain integer of at most 18 digits (it fits an `i64`); any other number gives up.
+    fn int(&mut self) -> R<i64> {
+        self.ws();
+        let start = self.i;
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        let digits = self.i;
+        while let Some(b'0'..=b'9') = self.b.get(self.i) {
+            self.i += 1;
+        }
+        let n = self.i - digits;
+        // "0" alone is a number; "01" is not, and "-0" is left to serde.
+        if n == 0 || n > 18 || (self.b[digits] == b'0' && (n > 1 || digits > start)) {
+            return Err(Bail);
+        }
+        if let Some(b'.' | b'e' | b'E') = self.b.get(self.i) {
+            return Err(Bail);
+        }
+        self.s[start..self.i].parse().map_err(|_| Bail)
+    }
+
+    /// `lenient_int` of the views: an integer, or a string of one; `null` or a string that is
+    /// not one as `None`.
+    fn lenient_int(&mut self) -> R<Option<i64>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b'"' => Ok(self.str()?.trim().parse().ok()),
+            b'-' | b'0'..=b'9' => self.int().map(Some),
+            _ => Err(Bail),
+        }
+    }
+
+    /// `lenient_string` of the views: a string, or an integer as its digits; `null` as `None`.
+    fn lenient_string(&mut self) -> R<Option<String>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b'"' => self.string().map(Some),
+            b'-' | b'0'..=b'9' => self.int().map(|i| Some(i.to_string())),
+            _ => Err(Bail),
+        }
+    }
+
+    /// Skips one value, checking it as serde_json would: one loop over the bytes, with the
+    /// open containers as bits (1: object, 0: array).
+    fn skip(&mut self) -> R<()> {
+        let b = self.b;
+        let mut i = self.i;
+        let mut open: u128 = 0;
+        let mut depth = 0u32;
+        'value: loop {
+            i = ws(b, i);
+            match *b.get(i).ok_or(Bail)? {
+                b'"' => i = string_end(b, i + 1)?.0 + 1,
+                c @ (b'{' | b'[') => {
+                    depth += 1;
+                    if self.depth + depth > MAX_DEPTH {
+                        return Err(Bail);
+                    }
+                    let object = c == b'{';
+                    open = open << 1 | u128::from(object);
+                    i = ws(b, i + 1);
+                    let close = if object { b'}' } else { b']' };
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                        depth -= 1;
+                        open >>= 1;
+                    } else {
+                        if object {
+                            i = member_key(b, i)?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b't' => i = literal_end(b, i, b"true")?,
+                b'f' => i = literal_end(b, i, b"false")?,
+                b'n' => i = literal_end(b, i, b"null")?,
+                b'-' | b'0'..=b'9' => i = number_end(b, i)?,
+                _ => return Err(Bail),
+            }
+            // After a value: a comma and the next member, or the end of its container.
+            loop {
+                if depth == 0 {
+                    self.i = i;
+                    return Ok(());
+                }
+                i = ws(b, i);
+                let object = open & 1 == 1;
+                match (*b.get(i).ok_or(Bail)?, object) {
+                    (b',', true) => {
+                        i = member_key(b, ws(b, i + 1))?;
+                        continue 'value;
+                    }
+                    (b',', false) => {
+                        i += 1;
+                        continue 'value;
+                    }
+                    (b'}', true) | (b']', false) => {
+                        i += 1;
+                        depth -= 1;
+                        open >>= 1;
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+        }
+    }
+
+    /// The text of the next value, checked and not parsed.
+    fn raw(&mut self) -> R<&'a str> {
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        self.s.get(start..self.i).ok_or(Bail)
+    }
+
+    fn opt_raw(&mut self) -> R<Option<RawJson>> {
+        if self.null()? {
+            return Ok(None);
+        }
+        Ok(Some(RawJson(self.raw()?.into())))
+    }
+
+    fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
+        let mut v = Vec::new();
+        self.array(|j| {
+            v.push(element(j)?);
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    fn opt<T>(&mut self, read: impl FnOnce(&mut Self) -> R<T>) -> R<Option<T>> {
+        if self.null()? {
+            return Ok(None);
+        }
+        read(self).map(Some)
+    }
+}
+
+/// Reads an object into a struct's fields: each `"key" => place = read` reads that member's
+/// value into `place`; a key seen twice gives up (serde refuses a duplicate field); other keys
+/// are skipped. `null` or any other value where the object should be gives up too, as serde
+/// refuses it for a struct.
+macro_rules! fields {
+    ($j:ident, { $($key:literal => $place:expr => $read:expr,)* }) => {{
+        let mut seen = 0u32;
+        $j.object(|$j, key| {
+            let mut bit = 0;
+            $(
+                if key == $key {
+                    once(&mut seen, bit)?;
+                    $place = $read;
+                    return Ok(());
+                }
+                bit += 1;
+            )*
+            let _ = bit;
+            $j.skip()
+        })
+    }};
+}
+
+/// `metadata`, with `managed` reading `managedFields`.
+fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) -> R<Meta<M>> {
+    let mut m = Meta::<M>::default();
+    fields!(j, {
+        "name" => m.name => j.string()?,
+        "namespace" => m.namespace => j.string()?,
+        "uid" => m.uid => j.string()?,
+        "generation" => m.generation => j.lenient_int()?,
+        "labels" => m.labels => kept(j, KEPT_LABELS)?,
+        "annotations" => m.annotations => kept(j, KEPT_ANNOTATIONS)?,
+        "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
+        "managedFields" => m.managed_fields => managed(j)?,
+        "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
+    })?;
+    Ok(m)
+}
+
+fn skipped(j: &mut Json<'_>) -> R<Skipped> {
+    j.skip().map(|()| Skipped)
+}
+
+/// Labels or annotations, keeping the listed keys (`null` reads as empty; a later duplicate
+/// replaces an earlier one, as in serde's map).
+fn kept(j: &mut Json<'_>, keys: &[&str]) -> R<BTreeMap<String, String>> {
+    let mut kept = BTreeMap::new();
+    if j.null()? {
+        return Ok(kept);
+    }
+    j.object(|j, key| {
+        if !keys.contains(&key) {
+            return j.skip();
+        }
+        if let Some(v) = j.opt_string()? {
+            kept.insert(key.to_owned(), v);
+        }
+        Ok(())
+    })?;
+    Ok(kept)
+}
+
+fn owner_ref(j: &mut Json<'_>) -> R<OwnerRef> {
+    let mut o = OwnerRef::default();
+    fields!(j, {
+        "kind" => o.kind => j.string()?,
+        "name" => o.name => j.string()?,
+        "uid" => o.uid => j.string()?,
+        "controller" => o.controller => j.opt_bool()?,
+    })?;
+    Ok(o)
+}
+
+/// `managedFields`, reduced to the last writers as the view's `LastManagers` does.
+fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
+    let mut last = LastManagers::default();
+    if j.null()? {
+        return Ok(last);
+    }
+    j.array(|j| {
+        let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
+        fields!(j, {
+            "manager" => manager => j.str()?,
+            "subresource" => subresource => j.opt(Json::str)?,
+            "time" => time => j.opt(Json::str)?,
+        })?;
+        let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
+            return Ok(());
+        };
+        let slot = if subresource.as_deref() == Some("status") {
+            &mut last.status
+        } else {
+            &mut last.main
+        };
+        if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
+            *slot = Some((t.0, manager.into_owned()));
+        }
+        Ok(())
+    })?;
+    Ok(last)
+}
+
+pub(crate) fn rollout(j: &mut Json<'_>) -> R<RolloutView> {
+    let mut v = RolloutView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, last_managers)?,
+        "spec" => v.spec => rollout_spec(j)?,
+        "status" => v.status => rollout_status(j)?,
+    })?;
+    Ok(v)
+}
+
+fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
+    let mut s = RolloutSpec::default();
+    fields!(j, {
+        "replicas" => s.replicas => j.lenient_int()?,
+        "paused" => s.paused => j.opt_bool()?,
+        "template" => s.template => j.opt_raw()?,
+        "strategy" => s.strategy => strategy(j)?,
+        "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
+    })?;
+    Ok(s)
+}
+
+fn strategy(j: &mut Json<'_>) -> R<Strategy> {
+    let mut s = Strategy::default();
+    fields!(j, {
+        "canary" => s.canary => j.opt(canary)?,
+    })?;
+    Ok(s)
+}
+
+fn canary(j: &mut Json<'_>) -> R<Canary> {
+    let mut c = Canary::default();
+    fields!(j, {
+        "steps" => c.steps => j.opt(|j| j.vec(step))?,
+        "trafficRouting" => c.traffic_routing => j.opt(|j| j.skip().map(|()| IgnoredAny))?,
+        "canaryService" => c.canary_service => j.opt_string()?,
+        "stableService" => c.stable_service => j.opt_string()?,
+    })?;
+    Ok(c)
+}
+
+/// A canary step, as the view's `Step` visitor reads an object (other shapes: left to serde).
+/// That visitor takes repeated keys, the last one winning.
+fn step(j: &mut Json<'_>) -> R<Step> {
+    let (mut weight, mut pause, mut first_other) = (None, None, None);
+    j.object(|j, key| {
+        match key {
+            "setWeight" => {
+                weight = Some(match j.peek()? {
+                    b'"' => j.str()?.trim().parse().unwrap_or(0),
+                    b'n' => j.literal(b"null").map(|()| 0)?,
+                    b't' => j.literal(b"true").map(|()| 0)?,
+                    b'f' => j.literal(b"false").map(|()| 0)?,
+                    _ => j.int()?,
+                });
+            }
+            "pause" => {
+                let mut duration = None;
+                let body = j.opt(|j| {
+                    fields!(j, {
+                        "duration" => duration => j.lenient_string()?,
+                    })
+                })?;
+                pause = Some(body.is_none() || duration.is_none());
+            }
+            _ => {
+                j.skip()?;
+                first_other.get_or_insert_with(|| key.to_owned());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(match (weight, pause) {
+        (Some(w), _) => Step::SetWeight(w),
+        (None, Some(indefinite)) => Step::Pause { indefinite },
+        _ => Step::Other(first_other.unwrap_or_else(|| "empty".to_owned())),
+    })
+}
+
+fn rollout_status(j: &mut Json<'_>) -> R<RolloutStatus> {
+    let mut s = RolloutStatus::default();
+    fields!(j, {
+        "observedGeneration" => s.observed_generation => j.lenient_string()?,
+        "currentPodHash" => s.current_pod_hash => j.opt_string()?,
+        "currentStepHash" => s.current_step_hash => j.opt_string()?,
+        "currentStepIndex" => s.current_step_index => j.lenient_int()?,
+        "stableRS" => s.stable_rs => j.opt_string()?,
+        "phase" => s.phase => j.opt_string()?,
+        "message" => s.message => j.opt_string()?,
+        "pauseConditions" => s.pause_conditions => j.opt(|j| j.vec(pause_condition))?,
+        "controllerPause" => s.controller_pause => j.opt_bool()?,
+        "abort" => s.abort => j.opt_bool()?,
+        "promoteFull" => s.promote_full => j.opt_bool()?,
+        "conditions" => s.conditions => j.opt(progressing)?,
+        "canary" => s.canary => j.opt(canary_status)?,
+    })?;
+    Ok(s)
+}
+
+fn pause_condition(j: &mut Json<'_>) -> R<PauseCondition> {
+    let mut p = PauseCondition::default();
+    fields!(j, {
+        "reason" => p.reason => j.string()?,
+        "startTime" => p.start_time => j.opt_string()?,
+    })?;
+    Ok(p)
+}
+
+/// `status.conditions` of a Rollout: the `Progressing` ones.
+fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
+    let mut kept = Vec::new();
+    j.array(|j| {
+        let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
+        let (mut reason, mut message) = (None, None);
+        fields!(j, {
+            "type" => type_ => j.str()?,
+            "status" => status => j.str()?,
+            "reason" => reason => j.opt(Json::str)?,
+            "message" => message => j.opt(Json::str)?,
+        })?;
+        if type_ == "Progressing" {
+            kept.push(Condition {
+                type_: type_.into_owned(),
+                status: status.into_owned(),
+                reason: reason.map(Cow::into_owned),
+                message: message.map(Cow::into_owned),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(kept)
+}
+
+fn canary_status(j: &mut Json<'_>) -> R<CanaryStatus> {
+    let mut c = CanaryStatus::default();
+    fields!(j, {
+        "stableRS" => c.stable_rs => j.opt_string()?,
+        "weights" => c.weights => j.opt(weights)?,
+    })?;
+    Ok(c)
+}
+
+fn weights(j: &mut Json<'_>) -> R<Weights> {
+    let mut w = Weights::default();
+    fields!(j, {
+        "canary" => w.canary => j.opt(|j| {
+            let mut d = WeightDest::default();
+            fields!(j, {
+                "weight" => d.weight => j.lenient_int()?,
+            })?;
+            Ok(d)
+        })?,
+    })?;
+    Ok(w)
+}
+
+pub(crate) fn replicaset(j: &mut Json<'_>) -> R<ReplicaSetView> {
+    let mut v = ReplicaSetView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "spec" => v.spec => rs_spec(j)?,
+        "status" => v.status => rs_status(j)?,
+    })?;
+    Ok(v)
+}
+
+fn rs_spec(j: &mut Json<'_>) -> R<RsSpec> {
+    let mut s = RsSpec::default();
+    fields!(j, {
+        "replicas" => s.replicas => j.lenient_int()?,
+        "template" => s.template => j.opt_raw()?,
+    })?;
+    Ok(s)
+}
+
+fn rs_status(j: &mut Json<'_>) -> R<RsStatus> {
+    let mut s = RsStatus::default();
+    fields!(j, {
+        "replicas" => s.replicas => j.lenient_int()?,
+        "readyReplicas" => s.ready_replicas => j.lenient_int()?,
+        "availableReplicas" => s.available_replicas => j.lenient_int()?,
+    })?;
+    Ok(s)
+}
+
+pub(crate) fn service(j: &mut Json<'_>) -> R<ServiceView> {
+    let mut v = ServiceView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "spec" => v.spec => service_spec(j)?,
+    })?;
+    Ok(v)
+}
+
+fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
+    let mut s = ServiceSpec::default();
+    fields!(j, {
+        "selector" => s.selector => j.opt(|j| {
+            let mut m = BTreeMap::new();
+            j.object(|j, key| {
+                m.insert(key.to_owned(), j.string()?);
+                Ok(())
+            })?;
+            Ok(m)
+        })?,
+    })?;
+    Ok(s)
+}
+
+pub(crate) fn slice(j: &mut Json<'_>) -> R<EndpointSliceView> {
+    let mut v = EndpointSliceView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "endpoints" => v.endpoints => j.opt(|j| j.vec(endpoint))?,
+    })?;
+    Ok(v)
+}
+
+fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
+    let mut e = Endpoint::default();
+    fields!(j, {
+        "addresses" => e.addresses => j.vec(Json::string)?,
+        "conditions" => e.conditions => {
+            let mut c = EndpointConditions::default();
+            fields!(j, {
+                "ready" => c.ready => j.opt_bool()?,
+            })?;
+            c
+        },
+        "targetRef" => e.target_ref => j.opt(|j| {
+            let mut t = TargetRef::default();
+            fields!(j, {
+                "kind" => t.kind => j.string()?,
+                "name" => t.name => j.string()?,
+            })?;
+            Ok(t)
+        })?,
+    })?;
+    Ok(e)
+}
+
+pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
+    let mut v = PodView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "spec" => v.spec => {
+            let mut s = PodSpec::default();
+            fields!(j, {
+                "containers" => s.containers => j.vec(container)?,
+                "initContainers" => s.init_containers => j.vec(container)?,
+            })?;
+            s
+        },
+        "status" => v.status => {
+            let mut s = PodStatus::default();
+            fields!(j, {
+                "conditions" => s.conditions => ready(j)?,
+                "containerStatuses" => s.container_statuses => j.vec(container_status)?,
+            })?;
+            s
+        },
+    })?;
+    Ok(v)
+}
+
+fn container(j: &mut Json<'_>) -> R<Container> {
+    let mut c = Container::default();
+    fields!(j, {
+        "name" => c.name => j.string()?,
+        "image" => c.image => j.string()?,
+    })?;
+    Ok(c)
+}
+
+/// `status.conditions` of a Pod: the `Ready` ones.
+fn ready(j: &mut Json<'_>) -> R<Vec<PodCondition>> {
+    let mut kept = Vec::new();
+    j.array(|j| {
+        let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
+        fields!(j, {
+            "type" => type_ => j.str()?,
+            "status" => status => j.str()?,
+            "lastTransitionTime" => since => j.opt(Json::str)?,
+        })?;
+        if type_ == "Ready" {
+            kept.push(PodCondition {
+                type_: type_.into_owned(),
+                status: status.into_owned(),
+                last_transition_time: since.map(Cow::into_owned),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(kept)
+}
+
+fn container_status(j: &mut Json<'_>) -> R<ContainerStatus> {
+    let mut c = ContainerStatus::default();
+    fields!(j, {
+        "name" => c.name => j.string()?,
+        "image" => c.image => j.string()?,
+        "imageID" => c.image_id => j.string()?,
+    })?;
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rf_format::{Kind, Record};
+    use serde::de::DeserializeOwned;
+
+    /// The fast reader's view, if it gave one, and serde's answer, both as `Debug` text.
+    fn both<T: DeserializeOwned + std::fmt::Debug>(
+        text: &str,
+        fast: for<'a> fn(&mut Json<'a>) -> R<T>,
+    ) -> (Option<String>, Result<String, String>) {
+        let skimmed = read(text, fast).map(|v| format!("{v:?}"));
+        let serde = serde_json::from_str::<T>(text)
+            .map(|v| format!("{v:?}"))
+            .map_err(|e| e.to_string());
+        (skimmed, serde)
+    }
+
+    /// Checks the contract on one object: a view from the fast reader is serde's view, and an
+    /// object serde refuses is never read. Returns whether the fast reader read it.
+    fn agree(kind: &Kind, text: &str) -> bool {
+        let (skimmed, serde) = match kind {
+            Kind::Rollout => both(text, rollout),
+            Kind::ReplicaSet => both(text, replicaset),
+            Kind::Service => both(text, service),
+            Kind::EndpointSlice => both(text, slice),
+            Kind::Pod => both(text, pod),
+            _ => return false,
+        };
+        match (&skimmed, &serde) {
+            (Some(fast), Ok(slow)) => assert_eq!(fast, slow, "{kind:?} {text}"),
+            (Some(fast), Err(e)) => panic!("serde refuses ({e}) what was read as {fast}: {text}"),
+            (None, _) => {}
+        }
+        skimmed.is_some()
+    }
+
+    fn objects(records: &[Record]) -> Vec<(Kind, String)> {
+        records
+            .iter()
+            .filter(|r| !r.object.is_empty())
+            .filter_map(|r| Some((r.kind.clone(), String::from_utf8(r.object.clone()).ok()?)))
+            .collect()
+    }
+
+    /// Every object of the scripted incidents, and of a small scale recording.
+    fn corpus() -> Vec<(Kind, String)> {
+        let mut all = Vec::new();
+        for info in rf_scenarios::catalog() {
+            let rec = rf_scenarios::generate(info.name).expect("a scenario of the catalog");
+            all.extend(objects(&rec.records));
+        }
+        let scale = rf_scenarios::scale(&rf_scenarios::ScaleConfig {
+            rollouts: 4,
+            events: 3_000,
+            seed: 7,
+        });
+        all.extend(objects(&scale.records));
+        all
+    }
+
+    #[test]
+    fn views_equal_serde_on_every_generated_object() {
+        let corpus = corpus();
+        let mut read = 0;
+        let mut total = 0;
+        for (kind, text) in &corpus {
+            if matches!(
+                kind,
+                Kind::Rollout | Kind::ReplicaSet | Kind::Service | Kind::EndpointSlice | Kind::Pod
+            ) {
+                total += 1;
+                read += usize::from(agree(kind, text));
+            }
+        }
+        // The fast path is for the API server's shapes: it must take all of them, or it is
+        // only a slower way to reach serde.
+        assert!(total > 1_000, "{total} objects");
+        assert_eq!(read, total, "objects the fast reader left to serde");
+    }
+
+    /// A deterministic stream of numbers (xorshift).
+    struct Noise(u64);
+
+    impl Noise {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn mutated_objects_are_read_as_serde_reads_them_or_left_to_it() {
+        let corpus = corpus();
+        let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
+        // Bytes that change JSON's structure, and ones that change values.
+        let inserts: &[&str] = &[
+            "\"",
+            "\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "0",
+            "-",
+            ".",
+            "e",
+            "n",
+            "t",
+            " ",
+            "\u{1}",
+            "\\u00",
+            "\\\"",
+            "null",
+            "true",
+            "1e5",
+            "-0",
+            "01",
+            "\"name\":\"x\",",
+            "\"metadata\":{},",
+            "\"labels\":null,",
+            "\"k:{\\\"a\\\"}\":1,",
+        ];
+        let mut refused = 0;
+        for _ in 0..20_000 {
+            let (kind, text) = &corpus[noise.below(corpus.len())];
+            let mut bytes = text.clone().into_bytes();
+            for _ in 0..=noise.below(3) {
+                let at = noise.below(bytes.len() + 1);
+                match noise.below(3) {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 => {
+                        let s = inserts[noise.below(inserts.len())];
+                        bytes.splice(at..at, s.bytes());
+                    }
+                    _ => {
+                        // Duplicate a stretch: repeated keys, doubled values.
+                        let len = noise.below(40).min(bytes.len() - at.min(bytes.len()));
+                        let piece = bytes[at..at + len].to_vec();
+                        bytes.splice(at..at, piece);
+                    }
+                }
+            }
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            agree(kind, &text);
+            refused += usize::from(serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err());
+        }
+        // Most mutations break the JSON: the check above ran on both kinds of input.
+        assert!(refused > 5_000, "{refused} invalid objects");
+    }
+
+    #[test]
+    fn gives_up_where_serde_decides() {
+        let pod = |meta: &str| format!(r#"{{"metadata":{meta},"spec":{{}},"status":{{}}}}"#);
+        for meta in [
+            r#"{"name":"a","name":"b"}"#, // duplicate field: serde refuses
+            r#"{"na\u006de":"a"}"#,       // escaped key: serde matches "name"
+            r#"{"generation":1.5}"#,      // not a plain integer
+            r#"{"generation":-0}"#,
+            r#"{"labels":{"rollouts-pod-template-hash":1}}"#, // a kept label, not a string
+            "null",
+        ] {
+            assert!(read(&pod(meta), self::pod).is_none(), "{meta}");
+        }
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(read(&pod(&format!(r#"{{"x":{deep}}}"#)), self::pod).is_none());
+    }
+
+    #[test]
+    fn reads_what_serde_reads_in_the_shapes_it_handles() {
+        let cases = [
+            // Escaped keys and strings in what is skipped, and in what is read.
+            r#"{"metadata":{"managedFields":[{"fieldsV1":{"k:{\"type\":\"Ready\"}":{}}}],"name":"a\"b\u00e9"}}"#,
+            // Kept and skipped labels, null where serde takes it.
+            r#"{"metadata":{"labels":{"rollouts-pod-template-hash":"h","x":{"y":[1,2.5e-3,true,null]}},"annotations":null,"deletionTimestamp":null}}"#,
+            // Whitespace everywhere JSON allows it.
+            " {\n\t\"metadata\" : { \"name\" : \"a\" , \"generation\" : \"7\" } ,\r\n\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Other\"}]} } ",
+            "{}",
+        ];
+        for text in cases {
+            let (skimmed, serde) = both(text, pod);
+            assert_eq!(skimmed.as_ref(), serde.as_ref().ok(), "{text}");
+            assert!(skimmed.is_some(), "{text}");
+        }
+        // Trailing text after the object: serde refuses, and so does this reader.
+        assert!(read(r#"{"metadata":{}} x"#, pod).is_none());
+        assert!(read(r#"{"metadata":{},}"#, pod).is_none());
+    }
+}
