@@ -94,9 +94,48 @@ impl Prepared {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn prepared_records_can_move_to_the_analyzer_thread() {
         fn is_send<T: Send>() {}
         is_send::<super::Prepared>();
+    }
+
+    fn pod(object: &[u8]) -> Parsed {
+        Prepared::of(&Record {
+            seq: 9,
+            observed_at: rf_format::Timestamp(0),
+            kind: Kind::Pod,
+            op: Op::Modified,
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: String::new(),
+            resource_version: "1".into(),
+            actor: None,
+            object: object.to_vec(),
+        })
+        .0
+    }
+
+    #[test]
+    fn an_unreadable_object_says_what_and_where() {
+        // Not UTF-8: the byte where it stops being text.
+        let Parsed::Unreadable(w) = pod(b"{\"metadata\":{\"name\":\"a\xff\"}}") else {
+            panic!("invalid UTF-8 read as an object");
+        };
+        assert!(w.contains("record seq 9 (Pod ns/p)"), "{w}");
+        assert!(w.contains("not UTF-8 at byte 22"), "{w}");
+        // Invalid JSON in a field no detector reads: the fast reader leaves it to serde, which
+        // says where.
+        let Parsed::Unreadable(w) = pod(br#"{"metadata":{"name":"a"},"spec":{"x":[1,]}}"#) else {
+            panic!("invalid JSON read as an object");
+        };
+        assert!(w.contains("line 1 column 41"), "{w}");
+        // The same object, valid: read.
+        assert!(matches!(
+            pod(br#"{"metadata":{"name":"a"},"spec":{"x":[1]}}"#),
+            Parsed::Pod(v) if v.metadata.name == "a"
+        ));
     }
 }
