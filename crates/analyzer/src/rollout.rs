@@ -317,6 +317,18 @@ pub(crate) struct RolloutTrack {
     pending_reset: Option<RevisionChange>,
 }
 
+/// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
+fn role(last: Option<&Snapshot>, hash: Option<&str>) -> Role {
+    let Some(last) = last else {
+        return Role::Other;
+    };
+    match hash {
+        Some(h) if last.pod_hash.as_deref() == Some(h) => Role::New,
+        Some(h) if last.stable_rs.as_deref() == Some(h) => Role::Stable,
+        _ => Role::Other,
+    }
+}
+
 impl RolloutTrack {
     pub fn new(namespace: &str, name: &str, keep_timeline: bool) -> Self {
         RolloutTrack {
@@ -408,14 +420,7 @@ impl RolloutTrack {
     }
 
     fn role_of(&self, hash: Option<&str>) -> Role {
-        let Some(last) = &self.last else {
-            return Role::Other;
-        };
-        match hash {
-            Some(h) if last.pod_hash.as_deref() == Some(h) => Role::New,
-            Some(h) if last.stable_rs.as_deref() == Some(h) => Role::Stable,
-            _ => Role::Other,
-        }
+        role(self.last.as_ref(), hash)
     }
 
     /// Applies one observation of the Rollout. Returns true when its state changed, after which
@@ -700,18 +705,13 @@ impl RolloutTrack {
     }
 
     fn update_roles(&mut self, pos: At) {
-        let roles: Vec<(String, Role)> = self
-            .replicasets
-            .values()
-            .map(|rs| (rs.name.clone(), self.role_of(rs.hash.as_deref())))
-            .collect();
-        for (name, role) in roles {
-            if let Some(rs) = self.replicasets.get_mut(&name) {
-                if role == Role::Other {
-                    rs.other_since.get_or_insert(pos);
-                } else {
-                    rs.other_since = None;
-                }
+        // One pass over the ReplicaSets, in place (this runs on every change of state).
+        let last = self.last.as_ref();
+        for rs in self.replicasets.values_mut() {
+            if role(last, rs.hash.as_deref()) == Role::Other {
+                rs.other_since.get_or_insert(pos);
+            } else {
+                rs.other_since = None;
             }
         }
     }
