@@ -75,7 +75,7 @@ impl Prepared {
                         .spec
                         .template
                         .as_ref()
-                        .map_or(0, |raw| crate::rollout::fnv64(raw.get().as_bytes()));
+                        .map_or(0, |raw| crate::rollout::digest(raw.get().as_bytes()));
                     Parsed::ReplicaSet(v)
                 }
                 other => other,
