@@ -229,48 +229,34 @@ impl<'a> Json<'a> {
 
     /// An object: `member` is called with each key and must consume its value.
     fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> R<()>) -> R<()> {
-        self.enter(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
-            self.depth -= 1;
-            return Ok(());
-        }
-        loop {
-            let key = self.key()?;
-            self.eat(b':')?;
-            member(self, key)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return Ok(());
-                }
-                _ => return Err(Bail),
-            }
-        }
+        self.sequence(b'{', b'}', |j| {
+            let key = j.key()?;
+            j.eat(b':')?;
+            member(j, key)
+        })
     }
 
     /// An array: `element` is called for each element and must consume it.
-    fn array(&mut self, mut element: impl FnMut(&mut Self) -> R<()>) -> R<()> {
-        self.enter(b'[')?;
-        if self.peek()? == b']' {
-            self.i += 1;
-            self.depth -= 1;
-            return Ok(());
-        }
-        loop {
-            element(self)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return Ok(());
+    fn array(&mut self, element: impl FnMut(&mut Self) -> R<()>) -> R<()> {
+        self.sequence(b'[', b']', element)
+    }
+
+    /// `open`, items separated by commas (`item` consumes one), `close`.
+    fn sequence(&mut self, open: u8, close: u8, mut item: impl FnMut(&mut Self) -> R<()>) -> R<()> {
+        self.enter(open)?;
+        if self.peek()? != close {
+            loop {
+                item(self)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    c if c == close => break,
+                    _ => return Err(Bail),
                 }
-                _ => return Err(Bail),
             }
         }
+        self.i += 1;
+        self.depth -= 1;
+        Ok(())
     }
 
     /// A key without escapes (serde would unescape it before matching: left to serde).
@@ -296,9 +282,7 @@ impl<'a> Json<'a> {
 
     /// A string, borrowed unless it has escapes (unescaped by serde_json itself).
     fn str(&mut self) -> R<Cow<'a, str>> {
-        if self.peek()? != b'"' {
-            return Err(Bail);
-        }
+        self.ws();
         let start = self.i;
         let (text, escaped) = self.string_body()?;
         if !escaped {
