@@ -1,10 +1,10 @@
 //! Writing recordings: a deflate sync flush at every flush, a new gzip member every few MiB.
 //!
 //! The deflate data is made by zlib-rs (a safe-API port of zlib-ng), with the gzip framing
-//! (RFC 1952 header, CRC-32, ISIZE) written here; any gzip reader reads it. Only the writer uses
-//! zlib-rs: reading stays on flate2. At the level used, zlib-rs gives a slightly smaller file than
-//! flate2's miniz_oxide backend for about half its CPU time, and compression is most of what
-//! `record` spends per event.
+//! (RFC 1952 header, CRC-32, ISIZE) written here; any gzip reader reads it. The reader goes
+//! through flate2, whose backend is zlib-rs too. At the level used, zlib-rs gives a slightly
+//! smaller file than flate2's default miniz_oxide backend for about half its CPU time, and
+//! compression is most of what `record` spends per event.
 
 use std::fmt;
 use std::io::{self, Write};
