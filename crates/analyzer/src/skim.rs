@@ -944,22 +944,10 @@ mod tests {
         assert_eq!(read, total, "objects the fast reader left to serde");
     }
 
-    /// A deterministic stream of numbers (xorshift).
-    struct Noise(u64);
-
-    impl Noise {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
     #[test]
     fn mutated_objects_are_read_as_serde_reads_them_or_left_to_it() {
         let corpus = corpus();
-        let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
+        let mut noise = rf_scenarios::SplitMix::new(7);
         // Bytes that change JSON's structure, and ones that change values.
         let inserts: &[&str] = &[
             "\"",

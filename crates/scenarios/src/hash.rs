@@ -131,7 +131,7 @@ pub(crate) fn name_suffix(seed: &str) -> String {
 /// character give unrelated SHAs).
 pub(crate) fn git_sha(seed: &str) -> String {
     let mut mix = SplitMix::new(fnv64(format!("git/{seed}").as_bytes()));
-    let mut s: String = (0..3).map(|_| format!("{:016x}", mix.next())).collect();
+    let mut s: String = (0..3).map(|_| format!("{:016x}", mix.next_u64())).collect();
     s.truncate(40);
     s
 }
@@ -142,16 +142,22 @@ pub(crate) fn env_digest(seed: &str) -> String {
     format!("sha256:{}", &full[..12])
 }
 
-/// A small deterministic generator (SplitMix64) for the cluster's resourceVersion gaps.
+/// A small deterministic generator (SplitMix64): the cluster's resourceVersion gaps, the scale
+/// recording's choices, and tests' random inputs.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix(u64);
+pub struct SplitMix(u64);
 
 impl SplitMix {
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         SplitMix(seed)
     }
 
-    pub(crate) fn next(&mut self) -> u64 {
+    /// A number below `n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

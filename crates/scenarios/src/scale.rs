@@ -2,6 +2,7 @@
 
 use rf_format::{Op, Record, Timestamp};
 
+use crate::hash::SplitMix;
 use crate::recording::Recording;
 use crate::sim::Sim;
 use crate::spec::{SimConfig, TemplateChange, config_checksum};
@@ -16,19 +17,6 @@ pub struct ScaleConfig {
     pub events: usize,
     /// Varies which releases race, abort or run clean.
     pub seed: u64,
-}
-
-/// A tiny deterministic generator (SplitMix64).
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 fn paused(sim: &Sim) -> bool {
@@ -85,7 +73,7 @@ fn release(sim: &mut Sim, version: u64, roll: u64) {
 pub fn scale(config: &ScaleConfig) -> Recording {
     let rollouts = config.rollouts.max(1);
     let per_rollout = config.events.div_ceil(rollouts);
-    let mut mix = Mix(config.seed);
+    let mut mix = SplitMix::new(config.seed);
     let mut parts: Vec<Vec<Record>> = Vec::with_capacity(rollouts);
     let mut closed_at = Timestamp(0);
     let mut kinds = Vec::new();
@@ -100,11 +88,11 @@ pub fn scale(config: &ScaleConfig) -> Recording {
             event_ttl: Some(3600),
             ..SimConfig::default()
         });
-        sim.run_for(u32::try_from(mix.next() % 60).unwrap_or(0));
+        sim.run_for(u32::try_from(mix.next_u64() % 60).unwrap_or(0));
         let mut version = 0;
         while sim.records_len() < per_rollout {
             version += 1;
-            release(&mut sim, version, mix.next());
+            release(&mut sim, version, mix.next_u64());
         }
         let rec = sim.finish(&name);
         closed_at = closed_at.max(rec.closed_at);

@@ -616,7 +616,7 @@ impl Sim {
 
     /// The next cluster-wide resourceVersion (other namespaces' writes leave gaps).
     pub(crate) fn bump_rv(&mut self) -> u64 {
-        self.rv += 1 + self.rv_gaps.next() % 4;
+        self.rv += 1 + self.rv_gaps.next_u64() % 4;
         self.rv
     }
 
