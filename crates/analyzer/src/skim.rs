@@ -7,8 +7,9 @@
 //! value of an unexpected type, a number that is not a plain integer, nesting deeper than
 //! [`MAX_DEPTH`]. The caller then parses the object with serde, which decides, and words any
 //! error. So whenever this reader returns a view, it is the view serde would have built (the
-//! tests check that on every recording in the repository and on mutated objects), and invalid
-//! JSON anywhere in an object, read or skipped, still makes it unreadable.
+//! tests check that on every object of the scripted incidents and of a scale recording, and on
+//! mutated objects), and invalid JSON anywhere in an object, read or skipped, still makes it
+//! unreadable.
 //!
 //! Why: parsing was about half of `analyze`'s CPU time, most of it spent on fields no detector
 //! reads (`managedFields`, pod specs, status details), which serde_json validates token by
