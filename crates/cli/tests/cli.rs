@@ -250,7 +250,7 @@ fn inspect_shows_header_counts_and_integrity() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     for needle in [
-        "format version   1",
+        "format version   2",
         "Rollout",
         "ReplicaSet",
         "modified",

@@ -4,11 +4,117 @@
 //! upstream. Keeping every call here means a move to a bincode-compatible crate touches only this
 //! file, and the golden-bytes test proves the move byte-identical.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::MAX_FRAME_LEN;
 use crate::record::{Kind, Op, Record, Timestamp};
+
+/// How a record's object is written: whole (version 1 always), or from version 2 on as the
+/// pieces that rebuild it from its base (see `delta.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub(crate) enum Body<'a> {
+    /// The object's bytes (empty for markers and gaps).
+    Full(#[serde(with = "serde_bytes")] &'a [u8]),
+    /// The pieces of a delta.
+    Delta(#[serde(with = "serde_bytes")] &'a [u8]),
+}
+
+/// [`Body`], owned, for the serde path.
+#[derive(Deserialize)]
+enum OwnedBody {
+    Full(#[serde(with = "serde_bytes")] Vec<u8>),
+    Delta(#[serde(with = "serde_bytes")] Vec<u8>),
+}
+
+/// A version 2 record frame as written: the record's fields, then its [`Body`] in place of
+/// version 1's object bytes.
+#[derive(Serialize)]
+struct FrameV2<'a> {
+    seq: u64,
+    observed_at: Timestamp,
+    kind: &'a Kind,
+    op: &'a Op,
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    resource_version: &'a str,
+    actor: Option<&'a str>,
+    body: Body<'a>,
+}
+
+/// [`FrameV2`], owned, for the serde path.
+#[derive(Deserialize)]
+struct OwnedFrameV2 {
+    seq: u64,
+    observed_at: Timestamp,
+    kind: Kind,
+    op: Op,
+    namespace: String,
+    name: String,
+    uid: String,
+    resource_version: String,
+    actor: Option<String>,
+    body: OwnedBody,
+}
+
+/// Appends the encoding of `record` as format `version` writes it, with `body` (which must be
+/// `Body::Full(&record.object)` for version 1) standing for its object.
+pub(crate) fn encode_record(
+    record: &Record,
+    body: Body<'_>,
+    version: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if version < 2 {
+        debug_assert_eq!(body, Body::Full(&record.object));
+        return encode_into(record, out);
+    }
+    let frame = FrameV2 {
+        seq: record.seq,
+        observed_at: record.observed_at,
+        kind: &record.kind,
+        op: &record.op,
+        namespace: &record.namespace,
+        name: &record.name,
+        uid: &record.uid,
+        resource_version: &record.resource_version,
+        actor: record.actor.as_deref(),
+        body,
+    };
+    encode_into(&frame, out)
+}
+
+/// Decodes one record of format `version` that must fill `bytes` exactly, through serde: the
+/// record with an empty object, and its body (`true` for a delta).
+pub(crate) fn decode_record_exact(
+    bytes: &[u8],
+    version: u32,
+) -> Result<(Record, Vec<u8>, bool), String> {
+    if version < 2 {
+        let mut record: Record = decode_exact(bytes)?;
+        let object = std::mem::take(&mut record.object);
+        return Ok((record, object, false));
+    }
+    let f: OwnedFrameV2 = decode_exact(bytes)?;
+    let (object, delta) = match f.body {
+        OwnedBody::Full(bytes) => (bytes, false),
+        OwnedBody::Delta(bytes) => (bytes, true),
+    };
+    let record = Record {
+        seq: f.seq,
+        observed_at: f.observed_at,
+        kind: f.kind,
+        op: f.op,
+        namespace: f.namespace,
+        name: f.name,
+        uid: f.uid,
+        resource_version: f.resource_version,
+        actor: f.actor,
+        object: Vec::new(),
+    };
+    Ok((record, object, delta))
+}
 
 fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<{ MAX_FRAME_LEN as usize }>()
@@ -36,14 +142,19 @@ pub(crate) fn decode_exact<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Strin
     Ok(value)
 }
 
-/// Decodes one [`Record`] that must fill `bytes` exactly into `rec`, reusing its strings and
-/// object buffer, without going through serde (this runs for every record of a recording).
+/// Decodes one record of format `version` that must fill `bytes` exactly into `rec`, reusing
+/// its strings, without going through serde (this runs for every record of a recording). The
+/// object is not touched: its [`Body`] is returned, borrowed from `bytes`.
 ///
-/// It reads the same bytes as [`decode_exact`] (docs/format.md, "Record"), but accepts only
-/// the shortest varints, which the writer always uses. `None` when it does not accept `bytes`:
-/// the caller then decodes them with [`decode_exact`], which gives the value (for a form only
-/// bincode takes) or the error to report. `rec` is unspecified after `None`.
-pub(crate) fn decode_record_into(bytes: &[u8], rec: &mut Record) -> Option<()> {
+/// It reads the same bytes as [`decode_record_exact`] (docs/format.md, "Record"), but accepts
+/// only the shortest varints, which the writer always uses. `None` when it does not accept
+/// `bytes`: the caller then decodes them with [`decode_record_exact`], which gives the value
+/// (for a form only bincode takes) or the error to report. `rec` is unspecified after `None`.
+pub(crate) fn decode_record_into<'a>(
+    bytes: &'a [u8],
+    version: u32,
+    rec: &mut Record,
+) -> Option<Body<'a>> {
     let mut c = Cursor { bytes };
     rec.seq = c.varint()?;
     rec.observed_at = Timestamp(c.zigzag()?);
@@ -105,10 +216,16 @@ pub(crate) fn decode_record_into(bytes: &[u8], rec: &mut Record) -> Option<()> {
     } else {
         rec.actor = None;
     }
-    let object = c.take_len()?;
-    rec.object.clear();
-    rec.object.extend_from_slice(object);
-    c.bytes.is_empty().then_some(())
+    let body = if version < 2 {
+        Body::Full(c.take_len()?)
+    } else {
+        match c.variant()? {
+            0 => Body::Full(c.take_len()?),
+            1 => Body::Delta(c.take_len()?),
+            _ => return None,
+        }
+    };
+    c.bytes.is_empty().then_some(body)
 }
 
 /// The bytes of a record not yet decoded.
@@ -244,10 +361,40 @@ mod tests {
         out
     }
 
-    fn encode(rec: &Record) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        encode_into(rec, &mut bytes).unwrap();
-        bytes
+    /// The encodings of every record in every version: version 1, then version 2 with whole
+    /// bodies and with its object's bytes taken as a delta's pieces (the codec does not read
+    /// them). With each: the version, and whether the body is a delta.
+    fn encodings() -> Vec<(Record, u32, bool, Vec<u8>)> {
+        let mut out = Vec::new();
+        for rec in records() {
+            for (version, delta) in [(1, false), (2, false), (2, true)] {
+                let body = if delta {
+                    Body::Delta(&rec.object)
+                } else {
+                    Body::Full(&rec.object)
+                };
+                let mut bytes = Vec::new();
+                encode_record(&rec, body, version, &mut bytes).unwrap();
+                out.push((rec.clone(), version, delta, bytes));
+            }
+        }
+        out
+    }
+
+    /// The fast decoder's record, with its body's bytes as the object.
+    fn decode_fast(bytes: &[u8], version: u32, rec: &mut Record) -> Option<bool> {
+        let (object, delta) = match decode_record_into(bytes, version, rec)? {
+            Body::Full(b) => (b.to_vec(), false),
+            Body::Delta(b) => (b.to_vec(), true),
+        };
+        rec.object = object;
+        Some(delta)
+    }
+
+    fn decode_serde(bytes: &[u8], version: u32) -> Result<(Record, bool), String> {
+        let (mut rec, object, delta) = decode_record_exact(bytes, version)?;
+        rec.object = object;
+        Ok((rec, delta))
     }
 
     fn blank() -> Record {
@@ -274,19 +421,46 @@ mod tests {
     #[test]
     fn the_record_decoder_reads_what_bincode_reads_into_a_used_record() {
         let mut rec = blank();
-        for want in records() {
-            let bytes = encode(&want);
-            assert!(decode_record_into(&bytes, &mut rec).is_some(), "{want:?}");
+        for (want, version, delta, bytes) in encodings() {
+            assert_eq!(
+                decode_fast(&bytes, version, &mut rec),
+                Some(delta),
+                "{want:?}"
+            );
             assert_eq!(rec, want);
-            assert_eq!(decode_exact::<Record>(&bytes).unwrap(), want);
+            assert_eq!(decode_serde(&bytes, version).unwrap(), (want, delta));
+        }
+    }
+
+    #[test]
+    fn version_2_is_version_1_with_a_body_tag_before_the_object() {
+        for (want, version, delta, bytes) in encodings() {
+            let mut v1 = Vec::new();
+            encode_into(&want, &mut v1).unwrap();
+            let tail = want.object.len() + varint_len(want.object.len());
+            let head = v1.len() - tail;
+            if version == 1 {
+                assert_eq!(bytes, v1);
+            } else {
+                assert_eq!(bytes[..head], v1[..head]);
+                assert_eq!(bytes[head], u8::from(delta));
+                assert_eq!(bytes[head + 1..], v1[head..]);
+            }
+        }
+    }
+
+    fn varint_len(n: usize) -> usize {
+        match n {
+            0..=250 => 1,
+            251..=65_535 => 3,
+            _ => 5,
         }
     }
 
     #[test]
     fn whatever_the_record_decoder_accepts_bincode_decodes_to_the_same_record() {
         let mut accepted = 0;
-        for want in records() {
-            let bytes = encode(&want);
+        for (_, version, _, bytes) in encodings() {
             let mut damaged = Vec::new();
             for cut in 0..bytes.len() {
                 damaged.push(bytes[..cut].to_vec());
@@ -295,7 +469,9 @@ mod tests {
             longer.push(0);
             damaged.push(longer);
             for at in 0..bytes.len().min(64) {
-                for v in [0x00, 0x01, 0x07, 0x08, 0xfa, 0xfb, 0xfd, 0xfe, 0xff, 0xc3] {
+                for v in [
+                    0x00, 0x01, 0x02, 0x07, 0x08, 0xfa, 0xfb, 0xfd, 0xfe, 0xff, 0xc3,
+                ] {
                     let mut b = bytes.clone();
                     b[at] = v;
                     damaged.push(b);
@@ -303,26 +479,27 @@ mod tests {
             }
             for b in damaged {
                 let mut rec = blank();
-                if decode_record_into(&b, &mut rec).is_some() {
+                if let Some(delta) = decode_fast(&b, version, &mut rec) {
                     accepted += 1;
-                    assert_eq!(decode_exact::<Record>(&b).as_ref(), Ok(&rec), "{b:02x?}");
+                    assert_eq!(decode_serde(&b, version), Ok((rec, delta)), "{b:02x?}");
                 }
             }
         }
         assert!(
-            accepted > 100,
+            accepted > 300,
             "only {accepted} damaged encodings were records"
         );
     }
 
     #[test]
     fn a_longer_varint_than_needed_is_left_to_bincode() {
-        // seq 5 as fb 05 00: not the writer's form.
-        let mut bytes = vec![0xfb, 0x05, 0x00];
-        let shortest = encode(&records()[0]);
-        bytes.extend_from_slice(&shortest[1..]);
-        let mut rec = blank();
-        assert!(decode_record_into(&bytes, &mut rec).is_none());
-        assert!(decode_record_into(&shortest, &mut rec).is_some());
+        for (_, version, _, shortest) in encodings().into_iter().take(3) {
+            // seq 5 as fb 05 00: not the writer's form.
+            let mut bytes = vec![0xfb, 0x05, 0x00];
+            bytes.extend_from_slice(&shortest[1..]);
+            let mut rec = blank();
+            assert!(decode_record_into(&bytes, version, &mut rec).is_none());
+            assert!(decode_record_into(&shortest, version, &mut rec).is_some());
+        }
     }
 }

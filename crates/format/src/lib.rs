@@ -25,6 +25,7 @@
 //! ```
 
 mod codec;
+mod delta;
 mod error;
 mod reader;
 mod record;
@@ -39,7 +40,11 @@ pub use writer::Writer;
 pub const MAGIC: [u8; 8] = *b"RFORENSI";
 
 /// The format version this build writes. Readers accept every version from 1 up to this one.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// Version 2 writes an object that an earlier record of the same
+/// object already holds most of as the changes from it (docs/format.md, "Delta bodies");
+/// version 1 writes every object whole. [`Writer::with_format`] still writes version 1.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The largest frame a reader accepts and a writer produces: 64 MiB. The Kubernetes API server
 /// refuses objects over ~1.5 MiB by default, so a larger length can only be corruption.

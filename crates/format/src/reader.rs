@@ -5,7 +5,8 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
-use crate::codec;
+use crate::codec::{self, Body};
+use crate::delta::{self, Bases};
 use crate::error::{Error, Result};
 use crate::record::{Header, Record, Trailer};
 use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
@@ -39,6 +40,8 @@ pub struct Reader<R: Read> {
     state: State,
     buf: Vec<u8>,
     trailer: Option<Trailer>,
+    /// From version 2: the base of each object, for the delta bodies of its next records.
+    bases: Bases,
 }
 
 impl<R: Read> fmt::Debug for Reader<R> {
@@ -76,6 +79,7 @@ impl<R: Read> Reader<R> {
             state: State::Reading,
             buf: Vec::new(),
             trailer: None,
+            bases: Bases::default(),
         };
         let mut preamble = [0u8; 12];
         let got = reader.read_fully(&mut preamble, "the preamble")?;
@@ -180,6 +184,7 @@ impl<R: Read> Reader<R> {
     }
 
     fn read_record(&mut self, rec: &mut Record) -> Result<bool> {
+        let version = self.version;
         // Most frames lie whole in the inflater's output: decode them in place, copying nothing
         // but the record's own fields. Anything else (a frame across two outputs, the end, an
         // error to report) takes the general path below, from the same position.
@@ -191,24 +196,42 @@ impl<R: Read> Reader<R> {
             .get(..4)
             .map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
         {
-            if len != 0
-                && len <= MAX_FRAME_LEN as usize
-                && avail.len() - 4 >= len
-                && codec::decode_record_into(&avail[4..4 + len], rec).is_some()
-            {
-                self.src.consume(4 + len);
-                self.offset += 4 + len as u64;
-                return Ok(true);
+            if len != 0 && len <= MAX_FRAME_LEN as usize && avail.len() - 4 >= len {
+                if let Some(body) = codec::decode_record_into(&avail[4..4 + len], version, rec) {
+                    let result = materialize(&mut self.bases, version, rec, body);
+                    self.src.consume(4 + len);
+                    let frame_start = self.offset;
+                    self.offset += 4 + len as u64;
+                    return match result {
+                        Ok(()) => Ok(true),
+                        Err(detail) => Err(Error::Decode {
+                            what: self.record_name(),
+                            offset: frame_start,
+                            detail,
+                        }),
+                    };
+                }
             }
         }
         let what = self.record_name();
         let Some(frame_start) = self.read_frame(&what)? else {
             return Ok(false);
         };
-        if codec::decode_record_into(&self.buf, rec).is_some() {
-            return Ok(true);
-        }
-        *rec = codec::decode_exact(&self.buf).map_err(|detail| Error::Decode {
+        let result = match codec::decode_record_into(&self.buf, version, rec) {
+            Some(body) => materialize(&mut self.bases, version, rec, body),
+            None => codec::decode_record_exact(&self.buf, version).and_then(
+                |(record, object, delta)| {
+                    *rec = record;
+                    let body = if delta {
+                        Body::Delta(&object)
+                    } else {
+                        Body::Full(&object)
+                    };
+                    materialize(&mut self.bases, version, rec, body)
+                },
+            ),
+        };
+        result.map_err(|detail| Error::Decode {
             what,
             offset: frame_start,
             detail,
@@ -390,6 +413,34 @@ impl<R: Read> Iterator for Reader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_record().transpose()
     }
+}
+
+/// Sets `rec.object` from its decoded `body` and, from version 2, keeps it as the next base.
+fn materialize(
+    bases: &mut Bases,
+    version: u32,
+    rec: &mut Record,
+    body: Body<'_>,
+) -> std::result::Result<(), String> {
+    match body {
+        Body::Full(bytes) => {
+            rec.object.clear();
+            rec.object.extend_from_slice(bytes);
+        }
+        Body::Delta(pieces) => {
+            let Some(base) = bases.get(rec) else {
+                return Err(format!(
+                    "a delta body for {} {}/{}, which has no earlier object in this recording",
+                    rec.kind, rec.namespace, rec.name
+                ));
+            };
+            delta::apply(base, pieces, &mut rec.object)?;
+        }
+    }
+    if version >= 2 {
+        bases.after(rec);
+    }
+    Ok(())
 }
 
 /// Object buffers larger than this are not reused for the next record.

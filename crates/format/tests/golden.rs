@@ -1,10 +1,11 @@
-//! Golden files of format version 1.
+//! Golden files of format versions 1 and 2.
 //!
-//! `tests/golden/v1.rfr` is a small recording written once and committed; `tests/golden/v1.raw`
+//! `tests/golden/vN.rfr` is a small recording written once and committed; `tests/golden/vN.raw`
 //! is its decompressed bytes, which *are* the format. The tests check that today's writer
-//! produces exactly `v1.raw` for the same values (so any change to the encoding, such as a move
-//! off bincode 2.0.1, is caught), and that today's reader reads the committed `v1.rfr` back to
-//! the same values. The compressed bytes are never compared: deflate output may change between
+//! produces exactly `vN.raw` for the same values when asked for version N (so any change to the
+//! encoding, such as a move off bincode 2.0.1, is caught), and that today's reader reads the
+//! committed `vN.rfr` back to the same values. Version 2's values add records whose objects are
+//! written as deltas (and some that are not, by the rule of docs/format.md). The compressed bytes are never compared: deflate output may change between
 //! flate2 versions without changing the format.
 //!
 //! `v1.rfr` was written when the writer closed a gzip member at every flush. `v1-sync.rfr` holds
@@ -114,9 +115,11 @@ fn record(
     }
 }
 
-/// Eight records: every `Op` variant (both `Deleted` flavours) and every `Kind` variant once.
-fn fixed_records() -> Vec<Record> {
-    vec![
+/// The fixed records of format `version`: for version 1, nine records with every `Op` variant
+/// (both `Deleted` flavours) and every `Kind` variant; version 2 adds records of the same
+/// objects that are written as deltas, or whole where the rule leaves no base.
+fn fixed_records(version: u32) -> Vec<Record> {
+    let mut records = vec![
         record(1, Kind::Rollout, Op::ListBegin, "", "", "100", None, b""),
         record(
             2,
@@ -195,25 +198,94 @@ fn fixed_records() -> Vec<Record> {
             None,
             b"{}",
         ),
-    ]
+    ];
+    if version >= 2 {
+        records.extend([
+            // A delta from record 2.
+            record(
+                10,
+                Kind::Rollout,
+                Op::Modified,
+                "web",
+                "u-1",
+                "106",
+                None,
+                br#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","metadata":{"generation":2,"name":"web"},"status":{}}"#,
+            ),
+            // Whole: record 6 deleted this Pod, which leaves no base.
+            record(
+                11,
+                Kind::Pod,
+                Op::Added,
+                "web-1",
+                "u-7",
+                "107",
+                None,
+                br#"{"kind":"Pod"}"#,
+            ),
+            // Whole: it shares too little with record 4 for a delta to be shorter.
+            record(
+                12,
+                Kind::Service,
+                Op::Modified,
+                "web-canary",
+                "u-2",
+                "108",
+                None,
+                br#"{"spec":{"type":"ClusterIP"}}"#,
+            ),
+            // A delta from record 10; then no base is left.
+            record(
+                13,
+                Kind::Rollout,
+                Op::Deleted { inferred: false },
+                "web",
+                "u-1",
+                "109",
+                None,
+                br#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","metadata":{"generation":3,"name":"web"},"status":{}}"#,
+            ),
+            // Whole again.
+            record(
+                14,
+                Kind::Rollout,
+                Op::Added,
+                "web",
+                "u-8",
+                "110",
+                None,
+                br#"{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","metadata":{"generation":1,"name":"web"},"status":{}}"#,
+            ),
+        ]);
+    }
+    records
 }
 
-/// Writes the fixed recording: a member for the header, then one with a flush after the first list
-/// (a sync flush; the writer of `v1.rfr` closed a member there) and the end marker.
-fn write_fixed() -> Vec<u8> {
-    let mut writer = Writer::new(Vec::new(), &fixed_header()).expect("writer starts");
-    for (i, record) in fixed_records().iter().enumerate() {
+/// Writes the fixed recording of format `version`: a member for the header, then one with a
+/// flush after the first list (a sync flush; the writer of `v1.rfr` closed a member there) and
+/// the end marker.
+fn write_fixed(version: u32) -> Vec<u8> {
+    let mut writer = Writer::with_format(
+        Vec::new(),
+        &fixed_header(),
+        Writer::<Vec<u8>>::LEVEL,
+        version,
+    )
+    .expect("writer starts");
+    for (i, record) in fixed_records(version).iter().enumerate() {
         writer.write(record).expect("record is written");
         if i == 2 {
             writer.flush().expect("flush succeeds");
         }
     }
-    writer.finish_at(closed_at()).expect("finish succeeds")
+    writer
+        .finish_at(closed_at(version))
+        .expect("finish succeeds")
 }
 
 /// When the fixed recording was closed: a minute after its last record.
-fn closed_at() -> Timestamp {
-    fixed_records()
+fn closed_at(version: u32) -> Timestamp {
+    fixed_records(version)
         .iter()
         .map(|r| r.observed_at)
         .max()
@@ -231,7 +303,7 @@ fn decompress(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn the_fixed_values_cover_every_op_and_kind_variant() {
-    let records = fixed_records();
+    let records = fixed_records(1);
     for op in [
         "added",
         "modified",
@@ -251,83 +323,127 @@ fn the_fixed_values_cover_every_op_and_kind_variant() {
     assert!(records.iter().any(|r| r.actor.is_some()));
 }
 
+/// The versions with golden files, each with its compressed layouts.
+const GOLDEN: [(u32, &[&str]); 2] = [(1, &["v1.rfr", "v1-sync.rfr"]), (2, &["v2.rfr"])];
+
 #[test]
-fn encoding_the_fixed_recording_today_gives_the_v1_golden_bytes() {
-    let today = decompress(&write_fixed());
-    let golden = read_golden("v1.raw");
-    assert_eq!(
-        today.len(),
-        golden.len(),
-        "the decompressed length changed: the v1 encoding is frozen"
-    );
-    if let Some(at) = today.iter().zip(&golden).position(|(a, b)| a != b) {
-        panic!("the v1 encoding changed: first difference at decompressed byte {at}");
+fn encoding_the_fixed_recordings_today_gives_the_golden_bytes() {
+    for (version, _) in GOLDEN {
+        let today = decompress(&write_fixed(version));
+        let golden = read_golden(&format!("v{version}.raw"));
+        assert_eq!(
+            today.len(),
+            golden.len(),
+            "the decompressed length changed: the v{version} encoding is frozen"
+        );
+        if let Some(at) = today.iter().zip(&golden).position(|(a, b)| a != b) {
+            panic!("the v{version} encoding changed: first difference at decompressed byte {at}");
+        }
     }
 }
 
 #[test]
-fn the_committed_v1_recording_decompresses_to_the_v1_golden_bytes() {
-    assert_eq!(decompress(&read_golden("v1.rfr")), read_golden("v1.raw"));
+fn the_committed_recordings_decompress_to_the_golden_bytes() {
+    for (version, files) in GOLDEN {
+        for file in files {
+            assert_eq!(
+                decompress(&read_golden(file)),
+                read_golden(&format!("v{version}.raw")),
+                "{file}"
+            );
+        }
+    }
 }
 
 #[test]
-fn the_committed_v1_sync_recording_decompresses_to_the_v1_golden_bytes() {
-    assert_eq!(
-        decompress(&read_golden("v1-sync.rfr")),
-        read_golden("v1.raw")
+fn the_committed_recordings_read_back_to_the_fixed_values() {
+    for (version, files) in GOLDEN {
+        for file in files {
+            reads_back(version, read_golden(file));
+        }
+    }
+}
+
+#[test]
+fn todays_fixed_recordings_read_back_to_the_fixed_values() {
+    for (version, _) in GOLDEN {
+        reads_back(version, write_fixed(version));
+    }
+}
+
+#[test]
+fn version_2_writes_deltas_where_the_rule_allows() {
+    // The same values written whole (version 1) and with deltas (version 2): only records 10
+    // and 13 have a base and a shorter delta; every other record costs one byte more (the body
+    // tag), and the preamble and header are the same length.
+    let records = fixed_records(2);
+    let whole = {
+        let mut w =
+            Writer::with_format(Vec::new(), &fixed_header(), Writer::<Vec<u8>>::LEVEL, 1).unwrap();
+        for r in &records {
+            w.write(r).unwrap();
+        }
+        decompress(&w.finish_at(closed_at(2)).unwrap())
+    };
+    let delta = decompress(&write_fixed(2));
+    let saved = (whole.len() + records.len()) - delta.len();
+    let object = |seq: usize| records[seq - 1].object.len();
+    assert!(
+        saved > object(10) / 2 + object(13) / 2,
+        "{saved} bytes saved: records 10 and 13 were not written as deltas"
     );
 }
 
-#[test]
-fn the_committed_v1_recording_reads_back_to_the_fixed_values() {
-    reads_back(read_golden("v1.rfr"));
-}
-
-#[test]
-fn the_committed_v1_sync_recording_reads_back_to_the_fixed_values() {
-    reads_back(read_golden("v1-sync.rfr"));
-}
-
-#[test]
-fn todays_fixed_recording_reads_back_to_the_fixed_values() {
-    reads_back(write_fixed());
-}
-
-fn reads_back(rfr: Vec<u8>) {
+fn reads_back(version: u32, rfr: Vec<u8>) {
     let mut reader = Reader::new(Cursor::new(rfr)).expect("a recording");
-    assert_eq!(reader.format_version(), 1);
-    assert_eq!(reader.header(), &fixed_header());
+    assert_eq!(reader.format_version(), version);
+    assert_eq!(
+        reader.header(),
+        &Header {
+            format_version: version,
+            ..fixed_header()
+        }
+    );
     let records: Vec<Record> = (&mut reader)
         .collect::<Result<_, _>>()
         .expect("every record reads");
-    assert_eq!(records, fixed_records());
+    assert_eq!(records, fixed_records(version));
     assert_eq!(reader.end(), Some(End::Closed));
     let trailer = reader.trailer().expect("a trailer");
-    assert_eq!(trailer.closed_at, closed_at());
-    assert_eq!(trailer.records, fixed_records().len() as u64);
+    assert_eq!(trailer.closed_at, closed_at(version));
+    assert_eq!(trailer.records, fixed_records(version).len() as u64);
 }
 
 #[test]
-fn the_v1_raw_bytes_start_with_the_magic_and_version_1_little_endian() {
-    let raw = read_golden("v1.raw");
+fn the_raw_bytes_start_with_the_magic_and_their_version_little_endian() {
+    for (version, _) in GOLDEN {
+        raw_bytes_start_with_the_magic_and(version);
+    }
+}
+
+fn raw_bytes_start_with_the_magic_and(version: u32) {
+    let raw = read_golden(&format!("v{version}.raw"));
     assert_eq!(&raw[..8], &MAGIC);
     assert_eq!(&raw[..8], b"RFORENSI");
-    assert_eq!(&raw[8..12], &[1, 0, 0, 0]);
+    assert_eq!(&raw[8..12], &[version as u8, 0, 0, 0]);
     // ...and end with the zero-length end-of-recording frame and the trailer frame.
     let ends_with_marker_and_trailer = (1..=32).any(|trailer_len: usize| {
         let marker = raw.len() - 8 - trailer_len;
         raw[marker..marker + 4] == [0, 0, 0, 0]
-            && u32::from_le_bytes(raw[marker + 4..marker + 8].try_into().unwrap()) as usize
+            && u32::from_le_bytes(raw[marker + 4..marker + 8].try_into().expect("four bytes"))
+                as usize
                 == trailer_len
     });
     assert!(ends_with_marker_and_trailer);
 }
 
 #[test]
-fn the_v1_sync_recording_is_two_gzip_members_with_a_sync_flush() {
+fn the_sync_recordings_are_two_gzip_members_with_a_sync_flush() {
     for (what, rfr) in [
         ("v1-sync.rfr", read_golden("v1-sync.rfr")),
-        ("today", write_fixed()),
+        ("v2.rfr", read_golden("v2.rfr")),
+        ("today", write_fixed(1)),
+        ("today", write_fixed(2)),
     ] {
         let ends = member_ends(&rfr);
         assert_eq!(ends.len(), 2, "{what}: {ends:?}");
@@ -351,44 +467,45 @@ fn the_v1_recording_is_several_gzip_members() {
     );
 }
 
-/// Writes the golden files of the current version, only when `RF_BLESS_GOLDEN=1`. Never
-/// overwrites a golden file whose decompressed content differs.
+/// Writes the golden files of every version that lacks them, only when `RF_BLESS_GOLDEN=1`.
+/// Never overwrites a golden file whose decompressed content differs.
 #[test]
 fn bless_writes_the_golden_files_only_when_rf_bless_golden_is_set() {
     if std::env::var(BLESS_VAR).as_deref() != Ok("1") {
         return;
     }
     assert_eq!(
-        FORMAT_VERSION, 1,
-        "these fixed values are the v1 golden file; add vN files for a new version"
+        FORMAT_VERSION, 2,
+        "these fixed values are the v1 and v2 golden files; add vN files for a new version"
     );
-    let rfr = write_fixed();
-    let raw = decompress(&rfr);
-    let raw_path = golden_path("v1.raw");
-    let rfr_path = golden_path("v1.rfr");
-    let sync_path = golden_path("v1-sync.rfr");
-    for path in [&raw_path, &rfr_path, &sync_path] {
-        if let Ok(existing) = std::fs::read(path) {
-            let existing_raw = if path != &raw_path {
-                decompress(&existing)
-            } else {
-                existing
-            };
-            assert_eq!(
-                existing_raw,
-                raw,
-                "{} exists with different content: v1 is frozen, not regenerated",
-                path.display()
-            );
-        }
-    }
     std::fs::create_dir_all(golden_path("")).unwrap();
-    if !raw_path.exists() {
-        std::fs::write(&raw_path, &raw).unwrap();
-    }
-    for path in [&rfr_path, &sync_path] {
-        if !path.exists() {
-            std::fs::write(path, &rfr).unwrap();
+    for (version, files) in GOLDEN {
+        let rfr = write_fixed(version);
+        let raw = decompress(&rfr);
+        let raw_path = golden_path(&format!("v{version}.raw"));
+        let rfr_paths: Vec<PathBuf> = files.iter().map(|f| golden_path(f)).collect();
+        for path in rfr_paths.iter().chain([&raw_path]) {
+            if let Ok(existing) = std::fs::read(path) {
+                let existing_raw = if path != &raw_path {
+                    decompress(&existing)
+                } else {
+                    existing
+                };
+                assert_eq!(
+                    existing_raw,
+                    raw,
+                    "{} exists with different content: v{version} is frozen, not regenerated",
+                    path.display()
+                );
+            }
+        }
+        if !raw_path.exists() {
+            std::fs::write(&raw_path, &raw).unwrap();
+        }
+        for path in &rfr_paths {
+            if !path.exists() {
+                std::fs::write(path, &rfr).unwrap();
+            }
         }
     }
 }

@@ -249,3 +249,118 @@ fn records_written_after_the_last_flush_of_an_unfinished_writer_are_not_on_disk_
     assert_eq!(read, vec![record]);
     assert_eq!(reader.end(), Some(End::Unclosed));
 }
+
+/// Versions of a few objects: each record is one of four objects, whose JSON is an edit of the
+/// same template (values changed, members inserted or removed), so most are written as deltas.
+fn versions() -> impl Strategy<Value = Vec<(Record, bool)>> {
+    let template = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","labels":{"app":"web"},"resourceVersion":"1"},"spec":{"containers":[{"name":"app","image":"web:1","env":[{"name":"A","value":"x"}]}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
+    let edit = (0..template.len(), 0..40usize, "[a-z0-9\",:{}\\[\\]]{0,30}");
+    let version = (
+        0..4usize,
+        op(),
+        vec(edit, 0..4),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(move |(which, op, edits, empty, flush)| {
+            let mut object = template.as_bytes().to_vec();
+            for (at, cut, with) in edits {
+                let at = at.min(object.len());
+                let end = (at + cut).min(object.len());
+                object.splice(at..end, with.into_bytes());
+            }
+            let record = Record {
+                seq: 1,
+                observed_at: Timestamp(0),
+                kind: if which < 2 { Kind::Pod } else { Kind::Rollout },
+                op,
+                namespace: "shop".to_owned(),
+                name: format!("web-{}", which % 2),
+                uid: String::new(),
+                resource_version: String::new(),
+                actor: None,
+                object: if empty { Vec::new() } else { object },
+            };
+            (record, flush)
+        });
+    vec(version, 0..40)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn versions_of_the_same_objects_survive_a_write_and_read(records in versions()) {
+        let header = Header::new("test", Timestamp(0), Source::default());
+        let bytes = write_recording(&header, &records);
+        let read: Vec<Record> = Reader::new(Cursor::new(bytes))
+            .expect("reader opens")
+            .collect::<Result<_, _>>()
+            .expect("records read");
+        let written: Vec<Record> = records.into_iter().map(|(record, _)| record).collect();
+        prop_assert_eq!(&read, &written);
+    }
+}
+
+/// More objects than the bases' budget holds (about 24 MiB of live objects), each changed many
+/// times: the writer and the reader drop the same bases, and what is read is what was written.
+#[test]
+fn objects_past_the_bases_budget_read_back_and_most_are_deltas() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    let filler = "x".repeat(12_000);
+    let header = Header::new("test", Timestamp(0), Source::default());
+    let mut records = Vec::new();
+    for seq in 0..6_000u64 {
+        let key = next(2_000);
+        let op = match next(20) {
+            0 => Op::Deleted { inferred: false },
+            1 => Op::Added,
+            _ => Op::Modified,
+        };
+        let object = format!(
+            r#"{{"metadata":{{"name":"o-{key}","resourceVersion":"{seq}"}},"spec":{{"filler":"{filler}"}},"status":{{"n":{}}}}}"#,
+            next(1000)
+        );
+        records.push(Record {
+            seq,
+            observed_at: Timestamp(seq as i64),
+            kind: Kind::Pod,
+            op,
+            namespace: "ns".to_owned(),
+            name: format!("o-{key}"),
+            uid: String::new(),
+            resource_version: seq.to_string(),
+            actor: None,
+            object: object.into_bytes(),
+        });
+    }
+    let flushes: Vec<(Record, bool)> = records.iter().cloned().map(|r| (r, false)).collect();
+    let v2 = write_recording(&header, &flushes);
+    let read: Vec<Record> = Reader::new(Cursor::new(&v2))
+        .expect("reader opens")
+        .collect::<Result<_, _>>()
+        .expect("records read");
+    assert!(
+        read == records,
+        "what was read differs from what was written"
+    );
+    let mut whole = Writer::with_format(Vec::new(), &header, Writer::<Vec<u8>>::LEVEL, 1).unwrap();
+    let mut writer = Writer::new(Vec::new(), &header).unwrap();
+    for r in &records {
+        whole.write(r).unwrap();
+        writer.write(r).unwrap();
+    }
+    let raw_whole = whole.raw_bytes();
+    // Most records have a base (about 4,000 objects' worth of records fit in the budget).
+    assert!(
+        writer.raw_bytes() * 2 < raw_whole,
+        "{} raw bytes with deltas, {raw_whole} without",
+        writer.raw_bytes()
+    );
+}
