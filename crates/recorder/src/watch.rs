@@ -94,6 +94,32 @@ struct MetaFields {
     resource_version: String,
 }
 
+impl From<crate::scan::Identity> for MetaFields {
+    fn from(id: crate::scan::Identity) -> Self {
+        MetaFields {
+            name: id.name,
+            namespace: id.namespace,
+            uid: id.uid,
+            resource_version: id.resource_version,
+        }
+    }
+}
+
+/// Splits a watch line of the layout the API server writes, `{"type":"T","object":{...}}`
+/// (trailing whitespace allowed), into the event type and the object's bytes, without reading
+/// the object. `None` for any other layout.
+fn split_event(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rest = line.strip_prefix(br#"{"type":""#)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    let (kind, rest) = rest.split_at(end);
+    if kind.is_empty() || !kind.iter().all(u8::is_ascii_uppercase) {
+        return None;
+    }
+    let rest = rest.strip_prefix(br#"","object":"#)?;
+    let object = rest.trim_ascii_end().strip_suffix(b"}")?;
+    (object.first() == Some(&b'{') && object.last() == Some(&b'}')).then_some((kind, object))
+}
+
 #[derive(Deserialize)]
 struct ListPage {
     #[serde(default)]
@@ -397,20 +423,12 @@ impl Loop {
 
     /// The object's identity and the bytes to record (redacted unless told otherwise), in one
     /// pass over the bytes; a parser reads what that pass does not follow.
-    fn prepare(&self, raw: &RawValue) -> (MetaFields, Arc<[u8]>) {
-        let bytes = raw.get().as_bytes();
+    fn prepare(&self, bytes: &[u8]) -> (MetaFields, Arc<[u8]>) {
         if let Some(scanned) = scan(bytes, self.tuning.redact) {
-            let id = scanned.identity;
-            let meta = MetaFields {
-                name: id.name,
-                namespace: id.namespace,
-                uid: id.uid,
-                resource_version: id.resource_version,
-            };
             let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
-            return (meta, object);
+            return (MetaFields::from(scanned.identity), object);
         }
-        let meta = serde_json::from_str::<MetaOnly>(raw.get())
+        let meta = serde_json::from_slice::<MetaOnly>(bytes)
             .map(|m| m.metadata)
             .unwrap_or_default();
         let object: Arc<[u8]> = if self.tuning.redact {
@@ -430,7 +448,7 @@ impl Loop {
         let at = now();
         let mut seen = HashMap::with_capacity(page.items.len());
         for raw in &page.items {
-            let (meta, object) = self.prepare(raw);
+            let (meta, object) = self.prepare(raw.get().as_bytes());
             let key = (meta.namespace.clone(), meta.name.clone());
             self.stats.count(&kind);
             let listed = self.draft(Op::Listed, &meta, object.clone(), at);
@@ -528,46 +546,71 @@ impl Loop {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let Ok(event) = serde_json::from_slice::<WatchLine<'_>>(&line) else {
-                return Some(WatchEnd::Failed(format!(
-                    "unreadable watch line of {} bytes",
-                    line.len()
-                )));
-            };
-            let op = match event.type_.as_ref() {
-                "ADDED" => Op::Added,
-                "MODIFIED" => Op::Modified,
-                "DELETED" => Op::Deleted { inferred: false },
-                "BOOKMARK" => {
-                    if let Ok(m) = serde_json::from_str::<MetaOnly>(event.object.get()) {
-                        if !m.metadata.resource_version.is_empty() {
-                            *rv = m.metadata.resource_version;
-                        }
-                    }
-                    continue;
-                }
-                "ERROR" => {
-                    let status: StatusObject =
-                        serde_json::from_str(event.object.get()).unwrap_or_default();
-                    if status.code == 410 || status.reason == "Expired" || status.reason == "Gone" {
-                        return Some(WatchEnd::Expired(self.expired_reason(rv, &status.message)));
-                    }
-                    return Some(WatchEnd::Failed(format!(
-                        "watch error {} {}: {}",
-                        status.code, status.reason, status.message
-                    )));
-                }
-                _ => continue,
-            };
+            // Most lines are an event of an object, in the layout the API server writes: split
+            // them without a parse and let the scanner read the object (as far as its identity
+            // and its secrets need; the analyzer checks every object it reads). Anything else,
+            // or an object the scanner does not follow, goes through serde.
             let at = now();
-            let (meta, object) = self.prepare(event.object);
-            let key = (meta.namespace.clone(), meta.name.clone());
+            let fast = split_event(&line).and_then(|(kind, bytes)| {
+                let op = match kind {
+                    b"ADDED" => Op::Added,
+                    b"MODIFIED" => Op::Modified,
+                    b"DELETED" => Op::Deleted { inferred: false },
+                    _ => return None,
+                };
+                let scanned = scan(bytes, self.tuning.redact)?;
+                let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
+                Some((op, MetaFields::from(scanned.identity), object))
+            });
+            let (op, meta, object) = if let Some(fast) = fast {
+                fast
+            } else {
+                let Ok(event) = serde_json::from_slice::<WatchLine<'_>>(&line) else {
+                    return Some(WatchEnd::Failed(format!(
+                        "unreadable watch line of {} bytes",
+                        line.len()
+                    )));
+                };
+                let op = match event.type_.as_ref() {
+                    "ADDED" => Op::Added,
+                    "MODIFIED" => Op::Modified,
+                    "DELETED" => Op::Deleted { inferred: false },
+                    "BOOKMARK" => {
+                        if let Ok(m) = serde_json::from_str::<MetaOnly>(event.object.get()) {
+                            if !m.metadata.resource_version.is_empty() {
+                                *rv = m.metadata.resource_version;
+                            }
+                        }
+                        continue;
+                    }
+                    "ERROR" => {
+                        let status: StatusObject =
+                            serde_json::from_str(event.object.get()).unwrap_or_default();
+                        if status.code == 410
+                            || status.reason == "Expired"
+                            || status.reason == "Gone"
+                        {
+                            return Some(WatchEnd::Expired(
+                                self.expired_reason(rv, &status.message),
+                            ));
+                        }
+                        return Some(WatchEnd::Failed(format!(
+                            "watch error {} {}: {}",
+                            status.code, status.reason, status.message
+                        )));
+                    }
+                    _ => continue,
+                };
+                let (meta, object) = self.prepare(event.object.get().as_bytes());
+                (op, meta, object)
+            };
             if !meta.resource_version.is_empty() {
                 rv.clone_from(&meta.resource_version);
             }
             self.stats.count(&kind);
             let draft = if matches!(op, Op::Deleted { .. }) {
-                self.known.remove(&key);
+                self.known
+                    .remove(&(meta.namespace.clone(), meta.name.clone()));
                 self.draft(op, &meta, object, at)
             } else {
                 let draft = self.draft(op, &meta, object.clone(), at);
@@ -624,5 +667,45 @@ impl Backoff {
 
     fn reset(&mut self) {
         self.next = Duration::from_millis(250);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_event;
+
+    #[test]
+    fn an_event_line_of_the_api_servers_layout_splits_without_a_parse() {
+        let object = br#"{"metadata":{"name":"a"},"data":{"k":"}\"{"}}"#;
+        for tail in ["", "\n", "\r\n", "  \n"] {
+            let mut line = br#"{"type":"MODIFIED","object":"#.to_vec();
+            line.extend_from_slice(object);
+            line.push(b'}');
+            line.extend_from_slice(tail.as_bytes());
+            assert_eq!(
+                split_event(&line),
+                Some((&b"MODIFIED"[..], &object[..])),
+                "{tail:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_other_layout_is_left_to_serde() {
+        for line in [
+            r#"{"object":{"metadata":{}},"type":"ADDED"}"#,
+            r#"{ "type":"ADDED","object":{}}"#,
+            r#"{"type":"ADDED", "object":{}}"#,
+            r#"{"type":"","object":{}}"#,
+            r#"{"type":"added","object":{}}"#,
+            r#"{"type":"ADDED","object":{}"#,
+            r#"{"type":"ADDED","object":[]}"#,
+            r#"{"type":"ADDED","object":null}"#,
+            r#"{"type":"ADDED","object":{}}x"#,
+            r#"{"type":"ADD\"ED","object":{}}"#,
+            "",
+        ] {
+            assert_eq!(split_event(line.as_bytes()), None, "{line}");
+        }
     }
 }
