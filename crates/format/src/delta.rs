@@ -14,9 +14,10 @@ use std::collections::HashMap;
 use crate::MAX_FRAME_LEN;
 use crate::record::{Kind, Op, Record};
 
-/// The total size of the objects kept as bases (16 MiB), part of the format: when keeping an
-/// object would pass it, the bases written or read longest ago are dropped first.
-pub(crate) const BASES_BUDGET: usize = 16 * 1024 * 1024;
+/// The total size of the objects kept as bases (8 MiB), part of the format: when keeping an
+/// object would pass it, the bases written or read longest ago are dropped first. Objects that
+/// change often stay; one that changes rarely may be written whole at its next change.
+pub(crate) const BASES_BUDGET: usize = 8 * 1024 * 1024;
 
 /// The object each (kind, namespace, name) had at its latest record, for the records after it.
 ///
@@ -70,10 +71,15 @@ impl Bases {
                 self.unlink(at);
                 let slot = &mut self.slots[at as usize];
                 self.total = self.total - slot.object.len() + rec.object.len();
-                slot.object.clear();
-                slot.object.extend_from_slice(&rec.object);
-                // A base that once held a huge object does not keep its allocation.
-                slot.object.shrink_to(rec.object.len().max(4096));
+                // The budget counts lengths: keep each allocation close to its length, so
+                // that memory is what the budget says (within a quarter).
+                let len = rec.object.len();
+                if slot.object.capacity() < len || slot.object.capacity() > len + len / 4 {
+                    slot.object = rec.object.clone();
+                } else {
+                    slot.object.clear();
+                    slot.object.extend_from_slice(&rec.object);
+                }
                 self.push_newest(at);
             }
             (Some(at), false) => self.drop_slot(at),
