@@ -296,6 +296,8 @@ pub(crate) struct Core<D: Destination> {
     /// When the next file starts (nanoseconds since the epoch), in flight-recorder mode.
     next_rotation: Option<i64>,
     view: Option<View>,
+    /// The object buffer of the last record written, reused for the next one.
+    object: Vec<u8>,
 }
 
 /// What the thread does after a message.
@@ -327,6 +329,7 @@ impl<D: Destination> Core<D> {
             dirty: false,
             next_rotation: None,
             view,
+            object: Vec::new(),
         };
         core.open(header.started_at)?;
         if let Some(tap) = tap.as_mut() {
@@ -418,14 +421,24 @@ impl<D: Destination> Core<D> {
             uid: d.uid,
             resource_version: d.resource_version,
             actor: None,
-            object: d.object.to_vec(),
+            object: {
+                let mut object = std::mem::take(&mut self.object);
+                object.clear();
+                object.extend_from_slice(&d.object);
+                object
+            },
         };
-        self.writer()?.write(&record).map_err(Error::Write)?;
-        if !snapshot {
+        let written = self.writer()?.write(&record).map_err(Error::Write);
+        if written.is_ok() && !snapshot {
             if let Some(tap) = self.tap.as_mut() {
                 tap.record(&record);
             }
         }
+        // A buffer that once held a huge object is not kept for every later one.
+        if record.object.capacity() <= 1024 * 1024 {
+            self.object = record.object;
+        }
+        written?;
         self.written.records.fetch_add(1, Ordering::Relaxed);
         self.dirty = true;
         if list_end {
