@@ -228,20 +228,21 @@ impl Encoder {
             // the next few (a value with a `,` in it, members removed), or at the start of the
             // member that differs (members inserted before it).
             let rest = &target[ti..];
-            let here = prev_boundary(base, j + m);
-            let mut resync = (common_prefix(rest, &base[here..]) >= MIN_COPY).then_some(here);
+            let mut resync = None;
             let mut bj = j + m;
             for _ in 0..NEAR_BOUNDARIES {
-                if resync.is_some() {
-                    break;
-                }
                 bj = next_boundary(base, bj);
                 if bj >= base.len() {
                     break;
                 }
                 if common_prefix(rest, &base[bj..]) >= MIN_COPY {
                     resync = Some(bj);
+                    break;
                 }
+            }
+            if resync.is_none() {
+                let here = prev_boundary(base, j + m);
+                resync = (common_prefix(rest, &base[here..]) >= MIN_COPY).then_some(here);
             }
             // Otherwise, when the target went on without the base twice (members inserted,
             // moved, or more removed), look its next bytes up in the base.
