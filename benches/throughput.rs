@@ -54,7 +54,7 @@ fn bench(c: &mut Criterion) {
 fn analyze(bytes: &[u8]) -> usize {
     let mut reader = Reader::new(bytes).unwrap();
     let mut a = Analyzer::new(Options::default());
-    a.begin_file("bench", 1, &reader.header().clone());
+    a.begin_file("bench", reader.format_version(), &reader.header().clone());
     for r in &mut reader {
         a.push(&r.unwrap());
     }

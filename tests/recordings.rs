@@ -26,7 +26,7 @@ fn read(name: &str) -> (rf_format::Header, Vec<Record>, rf_format::Timestamp) {
 
 fn replay(name: &str, a: &mut Analyzer) {
     let (header, records, closed_at) = read(name);
-    a.begin_file(&format!("{name}.rfr"), 1, &header);
+    a.begin_file(&format!("{name}.rfr"), header.format_version, &header);
     for r in &records {
         a.push(r);
     }

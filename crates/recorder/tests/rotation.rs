@@ -248,7 +248,11 @@ fn rotated_files_stand_alone_and_together_hold_every_event_once() {
     let mut analyzer = rf_analyzer::Analyzer::new(rf_analyzer::Options::default());
     let mut one = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        analyzer.begin_file(&f.path.display().to_string(), 1, &f.header);
+        analyzer.begin_file(
+            &f.path.display().to_string(),
+            f.header.format_version,
+            &f.header,
+        );
         let lead = if i == 0 {
             0
         } else {
@@ -267,7 +271,7 @@ fn rotated_files_stand_alone_and_together_hold_every_event_once() {
     }
     let report = analyzer.finish();
     let mut single = rf_analyzer::Analyzer::new(rf_analyzer::Options::default());
-    single.begin_file("one", 1, &files[0].header);
+    single.begin_file("one", files[0].header.format_version, &files[0].header);
     for r in &one {
         single.push(r);
     }
