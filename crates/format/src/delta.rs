@@ -636,12 +636,12 @@ mod tests {
         assert!(e.starts_with("the rebuilt object would exceed"), "{e}");
     }
 
-    #[test]
-    fn bases_follow_the_rule() {
-        let rec = |op: Op, name: &str, object: &[u8]| Record {
+    /// A record of `kind` `ns/name`.
+    fn record(kind: Kind, op: Op, name: &str, object: &[u8]) -> Record {
+        Record {
             seq: 1,
             observed_at: crate::Timestamp(0),
-            kind: Kind::Pod,
+            kind,
             op,
             namespace: "ns".to_owned(),
             name: name.to_owned(),
@@ -649,7 +649,12 @@ mod tests {
             resource_version: String::new(),
             actor: None,
             object: object.to_vec(),
-        };
+        }
+    }
+
+    #[test]
+    fn bases_follow_the_rule() {
+        let rec = |op: Op, name: &str, object: &[u8]| record(Kind::Pod, op, name, object);
         let mut bases = Bases::default();
         bases.after(&rec(Op::Added, "a", b"{1}"));
         bases.after(&rec(Op::Added, "ab", b"{2}"));
@@ -669,18 +674,7 @@ mod tests {
     #[test]
     fn bases_keep_at_most_the_budget_dropping_the_least_recently_kept() {
         let quarter = vec![b'x'; BASES_BUDGET / 4];
-        let rec = |name: &str, object: &[u8]| Record {
-            seq: 1,
-            observed_at: crate::Timestamp(0),
-            kind: Kind::Event,
-            op: Op::Added,
-            namespace: "ns".to_owned(),
-            name: name.to_owned(),
-            uid: String::new(),
-            resource_version: String::new(),
-            actor: None,
-            object: object.to_vec(),
-        };
+        let rec = |name: &str, object: &[u8]| record(Kind::Event, Op::Added, name, object);
         let mut bases = Bases::default();
         for name in ["a", "b", "c", "d"] {
             bases.after(&rec(name, &quarter));
