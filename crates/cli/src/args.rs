@@ -44,6 +44,9 @@ pub enum Command {
     Check(crate::commands::check::CheckArgs),
     /// Turn a kubectl watch capture or an API server audit log into a recording.
     Import(crate::commands::import::ImportArgs),
+    /// Rewrite a recording in another format version (1: every object whole, for older
+    /// rollout-forensics builds).
+    Convert(crate::commands::convert::ConvertArgs),
 }
 
 /// Output formats.

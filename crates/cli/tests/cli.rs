@@ -415,3 +415,62 @@ fn many_files_are_summed_up_by_their_first_and_last_name() {
     assert!(!first.contains("rf-1.rfr"), "{first}");
     assert!(stdout(&o).contains("4 closed cleanly"), "{}", stdout(&o));
 }
+
+#[test]
+fn convert_writes_version_1_and_back_with_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = recording("rerender-race");
+    let v1 = dir.path().join("v1.rfr");
+    let v2 = dir.path().join("v2.rfr");
+    let o = run(&[
+        "convert",
+        src.to_str().unwrap(),
+        "-o",
+        v1.to_str().unwrap(),
+        "--format-version",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(format version 1)"), "{}", stderr(&o));
+    let o = run(&["convert", v1.to_str().unwrap(), "-o", v2.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let inspect = |p: &Path| stdout(&run(&["inspect", p.to_str().unwrap()]));
+    assert!(
+        inspect(&v1).contains("format version   1"),
+        "{}",
+        inspect(&v1)
+    );
+    assert!(inspect(&v2).contains("format version   2"));
+    let jsonl = |p: &Path| stdout(&run(&["inspect", p.to_str().unwrap(), "--jsonl"]));
+    assert_eq!(jsonl(&v1), jsonl(&src));
+    assert_eq!(jsonl(&v2), jsonl(&src));
+    // The same close time: the orphan is measured to the same moment.
+    let json = |p: &Path| stdout(&run(&["inspect", p.to_str().unwrap(), "-o", "json"]));
+    let closed = |s: String| {
+        serde_json::from_str::<serde_json::Value>(&s).unwrap()["files"][0]["closed_at"].clone()
+    };
+    assert!(closed(json(&src)).is_string());
+    assert_eq!(closed(json(&v1)), closed(json(&src)));
+    // Deltas make version 2 the smaller file.
+    assert!(std::fs::metadata(&v2).unwrap().len() < std::fs::metadata(&v1).unwrap().len());
+}
+
+#[test]
+fn convert_of_a_damaged_recording_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(recording("rerender-race")).unwrap();
+    let damaged = dir.path().join("damaged.rfr");
+    // Cut inside the last gzip member: the records before the cut read, then the damage.
+    std::fs::write(&damaged, &bytes[..bytes.len() - 20]).unwrap();
+    let out = dir.path().join("out.rfr");
+    let o = run(&[
+        "convert",
+        damaged.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("damaged.rfr"), "{}", stderr(&o));
+    assert!(!out.exists());
+    assert!(!dir.path().join("out.rfr.tmp").exists());
+}

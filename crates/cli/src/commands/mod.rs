@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod check;
+pub mod convert;
 pub mod diff;
 pub mod import;
 pub mod inspect;
