@@ -14,18 +14,36 @@ use std::collections::HashMap;
 use crate::MAX_FRAME_LEN;
 use crate::record::{Kind, Op, Record};
 
-/// The total size of the objects kept as bases (8 MiB), part of the format: when keeping an
-/// object would pass it, the bases written or read longest ago are dropped first. Objects that
-/// change often stay; one that changes rarely may be written whole at its next change.
+/// The total cost of the bases kept (8 MiB), part of the format: when keeping an object would
+/// pass it, the bases written or read longest ago are dropped first. Objects that change often
+/// stay; one that changes rarely may be written whole at its next change.
 pub(crate) const BASES_BUDGET: usize = 8 * 1024 * 1024;
+
+/// What a base costs besides its object and the strings of its key: so that many tiny objects
+/// cannot make the table large (at most `BASES_BUDGET / 64` bases).
+pub(crate) const BASE_OVERHEAD: usize = 64;
+
+/// What keeping `rec`'s object as a base costs of the budget (docs/format.md): its length, the
+/// lengths of the key's strings, and [`BASE_OVERHEAD`].
+fn cost(rec: &Record) -> usize {
+    let kind = match &rec.kind {
+        Kind::Other {
+            group,
+            version,
+            kind,
+        } => group.len() + version.len() + kind.len(),
+        _ => 0,
+    };
+    rec.object.len() + rec.namespace.len() + rec.name.len() + kind + BASE_OVERHEAD
+}
 
 /// The object each (kind, namespace, name) had at its latest record, for the records after it.
 ///
 /// The rule (docs/format.md, "Delta bodies"): after a record whose object is not empty, that
 /// object becomes the base of its kind, namespace and name, unless the record is `Deleted`,
 /// which leaves none. Records without an object (list markers, gaps) change nothing. The bases
-/// hold at most [`BASES_BUDGET`] bytes of objects: to keep a new one, the least recently kept are
-/// dropped, and an object larger than the budget is not kept. Memory is therefore bounded
+/// cost at most [`BASES_BUDGET`] (see [`cost`]): to keep a new one, the least recently kept are
+/// dropped, and an object that costs more than the budget is not kept. Memory is therefore bounded
 /// whatever the file holds (objects that are never deleted, such as Events a cluster keeps for
 /// an hour, would otherwise accumulate).
 #[derive(Debug, Default)]
@@ -37,7 +55,7 @@ pub(crate) struct Bases {
     free: Vec<u32>,
     oldest: Option<u32>,
     newest: Option<u32>,
-    /// Bytes of objects kept.
+    /// The cost of the bases kept.
     total: usize,
     key: Vec<u8>,
 }
@@ -46,6 +64,7 @@ pub(crate) struct Bases {
 struct Slot {
     key: Box<[u8]>,
     object: Vec<u8>,
+    cost: usize,
     older: Option<u32>,
     newer: Option<u32>,
 }
@@ -64,13 +83,15 @@ impl Bases {
             return;
         }
         key_into(&mut self.key, rec);
-        let keep = !matches!(rec.op, Op::Deleted { .. }) && rec.object.len() <= BASES_BUDGET;
+        let cost = cost(rec);
+        let keep = !matches!(rec.op, Op::Deleted { .. }) && cost <= BASES_BUDGET;
         match (self.map.get(self.key.as_slice()).copied(), keep) {
             (Some(at), true) => {
                 // The common case: a newer version of a kept object.
                 self.unlink(at);
                 let slot = &mut self.slots[at as usize];
-                self.total = self.total - slot.object.len() + rec.object.len();
+                self.total = self.total - slot.cost + cost;
+                slot.cost = cost;
                 // The budget counts lengths: keep each allocation close to its length, so
                 // that memory is what the budget says (within a quarter).
                 let len = rec.object.len();
@@ -88,6 +109,7 @@ impl Bases {
                 let slot = Slot {
                     key: key.clone(),
                     object: rec.object.clone(),
+                    cost,
                     older: None,
                     newer: None,
                 };
@@ -102,7 +124,7 @@ impl Bases {
                     }
                 };
                 self.map.insert(key, at);
-                self.total += rec.object.len();
+                self.total += cost;
                 self.push_newest(at);
             }
             (None, false) => {}
@@ -116,7 +138,7 @@ impl Bases {
     fn drop_slot(&mut self, at: u32) {
         self.unlink(at);
         let slot = &mut self.slots[at as usize];
-        self.total -= slot.object.len();
+        self.total -= slot.cost;
         let key = std::mem::take(&mut slot.key);
         slot.object = Vec::new();
         self.map.remove(&key);
@@ -673,7 +695,8 @@ mod tests {
 
     #[test]
     fn bases_keep_at_most_the_budget_dropping_the_least_recently_kept() {
-        let quarter = vec![b'x'; BASES_BUDGET / 4];
+        // Each name is one byte and the namespace "ns": a quarter of the budget each.
+        let quarter = vec![b'x'; BASES_BUDGET / 4 - BASE_OVERHEAD - 3];
         let rec = |name: &str, object: &[u8]| record(Kind::Event, Op::Added, name, object);
         let mut bases = Bases::default();
         for name in ["a", "b", "c", "d"] {
@@ -690,7 +713,7 @@ mod tests {
         assert_eq!(kept, [true, false, true, true, true]);
         assert_eq!(bases.total, BASES_BUDGET);
         // Larger than the budget: not kept, and it drops the key's older base.
-        bases.after(&rec("c", &vec![b'y'; BASES_BUDGET + 1]));
+        bases.after(&rec("c", &vec![b'y'; BASES_BUDGET]));
         assert!(bases.get(&rec("c", b"")).is_none());
         assert_eq!(bases.total, 3 * BASES_BUDGET / 4);
         let mut linked = 0;
@@ -700,5 +723,11 @@ mod tests {
             at = bases.slots[a as usize].newer;
         }
         assert_eq!((bases.map.len(), linked), (3, 3));
+        // Tiny objects: at most budget / overhead of them.
+        for n in 0..BASES_BUDGET / BASE_OVERHEAD + 10 {
+            bases.after(&rec(&n.to_string(), b"{}"));
+        }
+        assert!(bases.map.len() < BASES_BUDGET / BASE_OVERHEAD);
+        assert!(bases.total <= BASES_BUDGET);
     }
 }
