@@ -228,13 +228,13 @@ pub(crate) fn decode_record_into<'a>(
     c.bytes.is_empty().then_some(body)
 }
 
-/// The bytes of a record not yet decoded.
-struct Cursor<'a> {
-    bytes: &'a [u8],
+/// Bytes not yet decoded: a record's, or a delta's pieces (`delta::apply`).
+pub(crate) struct Cursor<'a> {
+    pub(crate) bytes: &'a [u8],
 }
 
 impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if n > self.bytes.len() {
             return None;
         }
@@ -250,7 +250,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An unsigned varint in its shortest form.
-    fn varint(&mut self) -> Option<u64> {
+    pub(crate) fn varint(&mut self) -> Option<u64> {
         let (v, least) = match self.byte()? {
             b @ 0..=250 => return Some(u64::from(b)),
             0xfb => (
