@@ -105,6 +105,17 @@ impl From<crate::scan::Identity> for MetaFields {
     }
 }
 
+/// The record op of a watch event type that carries an object's change (`None` for bookmarks,
+/// errors and anything else).
+fn event_op(kind: &[u8]) -> Option<Op> {
+    match kind {
+        b"ADDED" => Some(Op::Added),
+        b"MODIFIED" => Some(Op::Modified),
+        b"DELETED" => Some(Op::Deleted { inferred: false }),
+        _ => None,
+    }
+}
+
 /// Splits a watch line of the layout the API server writes, `{"type":"T","object":{...}}`
 /// (trailing whitespace allowed), into the event type and the object's bytes, without reading
 /// the object. `None` for any other layout.
@@ -421,12 +432,19 @@ impl Loop {
         self.out.push(gap).await
     }
 
+    /// What [`prepare`](Self::prepare) gives when the scanner follows the object: `None`
+    /// otherwise.
+    fn scanned(&self, bytes: &[u8]) -> Option<(MetaFields, Arc<[u8]>)> {
+        let scanned = scan(bytes, self.tuning.redact)?;
+        let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
+        Some((MetaFields::from(scanned.identity), object))
+    }
+
     /// The object's identity and the bytes to record (redacted unless told otherwise), in one
     /// pass over the bytes; a parser reads what that pass does not follow.
     fn prepare(&self, bytes: &[u8]) -> (MetaFields, Arc<[u8]>) {
-        if let Some(scanned) = scan(bytes, self.tuning.redact) {
-            let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
-            return (MetaFields::from(scanned.identity), object);
+        if let Some(prepared) = self.scanned(bytes) {
+            return prepared;
         }
         let meta = serde_json::from_slice::<MetaOnly>(bytes)
             .map(|m| m.metadata)
@@ -552,15 +570,9 @@ impl Loop {
             // or an object the scanner does not follow, goes through serde.
             let at = now();
             let fast = split_event(&line).and_then(|(kind, bytes)| {
-                let op = match kind {
-                    b"ADDED" => Op::Added,
-                    b"MODIFIED" => Op::Modified,
-                    b"DELETED" => Op::Deleted { inferred: false },
-                    _ => return None,
-                };
-                let scanned = scan(bytes, self.tuning.redact)?;
-                let object = scanned.redacted.map_or_else(|| Arc::from(bytes), Arc::from);
-                Some((op, MetaFields::from(scanned.identity), object))
+                let op = event_op(kind)?;
+                let (meta, object) = self.scanned(bytes)?;
+                Some((op, meta, object))
             });
             let (op, meta, object) = if let Some(fast) = fast {
                 fast
@@ -572,9 +584,6 @@ impl Loop {
                     )));
                 };
                 let op = match event.type_.as_ref() {
-                    "ADDED" => Op::Added,
-                    "MODIFIED" => Op::Modified,
-                    "DELETED" => Op::Deleted { inferred: false },
                     "BOOKMARK" => {
                         if let Ok(m) = serde_json::from_str::<MetaOnly>(event.object.get()) {
                             if !m.metadata.resource_version.is_empty() {
@@ -599,7 +608,10 @@ impl Loop {
                             status.code, status.reason, status.message
                         )));
                     }
-                    _ => continue,
+                    other => match event_op(other.as_bytes()) {
+                        Some(op) => op,
+                        None => continue,
+                    },
                 };
                 let (meta, object) = self.prepare(event.object.get().as_bytes());
                 (op, meta, object)
