@@ -22,9 +22,18 @@ pub(crate) enum Body<'a> {
 
 /// [`Body`], owned, for the serde path.
 #[derive(Deserialize)]
-enum OwnedBody {
+pub(crate) enum OwnedBody {
     Full(#[serde(with = "serde_bytes")] Vec<u8>),
     Delta(#[serde(with = "serde_bytes")] Vec<u8>),
+}
+
+impl OwnedBody {
+    pub(crate) fn as_body(&self) -> Body<'_> {
+        match self {
+            OwnedBody::Full(bytes) => Body::Full(bytes),
+            OwnedBody::Delta(bytes) => Body::Delta(bytes),
+        }
+    }
 }
 
 /// A version 2 record frame as written: the record's fields, then its [`Body`] in place of
@@ -86,21 +95,17 @@ pub(crate) fn encode_record(
 }
 
 /// Decodes one record of format `version` that must fill `bytes` exactly, through serde: the
-/// record with an empty object, and its body (`true` for a delta).
+/// record with an empty object, and its body.
 pub(crate) fn decode_record_exact(
     bytes: &[u8],
     version: u32,
-) -> Result<(Record, Vec<u8>, bool), String> {
+) -> Result<(Record, OwnedBody), String> {
     if version < 2 {
         let mut record: Record = decode_exact(bytes)?;
         let object = std::mem::take(&mut record.object);
-        return Ok((record, object, false));
+        return Ok((record, OwnedBody::Full(object)));
     }
     let f: OwnedFrameV2 = decode_exact(bytes)?;
-    let (object, delta) = match f.body {
-        OwnedBody::Full(bytes) => (bytes, false),
-        OwnedBody::Delta(bytes) => (bytes, true),
-    };
     let record = Record {
         seq: f.seq,
         observed_at: f.observed_at,
@@ -113,7 +118,7 @@ pub(crate) fn decode_record_exact(
         actor: f.actor,
         object: Vec::new(),
     };
-    Ok((record, object, delta))
+    Ok((record, f.body))
 }
 
 fn config() -> impl bincode::config::Config {
@@ -392,7 +397,11 @@ mod tests {
     }
 
     fn decode_serde(bytes: &[u8], version: u32) -> Result<(Record, bool), String> {
-        let (mut rec, object, delta) = decode_record_exact(bytes, version)?;
+        let (mut rec, body) = decode_record_exact(bytes, version)?;
+        let (object, delta) = match body {
+            OwnedBody::Full(b) => (b, false),
+            OwnedBody::Delta(b) => (b, true),
+        };
         rec.object = object;
         Ok((rec, delta))
     }

@@ -219,17 +219,10 @@ impl<R: Read> Reader<R> {
         };
         let result = match codec::decode_record_into(&self.buf, version, rec) {
             Some(body) => materialize(&mut self.bases, version, rec, body),
-            None => codec::decode_record_exact(&self.buf, version).and_then(
-                |(record, object, delta)| {
-                    *rec = record;
-                    let body = if delta {
-                        Body::Delta(&object)
-                    } else {
-                        Body::Full(&object)
-                    };
-                    materialize(&mut self.bases, version, rec, body)
-                },
-            ),
+            None => codec::decode_record_exact(&self.buf, version).and_then(|(record, body)| {
+                *rec = record;
+                materialize(&mut self.bases, version, rec, body.as_body())
+            }),
         };
         result.map_err(|detail| Error::Decode {
             what,
