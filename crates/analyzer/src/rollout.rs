@@ -1,6 +1,7 @@
 //! The per-rollout state machine: consecutive observations of a Rollout become domain
 //! transitions (a revision change and its class, a step jump) that detectors read.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -212,6 +213,26 @@ impl Template {
         Some((Template(Arc::from(raw)), v))
     }
 
+    /// The template of `raw`, and the string values of its `metadata.labels` (the pod labels),
+    /// read without building the parsed template; `None` when it does not parse.
+    fn with_labels(raw: &str) -> Option<(Template, BTreeMap<String, String>)> {
+        let labels = match crate::skim::template_labels(raw) {
+            Some(labels) => labels,
+            None => {
+                let v = serde_json::from_str::<Value>(raw).ok()?;
+                v.pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+        };
+        Some((Template(Arc::from(raw)), labels))
+    }
+
     /// The template parsed.
     pub fn parse(&self) -> Option<Value> {
         serde_json::from_str(&self.0).ok()
@@ -315,6 +336,11 @@ pub(crate) struct RolloutTrack {
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
+    /// `last_template` parsed, when it was parsed (the old side of the next spec change's diff).
+    last_parsed: Option<Value>,
+    /// The last comparison of two templates: the detectors that compare a revision change's
+    /// templates ask for the same one in turn.
+    compared: RefCell<Option<(Template, Template, Vec<crate::diff::Change>)>>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -361,6 +387,8 @@ impl RolloutTrack {
             traffic: Vec::new(),
             traffic_last: BTreeMap::new(),
             pending_reset: None,
+            last_parsed: None,
+            compared: RefCell::new(None),
         }
     }
 
@@ -405,6 +433,20 @@ impl RolloutTrack {
             (Some(x), Some(y)) => Some((x, y, "Rollout spec templates")),
             _ => None,
         }
+    }
+
+    /// The differences between templates `a` and `b` ([`crate::diff::template_diff`]), or
+    /// `None` when one does not parse. The last answer is kept: every detector that compares
+    /// a revision change asks for it.
+    pub fn template_diff(&self, a: &Template, b: &Template) -> Option<Vec<crate::diff::Change>> {
+        if let Some((x, y, changes)) = &*self.compared.borrow() {
+            if x == a && y == b {
+                return Some(changes.clone());
+            }
+        }
+        let changes = crate::diff::template_diff(&a.parse()?, &b.parse()?);
+        *self.compared.borrow_mut() = Some((a.clone(), b.clone(), changes.clone()));
+        Some(changes)
     }
 
     pub fn evidence(&self, pos: At, detail: impl Into<String>) -> Evidence {
@@ -516,6 +558,7 @@ impl RolloutTrack {
         self.progress.clear();
         self.template_changes.clear();
         self.last_template = None;
+        self.last_parsed = None;
         self.spec_templates.clear();
         self.restarts.clear();
         self.superseded_at.clear();
@@ -551,7 +594,7 @@ impl RolloutTrack {
         };
         if spec_changed {
             let old = match (&self.last_template, &parsed) {
-                (Some(old), Some(_)) => old.parse(),
+                (Some(old), Some(_)) => self.last_parsed.take().or_else(|| old.parse()),
                 _ => None,
             };
             let (template_changed, diff) = match (&self.last_template, &parsed, &old) {
@@ -581,8 +624,9 @@ impl RolloutTrack {
                 }
             }
         }
-        if let Some(v) = &parsed {
-            self.images = template_images(v);
+        if let Some(v) = parsed {
+            self.images = template_images(&v);
+            self.last_parsed = Some(v);
         }
         self.last_template = Some(template);
     }
@@ -795,16 +839,8 @@ impl RolloutTrack {
         if let Some(raw) = &view.spec.template {
             let digest = view.template_digest;
             if entry.template.is_none() || digest != entry.template_digest {
-                if let Some((template, t)) = Template::parse_new(raw.get()) {
-                    entry.pod_labels = t
-                        .pointer("/metadata/labels")
-                        .and_then(Value::as_object)
-                        .map(|m| {
-                            m.iter()
-                                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                if let Some((template, labels)) = Template::with_labels(raw.get()) {
+                    entry.pod_labels = labels;
                     entry.template = Some(template);
                     entry.template_digest = digest;
                 }

@@ -209,9 +209,7 @@ impl PendingDiff {
         track: &RolloutTrack,
     ) -> Option<(Vec<crate::diff::Change>, &'static str)> {
         let (a, b, source) = track.comparable_templates(&self.change.from, &self.change.to)?;
-        // Kept as text, parsed for the comparison: only text that parsed is kept.
-        let (a, b) = (a.parse()?, b.parse()?);
-        Some((crate::diff::template_diff(&a, &b), source))
+        Some((track.template_diff(a, b)?, source))
     }
 }
 
