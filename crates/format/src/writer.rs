@@ -75,13 +75,16 @@ impl<W: Write> Writer<W> {
     /// makes unreadable to tools that skip to the next member.
     pub const MEMBER_LIMIT: u64 = 8 * 1024 * 1024;
 
-    /// The deflate level [`Writer::new`] uses: 2. Since version 2 writes most objects as deltas,
+    /// The deflate level [`Writer::new`] uses: 1. Since version 2 writes most objects as deltas,
     /// deflate sees about a sixth of the bytes, and its level decides less of the size than of
     /// `record`'s CPU. On 20,000 records of a generated recording (callgrind), deflate took
-    /// 24,600 instructions per record at level 4 and 16,600 at level 2, for 94 and 112 bytes per
-    /// record (level 1: 9,600 and 138; level 7, whole objects as in version 1: 105,000 and
-    /// 208). Level 2 keeps files under half the size of `gzip -6` of the same JSON lines.
-    pub const LEVEL: Compression = Compression::new(2);
+    /// 24,600 instructions per record at level 4, 16,600 at level 2 and 9,600 at level 1, for
+    /// 94, 112 and 138 bytes per record (level 7, whole objects as in version 1: 105,000 and
+    /// 208). `record` pinned to one core took 12-15% less time per record at level 1 than at
+    /// level 2, in three alternating pairs (46.0k/53.9k, 56.1k/64.1k, 48.3k/52.4k records/s
+    /// from `serve --speed max`): the margin that keeps it above 50,000 records/s on one core.
+    /// Files stay about two thirds the size of `gzip -6` of the same JSON lines.
+    pub const LEVEL: Compression = Compression::new(1);
 
     /// Starts a recording: writes the magic, the version and `header` as the first gzip member,
     /// closes it and flushes. `header.format_version` is written as [`FORMAT_VERSION`]. The
