@@ -1,6 +1,7 @@
 //! Reading a recording on several cores: one thread inflates and decodes records in batches,
-//! worker threads parse their objects ([`Prepared::of`]), and the caller's thread receives them
-//! in file order for the analyzer, whose replay must stay sequential. Channels are bounded, so
+//! worker threads parse their objects ([`Prepared::of`]) (on two cores, the reading thread
+//! parses them itself), and the caller's thread receives them in file order for the analyzer,
+//! whose replay must stay sequential. Channels are bounded, so
 //! memory stays a few batches whatever the file's size.
 //!
 //! The caller's thread is the critical path, so it frees nothing it can hand back: each batch of
@@ -46,10 +47,19 @@ fn workers(cores: usize) -> usize {
 /// Reads every record of `reader`, parsed, in order, handing each to `each` until it returns
 /// false.
 pub fn for_each<R: Read + Send>(
+    reader: Reader<R>,
+    each: impl FnMut(&Record, Prepared) -> bool,
+) -> Ended<R> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    on_cores(cores, reader, each)
+}
+
+/// [`for_each`] as it runs on `cores` cores.
+fn on_cores<R: Read + Send>(
+    cores: usize,
     mut reader: Reader<R>,
     mut each: impl FnMut(&Record, Prepared) -> bool,
 ) -> Ended<R> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     if cores == 1 {
         // One core: threads would only take turns.
         let error = loop {
@@ -67,23 +77,45 @@ pub fn for_each<R: Read + Send>(
         return Ended { reader, error };
     }
     std::thread::scope(|scope| {
-        let (batch_tx, batch_rx) = sync_channel::<Batch>(DEPTH);
         let (done_tx, done_rx) = sync_channel::<PreparedBatch>(DEPTH * 2);
         let (recycle_tx, recycle_rx) = sync_channel::<Vec<Record>>(RECYCLED);
+        let parsers = workers(cores);
         // Named, so a profile or `top -H` tells the stages apart.
-        let reading = std::thread::Builder::new()
-            .name("rf-read".into())
-            .spawn_scoped(scope, move || read(reader, &batch_tx, &recycle_rx))
-            .expect("spawning the reading thread");
-        let shared: Arc<Mutex<Receiver<Batch>>> = Arc::new(Mutex::new(batch_rx));
-        for _ in 0..workers(cores) {
-            let rx = Arc::clone(&shared);
+        // One parser beside the reading thread (two cores): the reading thread parses each
+        // batch itself while its objects are still in its cache, and one fewer thread takes
+        // turns on the two cores (2-8% less time in three alternating runs of 1M records).
+        let reading = if parsers == 1 {
             let tx = done_tx.clone();
             std::thread::Builder::new()
-                .name("rf-parse".into())
-                .spawn_scoped(scope, move || parse(&rx, &tx))
-                .expect("spawning a parsing thread");
-        }
+                .name("rf-read".into())
+                .spawn_scoped(scope, move || {
+                    read(reader, &recycle_rx, |index, batch| {
+                        let prepared = batch.iter().map(Prepared::of).collect();
+                        tx.send((index, batch, prepared)).is_ok()
+                    })
+                })
+                .expect("spawning the reading thread")
+        } else {
+            let (batch_tx, batch_rx) = sync_channel::<Batch>(DEPTH);
+            let reading = std::thread::Builder::new()
+                .name("rf-read".into())
+                .spawn_scoped(scope, move || {
+                    read(reader, &recycle_rx, |index, batch| {
+                        batch_tx.send((index, batch)).is_ok()
+                    })
+                })
+                .expect("spawning the reading thread");
+            let shared: Arc<Mutex<Receiver<Batch>>> = Arc::new(Mutex::new(batch_rx));
+            for _ in 0..parsers {
+                let rx = Arc::clone(&shared);
+                let tx = done_tx.clone();
+                std::thread::Builder::new()
+                    .name("rf-parse".into())
+                    .spawn_scoped(scope, move || parse(&rx, &tx))
+                    .expect("spawning a parsing thread");
+            }
+            reading
+        };
         drop(done_tx);
         let mut next = 0u64;
         let mut early: BTreeMap<u64, (Vec<Record>, Vec<Prepared>)> = BTreeMap::new();
@@ -103,7 +135,6 @@ pub fn for_each<R: Read + Send>(
         }
         // Stop the stages: with the receiver gone, every send fails and each thread returns.
         drop(done_rx);
-        drop(shared);
         drop(recycle_tx);
         match reading.join() {
             Ok(ended) => ended,
@@ -114,8 +145,8 @@ pub fn for_each<R: Read + Send>(
 
 fn read<R: Read>(
     mut reader: Reader<R>,
-    tx: &SyncSender<Batch>,
     recycled: &Receiver<Vec<Record>>,
+    mut send: impl FnMut(u64, Vec<Record>) -> bool,
 ) -> Ended<R> {
     let mut index = 0u64;
     loop {
@@ -125,7 +156,7 @@ fn read<R: Read>(
         let (filled, error) = fill(&mut reader, &mut batch);
         batch.truncate(filled);
         let last = filled < BATCH || error.is_some();
-        if !batch.is_empty() && tx.send((index, batch)).is_err() {
+        if !batch.is_empty() && !send(index, batch) {
             return Ended {
                 reader,
                 error: None,
@@ -199,12 +230,21 @@ mod tests {
         w.finish().unwrap()
     }
 
+    /// One core (no threads), two (the reading thread parses), four (three parsing threads).
+    const CORES: [usize; 3] = [1, 2, 4];
+
     #[test]
     fn records_arrive_in_order_across_batches() {
+        for cores in CORES {
+            records_arrive_in_order_on(cores);
+        }
+    }
+
+    fn records_arrive_in_order_on(cores: usize) {
         let bytes = recording(BATCH as u64 * 5 + 7);
         let reader = Reader::new(&bytes[..]).unwrap();
         let mut seen = Vec::new();
-        let ended = for_each(reader, |r, _| {
+        let ended = on_cores(cores, reader, |r, _| {
             // Read into recycled records: nothing of an earlier record may remain.
             assert_eq!(r.name, format!("p{}", r.seq));
             assert_eq!(r.resource_version, r.seq.to_string());
@@ -218,29 +258,36 @@ mod tests {
 
     #[test]
     fn stopping_early_ends_every_thread() {
-        let bytes = recording(BATCH as u64 * 20);
-        let reader = Reader::new(&bytes[..]).unwrap();
-        let mut n = 0;
-        let ended = for_each(reader, |_, _| {
-            n += 1;
-            n < 100
-        });
-        assert_eq!(n, 100);
-        assert!(ended.error.is_none());
+        for cores in CORES {
+            let bytes = recording(BATCH as u64 * 20);
+            let reader = Reader::new(&bytes[..]).unwrap();
+            let mut n = 0;
+            let ended = on_cores(cores, reader, |_, _| {
+                n += 1;
+                n < 100
+            });
+            assert_eq!(n, 100, "{cores} cores");
+            assert!(ended.error.is_none());
+        }
     }
 
     #[test]
     fn an_error_comes_after_every_record_before_it() {
-        let bytes = recording(1000);
-        let cut = &bytes[..bytes.len() - 40];
-        let reader = Reader::new(cut).unwrap();
-        let mut n = 0u64;
-        let ended = for_each(reader, |r, _| {
-            n += 1;
-            assert_eq!(r.seq, n);
-            true
-        });
-        assert!(n > 0 && n < 1000, "{n} records before the cut");
-        assert!(ended.error.is_some(), "a cut gzip member is an error");
+        for cores in CORES {
+            let bytes = recording(1000);
+            let cut = &bytes[..bytes.len() - 40];
+            let reader = Reader::new(cut).unwrap();
+            let mut n = 0u64;
+            let ended = on_cores(cores, reader, |r, _| {
+                n += 1;
+                assert_eq!(r.seq, n);
+                true
+            });
+            assert!(
+                n > 0 && n < 1000,
+                "{n} records before the cut ({cores} cores)"
+            );
+            assert!(ended.error.is_some(), "a cut gzip member is an error");
+        }
     }
 }
