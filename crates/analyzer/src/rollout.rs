@@ -218,17 +218,7 @@ impl Template {
     fn with_labels(raw: &str) -> Option<(Template, BTreeMap<String, String>)> {
         let labels = match crate::skim::template_labels(raw) {
             Some(labels) => labels,
-            None => {
-                let v = serde_json::from_str::<Value>(raw).ok()?;
-                v.pointer("/metadata/labels")
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            }
+            None => pod_labels(&serde_json::from_str::<Value>(raw).ok()?),
         };
         Some((Template(Arc::from(raw)), labels))
     }
@@ -241,6 +231,20 @@ impl Template {
     pub fn text(&self) -> &str {
         &self.0
     }
+}
+
+/// The string values of a parsed pod template's `metadata.labels` (other values are not labels
+/// a selector can match).
+pub(crate) fn pod_labels(template: &Value) -> BTreeMap<String, String> {
+    template
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent

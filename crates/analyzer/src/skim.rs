@@ -1092,16 +1092,7 @@ mod tests {
     /// What the analyzer took from a parsed template before `template_labels`.
     fn labels_by_serde(text: &str) -> Option<BTreeMap<String, String>> {
         let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
-        Some(
-            v.pointer("/metadata/labels")
-                .and_then(serde_json::Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        )
+        Some(crate::rollout::pod_labels(&v))
     }
 
     #[test]
