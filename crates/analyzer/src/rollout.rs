@@ -523,11 +523,19 @@ impl RolloutTrack {
             self.progress.entry(h.clone()).or_default();
         }
         self.update_progress(prev.as_ref(), &cur);
-        self.last = Some(cur.clone());
+        // Described only for a timeline (the words cost more than the rest of this record).
+        let changes = if self.keep_timeline {
+            describe_changes(prev.as_ref(), &cur, &self.steps)
+        } else {
+            Vec::new()
+        };
+        let actor = cur.actor.clone();
+        // The first observation is its own previous state: the only copy this needs.
+        let prev = prev.unwrap_or_else(|| cur.clone());
+        self.last = Some(cur);
         self.update_roles(pos);
-        let changes = describe_changes(prev.as_ref(), &cur, &self.steps);
-        self.push_timeline(pos, "Rollout", changes, cur.actor.clone(), None);
-        Some(prev.unwrap_or(cur))
+        self.push_timeline(pos, "Rollout", changes, actor, None);
+        Some(prev)
     }
 
     /// Records the endpoint membership by revision of every Service that routes to this
@@ -777,7 +785,10 @@ impl RolloutTrack {
         let replicas = view.spec.replicas.unwrap_or(1);
         let ready = view.status.ready_replicas.unwrap_or(0);
         let status_replicas = view.status.replicas.unwrap_or(0);
+        // Described only for a timeline.
+        let describe = self.keep_timeline;
         let (changes, is_new) = match self.replicasets.get(&name) {
+            None if !describe => (Vec::new(), true),
             None => (
                 vec![if deleted {
                     format!("rs {name} deleted")
@@ -789,6 +800,7 @@ impl RolloutTrack {
                 }],
                 true,
             ),
+            Some(_) if !describe => (Vec::new(), false),
             Some(old) => {
                 let mut c = Vec::new();
                 if deleted && !old.deleted {

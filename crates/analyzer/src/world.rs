@@ -227,40 +227,17 @@ impl Namespace {
         pos: At,
         deleted: bool,
     ) -> Option<Touched> {
-        if let Some(h) = self
-            .pods
-            .get(rec.name.as_str())
-            .and_then(|p| p.hash.as_deref())
-        {
-            unindex(&mut self.pods_by_hash, h, &rec.name);
-        }
         if deleted {
-            self.pods.remove(rec.name.as_str());
+            if let Some(h) = self.pods.remove(rec.name.as_str()).and_then(|p| p.hash) {
+                unindex(&mut self.pods_by_hash, &h, &rec.name);
+            }
         } else {
-            let Parsed::Pod(v) = parsed else {
+            let Parsed::Pod(mut v) = parsed else {
                 return None;
             };
             let (ready, since) = v.ready();
             let terminating = v.metadata.deletion_timestamp.is_some();
             let ready = ready && !terminating;
-            let images: Vec<PodImage> = v
-                .spec
-                .init_containers
-                .iter()
-                .chain(&v.spec.containers)
-                .map(|c| PodImage {
-                    container: c.name.clone(),
-                    image: c.image.clone(),
-                    digest: v
-                        .status
-                        .container_statuses
-                        .iter()
-                        .find(|s| s.name == c.name)
-                        .and_then(|s| digest_of(&s.image_id)),
-                })
-                .collect();
-            let hash = v.metadata.labels.get(HASH_LABEL).cloned();
-            let owner = v.owner_replicaset().map(str::to_owned);
             let old = self.pods.get(rec.name.as_str());
             let ready_since = match old {
                 Some(o) if o.ready && ready => o.ready_since,
@@ -271,12 +248,35 @@ impl Namespace {
                 ),
                 _ => None,
             };
+            // The view is this record's own: its names and images move, not copied.
+            let statuses = std::mem::take(&mut v.status.container_statuses);
+            let images: Vec<PodImage> = std::mem::take(&mut v.spec.init_containers)
+                .into_iter()
+                .chain(std::mem::take(&mut v.spec.containers))
+                .map(|c| PodImage {
+                    digest: statuses
+                        .iter()
+                        .find(|s| s.name == c.name)
+                        .and_then(|s| digest_of(&s.image_id)),
+                    container: c.name,
+                    image: c.image,
+                })
+                .collect();
+            let hash = v.metadata.labels.remove(HASH_LABEL);
+            let owner = v.owner_replicaset().map(str::to_owned);
+            // Indexed by hash once, not again on every record of the pod.
+            let old_hash = old.and_then(|o| o.hash.as_deref());
+            if old_hash != hash.as_deref() {
+                if let Some(h) = old_hash {
+                    unindex(&mut self.pods_by_hash, h, &rec.name);
+                }
+                if let Some(h) = &hash {
+                    index(&mut self.pods_by_hash, h, &rec.name);
+                }
+            }
             let unchanged = old.is_some_and(|o| {
                 o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
             });
-            if let Some(h) = &hash {
-                index(&mut self.pods_by_hash, h, &rec.name);
-            }
             let pod = PodObj {
                 hash,
                 owner,
