@@ -5,6 +5,7 @@
 #   analyze -o json          vs  gzip -dc FILE            (target: ratio <= 1.0)
 #                            and gzip -dc of the same events as gzip -6 JSON lines (the same
 #                            JSON decompressed; since format 2, FILE holds most objects as deltas)
+#                            and both on the same records as a version 1 file (`convert`)
 #   analyze -o json          vs  a jq pipeline over the same events as JSON lines (target: >= 20x)
 #   peak RSS of analyze      (target: <= 100 MiB at 1M events)
 #   file size                vs  gzip -6 of the same JSON lines (target: within 5%)
@@ -51,6 +52,12 @@ read -r j_s _ < <(measure sh -c "gzip -dc '$jsonl' | jq -c '$jq_fields'")
 read -r g2_s _ < <(measure gzip -dc "$file")
 read -r a2_s a2_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
 read -r gj_s _ < <(measure gzip -dc "$jsonl")
+# The same records as a version 1 file (every object whole, as the target was first measured):
+# gzip -dc of it inflates all of the JSON, as gzip -dc of a version 2 file no longer does.
+v1="$dir/v1.rfr"
+[ -s "$v1" ] || "$bin" convert "$file" -o "$v1" --format-version 1 >/dev/null 2>&1
+read -r a1_s a1_kib < <(measure "$bin" analyze "$v1" -o json --fail-on never)
+read -r g1_s _ < <(measure gzip -dc "$v1")
 
 records=$(gzip -dc "$jsonl" | wc -l)
 bytes=$(stat -c %s "$file")
@@ -121,12 +128,14 @@ read -r served s_span < <(cat "$dir"/watch-*.end 2>/dev/null | awk -v t0="$s_t0"
 s_cpu=$(awk -v a="$s_cpu0" -v b="$s_cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { print (b - a) / hz }')
 
 awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v gj="$gj_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
+    -v a1="$a1_s" -v g1="$g1_s" -v kib1="$a1_kib" \
     -v n="$records" -v b="$bytes" -v gz6="$gz6" -v rs="${r_span:-0}" -v ru="$r_user" -v rsy="$r_sys" \
     -v rn="${recorded:-0}" -v sn="${served:-0}" -v ss="${s_span:-0}" -v sc="${s_cpu:-0}" 'BEGIN {
   printf "recording: %d records, %.1f MB (%.0f bytes/record); gzip -6 of the JSON lines: %.1f MB (%.0f bytes/record)\n", n, b / 1e6, b / n, gz6 / 1e6, gz6 / n
   printf "size / gzip -6:              %.3f   (target <= 1.05)\n", b / gz6
   printf "analyze / gzip -dc:          %.2f, %.2f   (target <= 1.0)\n", a / g, a2 / g2
   printf "analyze / gzip -dc of the JSON lines: %.2f, %.2f\n", a / gj, a2 / gj
+  printf "analyze / gzip -dc, the same records as a version 1 file: %.2f (analyze %.2f s, %.1f MiB; gzip -dc %.2f s)\n", a1 / g1, a1, kib1 / 1024, g1
   printf "jq pipeline / analyze:       %.1f   (target >= 20)\n", j / a
   printf "analyze peak RSS:            %.1f MiB, %.1f MiB   (target <= 100)\n", kib / 1024, kib2 / 1024
   if (rn > 0 && rs > 0) {
