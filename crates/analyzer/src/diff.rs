@@ -5,6 +5,7 @@
 //! regard to key order, lists of named items (containers, env, ports, volumes) by name, `null`
 //! equal to absent, and the `rollouts-pod-template-hash` label ignored.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
@@ -109,6 +110,20 @@ pub fn template_diff(a: &Value, b: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     diff_value(&mut Path::default(), Some(a), Some(b), &mut out);
     out
+}
+
+/// The string values of the object at `pointer` in `v` (labels, annotations, a selector):
+/// other values are not ones a selector can match; a missing or non-object value reads as
+/// empty.
+pub fn string_values(v: &Value, pointer: &str) -> BTreeMap<String, String> {
+    v.pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// True when every change is to a pod-template annotation.

@@ -49,7 +49,7 @@ mod world;
 mod testkit;
 
 pub use analyzer::{Analyzer, Options, Retained, analyze};
-pub use diff::{Change, HASH_LABEL, Path, Segment, only_annotations, template_diff};
+pub use diff::{Change, HASH_LABEL, Path, Segment, only_annotations, string_values, template_diff};
 pub use finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 pub use pack::{Merge, PackedFindings};
 pub use prepare::Prepared;

@@ -236,15 +236,7 @@ impl Template {
 /// The string values of a parsed pod template's `metadata.labels` (other values are not labels
 /// a selector can match).
 pub(crate) fn pod_labels(template: &Value) -> BTreeMap<String, String> {
-    template
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::diff::string_values(template, "/metadata/labels")
 }
 
 /// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent

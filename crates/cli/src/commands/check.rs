@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use kube::core::Request;
 use kube::core::params::ListParams;
-use rf_analyzer::{Analyzer, FileEnd, Finding, Options, Severity, TrafficEntry};
+use rf_analyzer::{Analyzer, FileEnd, Finding, Options, Severity, TrafficEntry, string_values};
 use rf_format::{Header, Kind, Op, Record, Source, Timestamp, Writer};
 use serde::Serialize;
 use serde_json::Value;
@@ -318,17 +318,6 @@ struct AppState {
     health: Option<String>,
 }
 
-fn labels(v: &Value, pointer: &str) -> BTreeMap<String, String> {
-    v.pointer(pointer)
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn objects<'a>(records: &'a [Record], kind: &'a Kind) -> impl Iterator<Item = Value> + 'a {
     records
         .iter()
@@ -378,7 +367,7 @@ fn describe(
                         && o.get("name").and_then(Value::as_str) == Some(name)
                 })
             });
-        let hash = labels(&rs, "/metadata/labels")
+        let hash = string_values(&rs, "/metadata/labels")
             .get(HASH_LABEL)
             .cloned()
             .unwrap_or_default();
@@ -397,7 +386,10 @@ fn describe(
         } else {
             "other"
         };
-        rs_labels.insert(hash.clone(), labels(&rs, "/spec/template/metadata/labels"));
+        rs_labels.insert(
+            hash.clone(),
+            string_values(&rs, "/spec/template/metadata/labels"),
+        );
         state.replicasets.push(RsState {
             name: rs_name,
             hash,
@@ -417,7 +409,7 @@ fn describe(
     let selectors: BTreeMap<String, BTreeMap<String, String>> = objects(records, &Kind::Service)
         .filter_map(|svc| {
             let name = svc.pointer("/metadata/name")?.as_str()?.to_owned();
-            Some((name, labels(&svc, "/spec/selector")))
+            Some((name, string_values(&svc, "/spec/selector")))
         })
         .collect();
     let mut last: BTreeMap<&str, &TrafficEntry> = BTreeMap::new();
