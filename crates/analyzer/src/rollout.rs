@@ -218,7 +218,10 @@ impl Template {
     fn with_labels(raw: &str) -> Option<(Template, BTreeMap<String, String>)> {
         let labels = match crate::skim::template_labels(raw) {
             Some(labels) => labels,
-            None => pod_labels(&serde_json::from_str::<Value>(raw).ok()?),
+            None => crate::diff::string_values(
+                &serde_json::from_str::<Value>(raw).ok()?,
+                "/metadata/labels",
+            ),
         };
         Some((Template(Arc::from(raw)), labels))
     }
@@ -231,12 +234,6 @@ impl Template {
     pub fn text(&self) -> &str {
         &self.0
     }
-}
-
-/// The string values of a parsed pod template's `metadata.labels` (other values are not labels
-/// a selector can match).
-pub(crate) fn pod_labels(template: &Value) -> BTreeMap<String, String> {
-    crate::diff::string_values(template, "/metadata/labels")
 }
 
 /// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent
@@ -777,22 +774,19 @@ impl RolloutTrack {
         let replicas = view.spec.replicas.unwrap_or(1);
         let ready = view.status.ready_replicas.unwrap_or(0);
         let status_replicas = view.status.replicas.unwrap_or(0);
+        let old = self.replicasets.get(&name);
+        let is_new = old.is_none();
         // Described only for a timeline.
-        let describe = self.keep_timeline;
-        let (changes, is_new) = match self.replicasets.get(&name) {
-            None if !describe => (Vec::new(), true),
-            None => (
-                vec![if deleted {
-                    format!("rs {name} deleted")
-                } else {
-                    format!(
-                        "rs {name} {} (replicas {replicas})",
-                        if added { "created" } else { "seen" }
-                    )
-                }],
-                true,
-            ),
-            Some(_) if !describe => (Vec::new(), false),
+        let changes = match old {
+            _ if !self.keep_timeline => Vec::new(),
+            None => vec![if deleted {
+                format!("rs {name} deleted")
+            } else {
+                format!(
+                    "rs {name} {} (replicas {replicas})",
+                    if added { "created" } else { "seen" }
+                )
+            }],
             Some(old) => {
                 let mut c = Vec::new();
                 if deleted && !old.deleted {
@@ -804,7 +798,7 @@ impl RolloutTrack {
                 if old.ready != ready {
                     c.push(format!("rs {name} ready {} -> {ready}", old.ready));
                 }
-                (c, false)
+                c
             }
         };
         let entry = self

@@ -1092,7 +1092,7 @@ mod tests {
     /// What the analyzer took from a parsed template before `template_labels`.
     fn labels_by_serde(text: &str) -> Option<BTreeMap<String, String>> {
         let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
-        Some(crate::rollout::pod_labels(&v))
+        Some(crate::diff::string_values(&v, "/metadata/labels"))
     }
 
     #[test]

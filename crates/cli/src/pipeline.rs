@@ -1,8 +1,8 @@
 //! Reading a recording on several cores: one thread inflates and decodes records in batches,
 //! worker threads parse their objects ([`Prepared::of`]) (on two cores, the reading thread
 //! parses them itself), and the caller's thread receives them in file order for the analyzer,
-//! whose replay must stay sequential. Channels are bounded, so
-//! memory stays a few batches whatever the file's size.
+//! whose replay must stay sequential. Channels are bounded, so memory stays a few batches
+//! whatever the file's size.
 //!
 //! The caller's thread is the critical path, so it frees nothing it can hand back: each batch of
 //! records, once replayed, returns to the reading thread, which reads the next records into
