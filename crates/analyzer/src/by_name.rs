@@ -1,18 +1,28 @@
 //! A map by (namespace, name) that is looked up with a record's own `&str`s: the analyzer's
 //! per-record lookups copy no key, and a key is copied only for a new entry. Iteration is in
 //! (namespace, name) order, as a map keyed by the pair would be.
+//!
+//! Namespaces are found by hash: a lookup runs on every record, and walking an ordered map of
+//! hundreds of namespaces compared the probe with keys scattered over the heap (cache misses
+//! were most of the replaying thread's string comparisons). Their order, for iteration, is kept
+//! apart. Names within a namespace are few and stay ordered.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::HashMap;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ByName<V> {
-    by_ns: BTreeMap<String, BTreeMap<String, V>>,
+    by_ns: HashMap<String, BTreeMap<String, V>>,
+    /// The namespaces of `by_ns`, in order.
+    order: BTreeSet<String>,
 }
 
 impl<V> Default for ByName<V> {
     fn default() -> Self {
         ByName {
-            by_ns: BTreeMap::new(),
+            by_ns: HashMap::default(),
+            order: BTreeSet::new(),
         }
     }
 }
@@ -34,7 +44,10 @@ impl<V> ByName<V> {
     pub fn ensure(&mut self, ns: &str, name: &str, make: impl FnOnce() -> V) {
         let names = match self.by_ns.get_mut(ns) {
             Some(names) => names,
-            None => self.by_ns.entry(ns.to_owned()).or_default(),
+            None => {
+                self.order.insert(ns.to_owned());
+                self.by_ns.entry(ns.to_owned()).or_default()
+            }
         };
         if !names.contains_key(name) {
             names.insert(name.to_owned(), make());
@@ -55,6 +68,7 @@ impl<V> ByName<V> {
         let v = names.remove(name)?;
         if names.is_empty() {
             self.by_ns.remove(ns);
+            self.order.remove(ns);
         }
         Some(v)
     }
@@ -63,21 +77,29 @@ impl<V> ByName<V> {
         self.by_ns.values().map(BTreeMap::len).sum()
     }
 
+    /// The namespaces' maps, in namespace order.
+    fn ordered(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, V>)> {
+        self.order
+            .iter()
+            .filter_map(|ns| Some((ns.as_str(), self.by_ns.get(ns.as_str())?)))
+    }
+
     /// Every entry, in (namespace, name) order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &V)> {
-        self.by_ns.iter().flat_map(|(ns, names)| {
-            names
-                .iter()
-                .map(move |(name, v)| (ns.as_str(), name.as_str(), v))
-        })
+        self.ordered()
+            .flat_map(|(ns, names)| names.iter().map(move |(name, v)| (ns, name.as_str(), v)))
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.by_ns.values().flat_map(BTreeMap::values)
+        self.ordered().flat_map(|(_, names)| names.values())
     }
 
+    /// Every value, in (namespace, name) order. Sorts the namespaces: for the rare walks over
+    /// every entry (a gap, a new file, the report), not per record.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.by_ns.values_mut().flat_map(BTreeMap::values_mut)
+        let mut all: Vec<(&String, &mut BTreeMap<String, V>)> = self.by_ns.iter_mut().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().flat_map(|(_, names)| names.values_mut())
     }
 
     /// The entries of namespace `ns`, in name order.
@@ -87,5 +109,46 @@ impl<V> ByName<V> {
             .into_iter()
             .flatten()
             .map(|(name, v)| (name.as_str(), v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByName;
+
+    #[test]
+    fn iteration_is_in_namespace_then_name_order_whatever_the_insertion_order() {
+        let mut m = ByName::default();
+        for (ns, name, v) in [("b", "y", 1), ("a", "z", 2), ("c", "x", 3), ("a", "b", 4)] {
+            m.set(ns, name, v);
+        }
+        m.set("b", "y", 5);
+        let all: Vec<(&str, &str, i32)> = m.iter().map(|(ns, n, v)| (ns, n, *v)).collect();
+        assert_eq!(
+            all,
+            [("a", "b", 4), ("a", "z", 2), ("b", "y", 5), ("c", "x", 3)]
+        );
+        assert_eq!(m.values().copied().collect::<Vec<_>>(), [4, 2, 5, 3]);
+        assert_eq!(m.len(), 4);
+        // A namespace emptied is gone from the order too, and comes back in its place.
+        assert_eq!(m.remove("b", "y"), Some(5));
+        assert_eq!(m.remove("b", "y"), None);
+        assert!(!m.contains("b", "y"));
+        assert_eq!(
+            m.iter().map(|(ns, _, _)| ns).collect::<Vec<_>>(),
+            ["a", "a", "c"]
+        );
+        m.ensure("b", "w", || 6);
+        m.ensure("b", "w", || 7);
+        assert_eq!(m.get("b", "w"), Some(&6));
+        assert_eq!(
+            m.iter().map(|(ns, n, _)| (ns, n)).collect::<Vec<_>>(),
+            [("a", "b"), ("a", "z"), ("b", "w"), ("c", "x")]
+        );
+        assert_eq!(m.in_ns("a").map(|(n, _)| n).collect::<Vec<_>>(), ["b", "z"]);
+        for v in m.values_mut() {
+            *v *= 10;
+        }
+        assert_eq!(m.values().copied().collect::<Vec<_>>(), [40, 20, 60, 30]);
     }
 }

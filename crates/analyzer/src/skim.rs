@@ -70,7 +70,18 @@ fn specials(w: u64) -> u64 {
     zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\'))) | below_space
 }
 
-fn ws(b: &[u8], mut i: usize) -> usize {
+/// The index of the first byte at or after `i` that is not whitespace. The API server writes
+/// none: the first byte decides, inline, and only whitespace takes the loop.
+#[inline(always)]
+fn ws(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b' ' | b'\n' | b'\r' | b'\t') => ws_run(b, i + 1),
+        _ => i,
+    }
+}
+
+#[inline(never)]
+fn ws_run(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }
@@ -80,19 +91,31 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 /// The index of the closing quote of the string whose text starts at `i`, and whether it has
 /// escapes; escapes are checked (not decoded) and control characters refused, as serde_json
 /// does.
-#[inline]
+///
+/// Inline, the common case: eight bytes at a time to the first quote, backslash or control
+/// character, and that is the closing quote. Strings are most of the bytes the reader passes
+/// over (a hundred or so per object); a call per string cost a tenth of its instructions.
+#[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> R<(usize, bool)> {
+    while let Some(word) = b.get(i..i + 8) {
+        let special = specials(u64::from_le_bytes(word.try_into().map_err(|_| Bail)?));
+        if special != 0 {
+            i += (special.trailing_zeros() / 8) as usize;
+            if b.get(i) == Some(&b'"') {
+                return Ok((i, false));
+            }
+            break;
+        }
+        i += 8;
+    }
+    string_end_slow(b, i)
+}
+
+/// [`string_end`] from `i`: escapes, control characters and the last few bytes of the text.
+#[inline(never)]
+fn string_end_slow(b: &[u8], mut i: usize) -> R<(usize, bool)> {
     let mut escaped = false;
     loop {
-        // Eight bytes at a time, to the first quote, backslash or control character.
-        while let Some(word) = b.get(i..i + 8) {
-            let special = specials(u64::from_le_bytes(word.try_into().map_err(|_| Bail)?));
-            if special != 0 {
-                i += (special.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
         match *b.get(i).ok_or(Bail)? {
             b'"' => return Ok((i, escaped)),
             b'\\' => {
@@ -111,6 +134,15 @@ fn string_end(b: &[u8], mut i: usize) -> R<(usize, bool)> {
             }
             0..=0x1f => return Err(Bail),
             _ => i += 1,
+        }
+        // Eight bytes at a time again, to the next quote, backslash or control character.
+        while let Some(word) = b.get(i..i + 8) {
+            let special = specials(u64::from_le_bytes(word.try_into().map_err(|_| Bail)?));
+            if special != 0 {
+                i += (special.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
         }
     }
 }
