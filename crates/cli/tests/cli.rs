@@ -332,6 +332,37 @@ fn simulate_writes_a_recording_equal_to_the_committed_one() {
 }
 
 #[test]
+fn simulate_scale_writes_the_same_file_to_a_path_and_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("scale.rfr");
+    let args = [
+        "simulate",
+        "scale",
+        "--rollouts",
+        "3",
+        "--events",
+        "3000",
+        "--seed",
+        "5",
+    ];
+    let o = run(&[&args[..], &["-o", p.to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written = std::fs::read(&p).unwrap();
+    assert!(stderr(&o).contains("records) to"), "{}", stderr(&o));
+    assert!(!dir.path().join("scale.rfr.tmp").exists());
+    let o = run(&[&args[..], &["-o", "-"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, written);
+    // A complete recording that analyzes.
+    let o = run(&["inspect", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("closed cleanly"), "{}", stdout(&o));
+    let o = run(&["simulate", "scale", "-o", "/nonexistent-dir/x.rfr"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("failed to create"), "{}", stderr(&o));
+}
+
+#[test]
 fn simulate_to_an_unwritable_place_leaves_no_file() {
     let o = run(&["simulate", "abort", "-o", "/nonexistent-dir/x.rfr"]);
     assert_eq!(o.status.code(), Some(2));

@@ -52,7 +52,7 @@ mod traffic;
 pub use export::{to_audit_log, to_kubectl_watch};
 pub use hash::{HashFunction, SplitMix, fake_sha256, pod_template_hash, steps_hash};
 pub use recording::Recording;
-pub use scale::{ScaleConfig, scale};
+pub use scale::{ScaleConfig, scale, write_scale};
 pub use scenarios::{ScenarioInfo, catalog, generate};
 pub use sim::Sim;
 pub use spec::{

@@ -51,20 +51,38 @@ impl Recording {
     /// writer and returns the underlying writer.
     pub fn write_to<W: Write>(&self, w: W) -> rf_format::Result<W> {
         let mut writer = Writer::new(w, &self.header)?;
-        let mut open_second = None;
+        let mut flushes = Flushes::default();
         for record in &self.records {
-            let second = record.observed_at.as_unix_nanos().div_euclid(1_000_000_000);
-            if open_second.is_some_and(|s| s != second) {
-                writer.flush()?;
-            }
-            writer.write(record)?;
-            open_second = Some(second);
-            if record.op == Op::ListEnd {
-                writer.flush()?;
-                open_second = None;
-            }
+            flushes.write(&mut writer, record)?;
         }
         writer.finish_at(self.closed_at)
+    }
+}
+
+/// Writes records as the recorder does: a flush at every second of their time, and after each
+/// `ListEnd`.
+#[derive(Debug, Default)]
+pub(crate) struct Flushes {
+    open_second: Option<i64>,
+}
+
+impl Flushes {
+    pub(crate) fn write<W: Write>(
+        &mut self,
+        writer: &mut Writer<W>,
+        record: &Record,
+    ) -> rf_format::Result<()> {
+        let second = record.observed_at.as_unix_nanos().div_euclid(1_000_000_000);
+        if self.open_second.is_some_and(|s| s != second) {
+            writer.flush()?;
+        }
+        writer.write(record)?;
+        self.open_second = Some(second);
+        if record.op == Op::ListEnd {
+            writer.flush()?;
+            self.open_second = None;
+        }
+        Ok(())
     }
 }
 

@@ -1,6 +1,10 @@
 //! Large recordings for benchmarks: many rollouts going through releases, some of them racing.
 
-use rf_format::{Op, Record, Timestamp};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::Write;
+
+use rf_format::{Op, Reader, Record, Timestamp, Writer};
 
 use crate::hash::SplitMix;
 use crate::recording::Recording;
@@ -70,81 +74,158 @@ fn release(sim: &mut Sim, version: u64, roll: u64) {
 /// recording holds `config.events` records, merged in time order. Deterministic for a seed.
 /// The recorder's initial lists come first, per rollout's namespace; resourceVersions are
 /// each rollout's own (as if every namespace were a cluster of its own).
+///
+/// Holds every record decoded: for benchmarks and tests. [`write_scale`] writes the same
+/// recording with memory that does not grow with its records.
 pub fn scale(config: &ScaleConfig) -> Recording {
-    let rollouts = config.rollouts.max(1);
-    let per_rollout = config.events.div_ceil(rollouts);
-    let mut mix = SplitMix::new(config.seed);
-    let mut parts: Vec<Vec<Record>> = Vec::with_capacity(rollouts);
-    let mut closed_at = Timestamp(0);
-    let mut kinds = Vec::new();
-    for i in 0..rollouts {
-        let name = format!("svc-{i:04}");
-        let mut sim = Sim::new(SimConfig {
-            namespace: format!("team-{i:04}"),
-            rollout: name.clone(),
-            app: name.clone(),
-            // Pods churn with every release, as in a cluster; Events expire after an hour.
-            services: vec![crate::spec::ServiceConfig::new(&name).with_selector("app", &name)],
-            event_ttl: Some(3600),
-            ..SimConfig::default()
-        });
-        sim.run_for(u32::try_from(mix.next_u64() % 60).unwrap_or(0));
-        let mut version = 0;
-        while sim.records_len() < per_rollout {
-            version += 1;
-            release(&mut sim, version, mix.next_u64());
-        }
-        let rec = sim.finish(&name);
-        closed_at = closed_at.max(rec.closed_at);
-        // The kinds the simulated recorder watched: the same for every rollout.
-        kinds.clone_from(&rec.header.source.kinds);
-        parts.push(rec.records);
-    }
-    let mut records: Vec<Record> = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    // Initial lists first (a recorder lists before it watches), then events in time order.
-    let is_list = |r: &Record| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd);
-    for part in &parts {
-        records.extend(part.iter().take_while(|r| is_list(r)).cloned());
-    }
-    let mut events: Vec<(Timestamp, usize, u64, &Record)> = parts
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            p.iter()
-                .skip_while(|r| is_list(r))
-                .map(move |r| (r.observed_at, i, r.seq, r))
+    let parts = Parts::generate(config).expect("writing and reading in memory cannot fail");
+    let mut records = Vec::new();
+    parts
+        .merge(|r| {
+            records.push(r.clone());
+            Ok(())
         })
-        .collect();
-    events.sort_by_key(|(t, i, seq, _)| (*t, *i, *seq));
-    records.extend(events.into_iter().map(|(.., r)| r.clone()));
-    // One recorder lists every rollout's objects one after the other: the parts' lists, each
-    // stamped from the start, are set back in time order (a few milliseconds at most).
-    let mut last = Timestamp(i64::MIN);
-    for (n, r) in records.iter_mut().enumerate() {
-        r.seq = n as u64 + 1;
-        r.observed_at = r.observed_at.max(last);
-        last = r.observed_at;
-    }
-    let mut rec = Recording::new(
-        "scale",
-        Vec::new(),
-        kinds.clone(),
-        (
-            crate::spec::SIMULATION_START.as_unix_nanos() / 1_000_000_000,
-            closed_at.as_unix_nanos() / 1_000_000_000,
-        ),
-        records,
-    );
-    rec.header.source.namespaces.clear();
-    rec.header.source.kinds = kinds;
-    rec.header.notes.insert(
-        "scale".to_owned(),
-        format!(
-            "rollouts={} events={} seed={}",
-            config.rollouts, config.events, config.seed
-        ),
-    );
+        .expect("reading in memory cannot fail");
+    let mut rec = Recording::new("scale", Vec::new(), Vec::new(), (0, 0), records);
+    rec.header = parts.header.clone();
+    rec.closed_at = parts.closed_at;
     rec
+}
+
+/// Writes the recording [`scale`] makes to `w`, byte for byte the file
+/// [`Recording::write_to`] writes of it. Each rollout is simulated alone and its records kept
+/// as a recording in memory (deltas, compressed: about 160 bytes a record); they are then
+/// merged in time order as they are read back. Memory follows the compressed size, not the
+/// decoded one (about 3 KB a record, which `scale` holds).
+/// Returns `w` and the number of records written.
+pub fn write_scale<W: Write>(config: &ScaleConfig, w: W) -> rf_format::Result<(W, u64)> {
+    let parts = Parts::generate(config)?;
+    let mut writer = Writer::new(w, &parts.header)?;
+    let mut flushes = crate::recording::Flushes::default();
+    let mut n = 0;
+    parts.merge(|r| {
+        n += 1;
+        flushes.write(&mut writer, r)
+    })?;
+    Ok((writer.finish_at(parts.closed_at)?, n))
+}
+
+/// Each rollout's records, as a recording in memory, and what the merged recording's header
+/// and trailer say.
+struct Parts {
+    parts: Vec<Vec<u8>>,
+    header: rf_format::Header,
+    closed_at: Timestamp,
+}
+
+impl Parts {
+    fn generate(config: &ScaleConfig) -> rf_format::Result<Parts> {
+        let rollouts = config.rollouts.max(1);
+        let per_rollout = config.events.div_ceil(rollouts);
+        let mut mix = SplitMix::new(config.seed);
+        let mut parts = Vec::with_capacity(rollouts);
+        let mut closed_at = Timestamp(0);
+        let mut kinds = Vec::new();
+        for i in 0..rollouts {
+            let name = format!("svc-{i:04}");
+            let mut sim = Sim::new(SimConfig {
+                namespace: format!("team-{i:04}"),
+                rollout: name.clone(),
+                app: name.clone(),
+                // Pods churn with every release, as in a cluster; Events expire after an hour.
+                services: vec![crate::spec::ServiceConfig::new(&name).with_selector("app", &name)],
+                event_ttl: Some(3600),
+                ..SimConfig::default()
+            });
+            sim.run_for(u32::try_from(mix.next_u64() % 60).unwrap_or(0));
+            let mut version = 0;
+            while sim.records_len() < per_rollout {
+                version += 1;
+                release(&mut sim, version, mix.next_u64());
+            }
+            let rec = sim.finish(&name);
+            closed_at = closed_at.max(rec.closed_at);
+            // The kinds the simulated recorder watched: the same for every rollout.
+            kinds.clone_from(&rec.header.source.kinds);
+            let mut part = Writer::new(Vec::new(), &rec.header)?;
+            for r in &rec.records {
+                part.write(r)?;
+            }
+            parts.push(part.finish()?);
+        }
+        let mut rec = Recording::new(
+            "scale",
+            Vec::new(),
+            kinds.clone(),
+            (
+                crate::spec::SIMULATION_START.as_unix_nanos() / 1_000_000_000,
+                closed_at.as_unix_nanos() / 1_000_000_000,
+            ),
+            Vec::new(),
+        );
+        rec.header.source.namespaces.clear();
+        rec.header.source.kinds = kinds;
+        rec.header.notes.insert(
+            "scale".to_owned(),
+            format!(
+                "rollouts={} events={} seed={}",
+                config.rollouts, config.events, config.seed
+            ),
+        );
+        Ok(Parts {
+            parts,
+            header: rec.header,
+            closed_at: rec.closed_at,
+        })
+    }
+
+    /// Hands `each` the merged records in order: the initial lists first, part after part (a
+    /// recorder lists before it watches), then the events of every part in time order (ties:
+    /// the earlier part, then the part's order). Records are numbered from 1, and a list
+    /// stamped before the record it follows is set at that record's time (one recorder lists
+    /// every rollout's objects one after the other: a few milliseconds at most).
+    fn merge(
+        &self,
+        mut each: impl FnMut(&Record) -> rf_format::Result<()>,
+    ) -> rf_format::Result<()> {
+        let is_list = |r: &Record| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd);
+        let mut readers = Vec::with_capacity(self.parts.len());
+        let mut heads: BinaryHeap<Reverse<(Timestamp, usize, u64)>> = BinaryHeap::new();
+        let mut next: Vec<Option<Record>> = Vec::with_capacity(self.parts.len());
+        let (mut seq, mut last) = (0u64, Timestamp(i64::MIN));
+        let mut emit = |mut r: Record, each: &mut dyn FnMut(&Record) -> rf_format::Result<()>| {
+            seq += 1;
+            r.seq = seq;
+            r.observed_at = r.observed_at.max(last);
+            last = r.observed_at;
+            each(&r)
+        };
+        for (i, part) in self.parts.iter().enumerate() {
+            let mut reader = Reader::new(part.as_slice())?;
+            let mut first = None;
+            while let Some(r) = reader.next_record()? {
+                if !is_list(&r) {
+                    first = Some(r);
+                    break;
+                }
+                emit(r, &mut each)?;
+            }
+            if let Some(r) = &first {
+                heads.push(Reverse((r.observed_at, i, r.seq)));
+            }
+            next.push(first);
+            readers.push(reader);
+        }
+        while let Some(Reverse((_, i, _))) = heads.pop() {
+            let Some(r) = next[i].take() else { continue };
+            if let Some(n) = readers[i].next_record()? {
+                heads.push(Reverse((n.observed_at, i, n.seq)));
+                next[i] = Some(n);
+            }
+            emit(r, &mut each)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +259,29 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 3);
         assert_ne!(a.records, scale(&ScaleConfig { seed: 8, ..config }).records);
+    }
+
+    #[test]
+    fn write_scale_writes_the_file_of_the_recording_scale_makes() {
+        let config = ScaleConfig {
+            rollouts: 4,
+            events: 6_000,
+            seed: 3,
+        };
+        let whole = scale(&config);
+        let (streamed, n) = write_scale(&config, Vec::new()).unwrap();
+        assert_eq!(n, whole.records.len() as u64);
+        assert_eq!(streamed, whole.write_to(Vec::new()).unwrap());
+        // Its header and trailer are the recording's own.
+        let mut reader = rf_format::Reader::new(streamed.as_slice()).unwrap();
+        assert_eq!(reader.header(), &whole.header);
+        assert_eq!(
+            reader.header().notes["scale"],
+            "rollouts=4 events=6000 seed=3"
+        );
+        let read: Vec<Record> = reader.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(read, whole.records);
+        assert_eq!(reader.trailer().map(|t| t.closed_at), Some(whole.closed_at));
     }
 
     #[test]

@@ -23,15 +23,27 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
     let (Some(name), Some(output)) = (&args.scenario, &args.output) else {
         bail!("simulate needs a SCENARIO and -o FILE (or --list)");
     };
-    let generated = if name == "scale" {
-        Some(rf_scenarios::scale(&rf_scenarios::ScaleConfig {
+    if name == "scale" {
+        // Written as it is merged: a million records would otherwise be held decoded (GBs).
+        let config = rf_scenarios::ScaleConfig {
             rollouts: args.rollouts,
             events: args.events,
             seed: args.seed,
-        }))
-    } else {
-        rf_scenarios::generate(name)
-    };
+        };
+        if output == Path::new("-") {
+            rf_scenarios::write_scale(&config, &mut *out)?;
+            out.flush()?;
+            return Ok(Exit::Ok);
+        }
+        let mut records = 0;
+        write_atomically(output, |file| {
+            records = rf_scenarios::write_scale(&config, file)?.1;
+            Ok(())
+        })?;
+        eprintln!("wrote scale ({records} records) to {}", output.display());
+        return Ok(Exit::Ok);
+    }
+    let generated = rf_scenarios::generate(name);
     let Some(recording) = generated else {
         let names: Vec<&str> = rf_scenarios::catalog().iter().map(|s| s.name).collect();
         bail!("unknown scenario {name:?}; known: {}", names.join(", "));
