@@ -182,6 +182,24 @@ pub(crate) struct RevisionChange {
     pub deferred: bool,
 }
 
+/// A restart of the canary: when, and from which pod-template hash to which.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Restart {
+    pub pos: At,
+    pub from: String,
+    pub to: String,
+}
+
+impl Restart {
+    fn of(pos: At, change: &RevisionChange) -> Restart {
+        Restart {
+            pos,
+            from: change.from.clone(),
+            to: change.to.clone(),
+        }
+    }
+}
+
 /// A forward move of the step index that skipped pause steps never reached.
 #[derive(Clone, Debug)]
 pub(crate) struct StepJump {
@@ -301,7 +319,9 @@ pub(crate) struct RolloutTrack {
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
     pub spec_templates: BTreeMap<String, Template>,
     pub replicasets: BTreeMap<String, RsTrack>,
-    pub restarts: Vec<(At, RevisionChange)>,
+    /// Every restart of the canary, in order: all of them are the evidence of `restart-churn`,
+    /// so only what that evidence names is kept (not the renders of each change).
+    pub restarts: Vec<Restart>,
     /// When each pod-template hash last stopped being the current one.
     pub superseded_at: BTreeMap<String, At>,
     pub gap_pending: bool,
@@ -677,7 +697,7 @@ impl RolloutTrack {
                     deferred: false,
                 };
                 if class == RevisionClass::Restart {
-                    self.restarts.push((cur.pos, change.clone()));
+                    self.restarts.push(Restart::of(cur.pos, &change));
                 } else if class == RevisionClass::Superseded && change.old_progress.progressed() {
                     // The index may drop in a later write of this revision.
                     self.pending_reset = Some(RevisionChange {
@@ -693,7 +713,7 @@ impl RolloutTrack {
                     && self.pending_reset.as_ref().is_some_and(|p| p.to == *h) =>
             {
                 if let Some(change) = self.pending_reset.take() {
-                    self.restarts.push((cur.pos, change.clone()));
+                    self.restarts.push(Restart::of(cur.pos, &change));
                     self.last_revision_change = Some(change);
                 }
             }

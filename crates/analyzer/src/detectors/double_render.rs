@@ -187,8 +187,7 @@ impl DoubleRender {
             {
                 continue;
             }
-            let Some((at, change)) = track.restarts.iter().find(|(at, _)| in_window(at.at.0))
-            else {
+            let Some(change) = track.restarts.iter().find(|r| in_window(r.pos.at.0)) else {
                 continue;
             };
             self.fired_apps.insert(key);
@@ -214,7 +213,7 @@ impl DoubleRender {
                 .explain("Two renders of the same application within two minutes, and the rollout's canary restarted after them: the re-render race, seen through Argo CD's history.".to_owned())
                 .with_evidence([
                     app.evidence(format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at))),
-                    track.evidence(*at, format!("canary restarted: {} -> {}", change.from, change.to)),
+                    track.evidence(change.pos, format!("canary restarted: {} -> {}", change.from, change.to)),
                 ])
                 .remedy(
                     "Do not re-run the pipeline: it renders twice again.".to_owned(),

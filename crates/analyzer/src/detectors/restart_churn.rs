@@ -22,20 +22,20 @@ pub(crate) struct RestartChurn;
 
 fn describe(track: &RolloutTrack, upto: usize) -> (String, String, Vec<crate::finding::Evidence>) {
     let restarts = &track.restarts[..upto];
-    let first = restarts[0].0.at;
-    let last = restarts[upto - 1].0.at;
+    let first = restarts[0].pos.at;
+    let last = restarts[upto - 1].pos.at;
     let summary = format!(
         "the canary restarted {upto} times in {}",
         human_duration(last.0 - first.0)
     );
-    let times: Vec<String> = restarts.iter().map(|(p, _)| rfc3339(p.at)).collect();
+    let times: Vec<String> = restarts.iter().map(|r| rfc3339(r.pos.at)).collect();
     let explanation = format!(
         "Restarts at {}. Each began the canary again at step 0 on a new pod template; re-running the pipeline re-renders and re-triggers the restart.",
         times.join(", ")
     );
     let evidence = restarts
         .iter()
-        .map(|(p, c)| track.evidence(*p, format!("restart: {} -> {}", c.from, c.to)))
+        .map(|r| track.evidence(r.pos, format!("restart: {} -> {}", r.from, r.to)))
         .collect();
     (summary, explanation, evidence)
 }
