@@ -20,12 +20,72 @@ use crate::timeline::Timeline;
 use crate::view::{ReplicaSetView, RolloutView};
 use crate::world::{Touched, World};
 
-/// Adds one to the count of `key` (copied only the first time).
-fn bump(counts: &mut BTreeMap<String, u64>, key: &str) {
+/// Adds `n` to the count of `key` (copied only the first time).
+fn bump(counts: &mut BTreeMap<String, u64>, key: &str, n: u64) {
     match counts.get_mut(key) {
-        Some(n) => *n += 1,
+        Some(c) => *c += n,
         None => {
-            counts.insert(key.to_owned(), 1);
+            counts.insert(key.to_owned(), n);
+        }
+    }
+}
+
+/// Records by kind and by op, as the report's `by_kind` and `by_op` count them: by index for
+/// the known kinds and every op (`bump`ing the report's maps by name compared strings in two
+/// ordered maps for every record), by name for other kinds.
+#[derive(Debug, Default)]
+struct Counts {
+    known: [u64; Kind::KNOWN.len()],
+    other: BTreeMap<String, u64>,
+    ops: [u64; 8],
+}
+
+impl Counts {
+    fn add(&mut self, rec: &Record) {
+        match Kind::KNOWN.iter().position(|k| *k == rec.kind) {
+            Some(i) => self.known[i] += 1,
+            None => bump(&mut self.other, rec.kind.name(), 1),
+        }
+        let op = match rec.op {
+            Op::Added => 0,
+            Op::Modified => 1,
+            Op::Deleted { inferred: false } => 2,
+            Op::Deleted { inferred: true } => 3,
+            Op::ListBegin => 4,
+            Op::Listed => 5,
+            Op::ListEnd => 6,
+            Op::Gap { .. } => 7,
+        };
+        self.ops[op] += 1;
+    }
+
+    /// The counts by name, added to `by_kind` and `by_op` (kinds of one name counted once).
+    fn into_maps(self, by_kind: &mut BTreeMap<String, u64>, by_op: &mut BTreeMap<String, u64>) {
+        for (kind, n) in Kind::KNOWN.iter().zip(self.known) {
+            if n > 0 {
+                bump(by_kind, kind.name(), n);
+            }
+        }
+        for (name, n) in self.other {
+            bump(by_kind, &name, n);
+        }
+        // In the order `add` counts them.
+        let ops = [
+            Op::Added,
+            Op::Modified,
+            Op::Deleted { inferred: false },
+            Op::Deleted { inferred: true },
+            Op::ListBegin,
+            Op::Listed,
+            Op::ListEnd,
+            Op::Gap {
+                reason: String::new(),
+            },
+        ];
+        for (op, n) in ops.iter().zip(self.ops) {
+            if n > 0 {
+                bump(by_op, op.name(), n);
+            }
         }
     }
 }
@@ -93,6 +153,8 @@ pub struct Analyzer {
     held: Vec<Finding>,
     pack_every: usize,
     summary: RecordingSummary,
+    /// Records by kind and op, for `summary` once the report is made.
+    counts: Counts,
     warnings_dropped: u64,
     file: u32,
     last_seq: Option<u64>,
@@ -133,6 +195,7 @@ impl Analyzer {
             held: Vec::new(),
             pack_every: crate::pack::CHUNK,
             summary,
+            counts: Counts::default(),
             warnings_dropped: 0,
             file: 0,
             last_seq: None,
@@ -338,8 +401,7 @@ impl Analyzer {
         if let Some(f) = self.summary.files.last_mut() {
             f.records += 1;
         }
-        bump(&mut self.summary.by_kind, rec.kind.name());
-        bump(&mut self.summary.by_op, rec.op.name());
+        self.counts.add(rec);
         if let Some(prev) = self.last_seq {
             if rec.seq <= prev {
                 self.warn(format!(
@@ -685,6 +747,8 @@ impl Analyzer {
                 .warnings
                 .push(format!("... and {} more warnings", self.warnings_dropped));
         }
+        std::mem::take(&mut self.counts)
+            .into_maps(&mut self.summary.by_kind, &mut self.summary.by_op);
         let ended = last.map(|p| self.end_time(p.at));
         self.summary
             .set_span(self.first_at, last.map(|p| p.at), ended);
@@ -805,6 +869,57 @@ mod file_tests {
     use rf_format::{Header, Kind, Op, Record, Source, Timestamp};
 
     use super::{Analyzer, FileEnd, Options};
+
+    #[test]
+    fn records_are_counted_by_kind_and_op_name() {
+        let mut a = Analyzer::new(Options::default());
+        let other = |group: &str, kind: &str| Kind::Other {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+        };
+        let kinds = [
+            (Kind::Event, Op::Added),
+            (Kind::Event, Op::Deleted { inferred: true }),
+            (other("example.com", "Widget"), Op::Modified),
+            (other("example.org", "Widget"), Op::Modified),
+            // Another group's kind of the same name counts with it, as a name does.
+            (
+                other("example.com", "Event"),
+                Op::Deleted { inferred: false },
+            ),
+            (
+                Kind::Pod,
+                Op::Gap {
+                    reason: "410".into(),
+                },
+            ),
+        ];
+        for (seq, (kind, op)) in kinds.into_iter().enumerate() {
+            let mut r = rec(seq as u64 + 1, 100 + seq as i64);
+            r.kind = kind;
+            r.op = op;
+            a.push(&r);
+        }
+        let report = a.finish();
+        let names = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
+            m.iter().map(|(k, n)| (k.clone(), *n)).collect()
+        };
+        assert_eq!(
+            names(&report.recording.by_kind),
+            [("Event".into(), 3), ("Pod".into(), 1), ("Widget".into(), 2)]
+        );
+        assert_eq!(
+            names(&report.recording.by_op),
+            [
+                ("added".into(), 1),
+                ("deleted".into(), 1),
+                ("deleted-inferred".into(), 1),
+                ("gap".into(), 1),
+                ("modified".into(), 2)
+            ]
+        );
+    }
 
     fn rec(seq: u64, secs: i64) -> Record {
         Record {
