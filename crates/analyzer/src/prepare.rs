@@ -37,8 +37,13 @@ fn parse<T: DeserializeOwned>(
     wrap: fn(Box<T>) -> Parsed,
 ) -> Parsed {
     // One UTF-8 check of the whole object, then parsers that trust it: checking each string
-    // as it is parsed (what parsing from bytes does) took more time than this one pass.
-    let parsed = match std::str::from_utf8(&rec.object) {
+    // as it is parsed (what parsing from bytes does) took more time than this one pass. The
+    // SIMD check says only whether it is valid; the standard one then says where it is not.
+    let text = match simdutf8::basic::from_utf8(&rec.object) {
+        Ok(text) => Ok(text),
+        Err(_) => std::str::from_utf8(&rec.object),
+    };
+    let parsed = match text {
         Ok(text) => match skim::read(text, skim) {
             Some(v) => Ok(v),
             None => serde_json::from_str::<T>(text).map_err(|e| e.to_string()),
