@@ -37,7 +37,8 @@ fn bump(counts: &mut BTreeMap<String, u64>, key: &str, n: u64) {
 struct Counts {
     known: [u64; Kind::KNOWN.len()],
     other: BTreeMap<String, u64>,
-    ops: [u64; 8],
+    /// By op, with its name once counted.
+    ops: [Option<(&'static str, u64)>; 8],
 }
 
 impl Counts {
@@ -56,7 +57,10 @@ impl Counts {
             Op::ListEnd => 6,
             Op::Gap { .. } => 7,
         };
-        self.ops[op] += 1;
+        match &mut self.ops[op] {
+            Some((_, n)) => *n += 1,
+            slot @ None => *slot = Some((rec.op.name(), 1)),
+        }
     }
 
     /// The counts by name, added to `by_kind` and `by_op` (kinds of one name counted once).
@@ -69,23 +73,8 @@ impl Counts {
         for (name, n) in self.other {
             bump(by_kind, &name, n);
         }
-        // In the order `add` counts them.
-        let ops = [
-            Op::Added,
-            Op::Modified,
-            Op::Deleted { inferred: false },
-            Op::Deleted { inferred: true },
-            Op::ListBegin,
-            Op::Listed,
-            Op::ListEnd,
-            Op::Gap {
-                reason: String::new(),
-            },
-        ];
-        for (op, n) in ops.iter().zip(self.ops) {
-            if n > 0 {
-                bump(by_op, op.name(), n);
-            }
+        for (name, n) in self.ops.into_iter().flatten() {
+            bump(by_op, name, n);
         }
     }
 }
