@@ -42,7 +42,8 @@ impl Detector for GitopsHealthMismatch {
     ) -> Option<Timestamp> {
         let track = s.track;
         let cur = track.last.as_ref()?;
-        let hash = cur.pod_hash.clone().unwrap_or_default();
+        // Copied only into the keys of an Application that mismatches (this runs on every look).
+        let hash = cur.pod_hash.as_deref().unwrap_or_default();
         self.settling.begin();
         for app in s.world.apps_of(track) {
             let health = app.health.as_deref().unwrap_or("");
@@ -52,7 +53,7 @@ impl Detector for GitopsHealthMismatch {
             let not_adopted = facts.not_adopted.contains(&(
                 track.namespace.clone(),
                 track.name.clone(),
-                hash.clone(),
+                hash.to_owned(),
             ));
             let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
                 "red-while-paused"
@@ -68,7 +69,7 @@ impl Detector for GitopsHealthMismatch {
                 app.name.clone(),
                 track.namespace.clone(),
                 track.name.clone(),
-                hash.clone(),
+                hash.to_owned(),
                 kind,
             );
             let Some(since) = self.settling.holds(&key, s.now) else {
