@@ -1,8 +1,8 @@
 //! Reading a recording on several cores: one thread inflates and decodes records in batches,
 //! worker threads parse their objects ([`Prepared::of`]) (on two cores, the reading thread and
 //! the caller's thread share that work), and the caller's thread receives them in file order
-//! for the analyzer, whose replay must stay sequential. Channels are bounded, so memory stays a few batches
-//! whatever the file's size.
+//! for the analyzer, whose replay must stay sequential. Channels are bounded, so memory stays a
+//! few batches whatever the file's size.
 //!
 //! The caller's thread is the critical path, so it frees nothing it can hand back: each batch of
 //! records, once replayed, returns to the reading thread, which reads the next records into
@@ -135,20 +135,15 @@ fn on_cores<R: Read + Send>(
             early.insert(index, (records, prepared));
             while let Some((records, prepared)) = early.remove(&next) {
                 next += 1;
-                match prepared {
-                    Some(prepared) => {
-                        for (rec, prepared) in records.iter().zip(prepared) {
-                            if !each(rec, prepared) {
-                                break 'recv;
-                            }
-                        }
-                    }
-                    None => {
-                        for rec in &records {
-                            if !each(rec, Prepared::of(rec)) {
-                                break 'recv;
-                            }
-                        }
+                // A batch sent unparsed is parsed here, record by record.
+                let mut parsed = prepared.map(Vec::into_iter);
+                for rec in &records {
+                    let prepared = parsed
+                        .as_mut()
+                        .and_then(Iterator::next)
+                        .unwrap_or_else(|| Prepared::of(rec));
+                    if !each(rec, prepared) {
+                        break 'recv;
                     }
                 }
                 // Back to the reading thread, which allocated them; dropped here only when

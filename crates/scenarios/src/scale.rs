@@ -86,10 +86,10 @@ pub fn scale(config: &ScaleConfig) -> Recording {
             Ok(())
         })
         .expect("reading in memory cannot fail");
-    let mut rec = Recording::new("scale", Vec::new(), Vec::new(), (0, 0), records);
-    rec.header = parts.header.clone();
-    rec.closed_at = parts.closed_at;
-    rec
+    Recording {
+        records,
+        ..parts.recording
+    }
 }
 
 /// Writes the recording [`scale`] makes to `w`, byte for byte the file
@@ -97,25 +97,25 @@ pub fn scale(config: &ScaleConfig) -> Recording {
 /// as a recording in memory (deltas, compressed: about 160 bytes a record); they are then
 /// merged in time order as they are read back. Memory follows the compressed size, not the
 /// decoded one (about 3 KB a record, which `scale` holds).
+///
 /// Returns `w` and the number of records written.
 pub fn write_scale<W: Write>(config: &ScaleConfig, w: W) -> rf_format::Result<(W, u64)> {
     let parts = Parts::generate(config)?;
-    let mut writer = Writer::new(w, &parts.header)?;
+    let mut writer = Writer::new(w, &parts.recording.header)?;
     let mut flushes = crate::recording::Flushes::default();
     let mut n = 0;
     parts.merge(|r| {
         n += 1;
         flushes.write(&mut writer, r)
     })?;
-    Ok((writer.finish_at(parts.closed_at)?, n))
+    Ok((writer.finish_at(parts.recording.closed_at)?, n))
 }
 
-/// Each rollout's records, as a recording in memory, and what the merged recording's header
-/// and trailer say.
+/// Each rollout's records, as a recording in memory, and the merged recording without its
+/// records (its header and when it closed).
 struct Parts {
     parts: Vec<Vec<u8>>,
-    header: rf_format::Header,
-    closed_at: Timestamp,
+    recording: Recording,
 }
 
 impl Parts {
@@ -174,8 +174,7 @@ impl Parts {
         );
         Ok(Parts {
             parts,
-            header: rec.header,
-            closed_at: rec.closed_at,
+            recording: rec,
         })
     }
 

@@ -43,8 +43,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
         eprintln!("wrote scale ({records} records) to {}", output.display());
         return Ok(Exit::Ok);
     }
-    let generated = rf_scenarios::generate(name);
-    let Some(recording) = generated else {
+    let Some(recording) = rf_scenarios::generate(name) else {
         let names: Vec<&str> = rf_scenarios::catalog().iter().map(|s| s.name).collect();
         bail!("unknown scenario {name:?}; known: {}", names.join(", "));
     };
