@@ -19,7 +19,11 @@ use crate::args::{Cli, Command};
 use crate::exit::Exit;
 
 /// mimalloc: the analyzer's records are parsed on worker threads and freed on the replaying
-/// thread; glibc's allocator serializes those cross-thread frees on arena locks.
+/// thread; glibc's allocator serializes those cross-thread frees on arena locks (analyze took
+/// 2.3 times as long with it). Built without transparent huge pages (`no_thp`): where the kernel
+/// grants them on request (THP "madvise", the common default), mimalloc asked for them and every
+/// partly used 2 MiB page counted whole in the RSS (analyze of 1M records peaked at 84 MiB with
+/// them, 61 MiB without, in the same time).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
