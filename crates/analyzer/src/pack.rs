@@ -179,7 +179,7 @@ struct Encoder {
 impl Encoder {
     fn new() -> Self {
         Encoder {
-            deflate: DeflateEncoder::new(Vec::new(), Compression::fast()),
+            deflate: DeflateEncoder::new(Vec::new(), Compression::default()),
             buf: Vec::new(),
         }
     }
