@@ -160,7 +160,13 @@ impl<R: Read> Reader<R> {
     /// Reads the next record; `Ok(None)` at the end of the recording.
     pub fn next_record(&mut self) -> Result<Option<Record>> {
         let mut rec = blank_record();
-        Ok(self.read_into(&mut rec)?.then_some(rec))
+        if !self.read_into(&mut rec)? {
+            return Ok(None);
+        }
+        // A record returned by value is often kept (`serve` indexes every one): without the
+        // spare capacity of an object rebuilt piece by piece (about a third more, on average).
+        rec.object.shrink_to_fit();
+        Ok(Some(rec))
     }
 
     /// Reads the next record into `rec`, reusing its strings and buffers (a reader of many

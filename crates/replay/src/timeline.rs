@@ -270,17 +270,20 @@ impl Timeline {
         kinds.sort();
         kinds.dedup();
 
+        // Each kind's records, moved out of `records`: a kind's builder drops each record (its
+        // object is most of the memory) once it has taken what it serves, so the recording is
+        // not held twice, decoded and indexed.
+        let mut own: Vec<Vec<(usize, Record)>> = kinds.iter().map(|_| Vec::new()).collect();
+        for (index, r) in records.into_iter().enumerate() {
+            if let Ok(k) = kinds.binary_search(&r.kind) {
+                own[k].push((index, r));
+            }
+        }
         let mut warnings = Vec::new();
         let kinds = kinds
             .into_iter()
-            .map(|kind| {
-                let own: Vec<(usize, &Record)> = records
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.kind == kind)
-                    .collect();
-                build_kind(&kind, &own, base, &mut warnings)
-            })
+            .zip(own)
+            .map(|(kind, own)| build_kind(&kind, own, base, &mut warnings))
             .collect();
         Timeline {
             header,
@@ -404,13 +407,14 @@ fn object_of(r: &Record, index: usize) -> Result<Obj, String> {
 
 fn build_kind(
     kind: &Kind,
-    records: &[(usize, &Record)],
+    records: Vec<(usize, Record)>,
     base: usize,
     warnings: &mut Vec<String>,
 ) -> KindTimeline {
     let resource = Resource::for_kind(kind);
+    let has_records = !records.is_empty();
     let mut world: BTreeMap<ObjectKey, Obj> = BTreeMap::new();
-    let mut pre_rvs: Vec<&str> = Vec::new();
+    let mut pre_rvs: Vec<String> = Vec::new();
     let mut items: Vec<Item> = Vec::new();
     // Relists after the base: their ListEnd resourceVersion, once seen.
     let mut groups: Vec<Option<String>> = Vec::new();
@@ -435,13 +439,15 @@ fn build_kind(
             .collect::<BTreeMap<_, _>>()
     };
 
-    for &(index, r) in records {
+    // By value: each record (and its object) is freed once its `Obj` holds what is served.
+    for (index, r) in records {
+        let r = &r;
         if index >= base && base_world.is_none() {
             base_world = Some(snapshot(&world));
         }
         let before_base = index < base;
         if before_base && !matches!(r.op, Op::ListBegin | Op::Gap { .. }) {
-            pre_rvs.push(&r.resource_version);
+            pre_rvs.push(r.resource_version.clone());
         }
         match &r.op {
             Op::ListBegin => {
@@ -550,7 +556,6 @@ fn build_kind(
     let (rv_mode, rv_note, base_rv, rvs) = match recorded {
         Ok((base_rv, rvs)) => (RvMode::Recorded, None, base_rv, rvs),
         Err(why) => {
-            let has_records = !records.is_empty();
             if has_records {
                 warnings.push(format!(
                     "{kind}: serving a counter as resourceVersion ({why})"
@@ -645,7 +650,7 @@ fn build_kind(
 /// be served: decimal integers, each event's above every earlier record's, a relist's events at
 /// their list's version.
 fn recorded_rvs(
-    pre_rvs: &[&str],
+    pre_rvs: &[String],
     items: &[Item],
     groups: &[Option<String>],
 ) -> Result<(u64, Vec<u64>), String> {
