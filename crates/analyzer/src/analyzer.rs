@@ -43,7 +43,7 @@ struct Counts {
 
 impl Counts {
     fn add(&mut self, rec: &Record) {
-        match Kind::KNOWN.iter().position(|k| *k == rec.kind) {
+        match rec.kind.known_index() {
             Some(i) => self.known[i] += 1,
             None => bump(&mut self.other, rec.kind.name(), 1),
         }

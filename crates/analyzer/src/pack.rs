@@ -237,7 +237,7 @@ fn put_str(b: &mut Vec<u8>, s: &str) {
 }
 
 fn put_subject(b: &mut Vec<u8>, s: &Subject) {
-    match Kind::KNOWN.iter().position(|k| *k == s.kind) {
+    match s.kind.known_index() {
         Some(i) => b.push(u8::try_from(i).unwrap_or(u8::MAX)),
         None => {
             b.push(u8::MAX);

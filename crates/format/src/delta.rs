@@ -192,7 +192,7 @@ fn key_into(key: &mut Vec<u8>, rec: &Record) {
             part(key, version);
             part(key, kind);
         }
-        known => key.push(Kind::KNOWN.iter().position(|k| k == known).unwrap_or(0) as u8),
+        known => key.push(known.known_index().unwrap_or(0) as u8),
     }
     part(key, &rec.namespace);
     part(key, &rec.name);

@@ -72,6 +72,20 @@ impl Kind {
         Kind::Event,
     ];
 
+    /// The kind's index in [`Kind::KNOWN`]; `None` for [`Kind::Other`].
+    pub fn known_index(&self) -> Option<usize> {
+        Some(match self {
+            Kind::Rollout => 0,
+            Kind::ReplicaSet => 1,
+            Kind::Service => 2,
+            Kind::EndpointSlice => 3,
+            Kind::Pod => 4,
+            Kind::Application => 5,
+            Kind::Event => 6,
+            Kind::Other { .. } => return None,
+        })
+    }
+
     /// The kind's name as in an object's `kind` field.
     pub fn name(&self) -> &str {
         match self {
@@ -266,4 +280,18 @@ pub struct Trailer {
     pub closed_at: Timestamp,
     /// How many records the file holds; a reader checks it.
     pub records: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_kind_s_index_is_its_place_in_known() {
+        for (i, kind) in Kind::KNOWN.iter().enumerate() {
+            assert_eq!(kind.known_index(), Some(i), "{kind:?}");
+        }
+        let other = Kind::from_api("batch/v1", "Job");
+        assert_eq!(other.known_index(), None);
+    }
 }
