@@ -10,9 +10,16 @@
 //! The report order is `(at, severity descending, rule, subject)`, ties in the order the
 //! findings were made: each chunk is sorted stably, and the merge takes from the earlier chunk
 //! on ties, which together are the stable sort of the whole sequence.
+//!
+//! Past [`SPILL_AFTER`] bytes of chunks in memory, further chunks go to a temporary file
+//! (unlinked as soon as it is opened, so nothing is left behind), and memory stays bounded
+//! however many findings a long history makes. Where no temporary file can be made, chunks
+//! stay in memory, as before.
 
 use std::cmp::Ordering;
+use std::fs::File;
 use std::io::{Read, Write};
+use std::path::PathBuf;
 
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
@@ -27,6 +34,9 @@ pub(crate) const CHUNK: usize = 2048;
 /// Chunks kept before they are merged into one.
 pub(crate) const MAX_CHUNKS: usize = 32;
 
+/// Compressed bytes kept in memory before chunks go to a temporary file.
+pub(crate) const SPILL_AFTER: usize = 2 * 1024 * 1024;
+
 /// The report's order of findings.
 pub(crate) fn report_order(a: &Finding, b: &Finding) -> Ordering {
     (a.at, std::cmp::Reverse(a.severity), a.rule, &a.subject).cmp(&(
@@ -38,17 +48,168 @@ pub(crate) fn report_order(a: &Finding, b: &Finding) -> Ordering {
 }
 
 /// Sorted, compressed findings.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PackedFindings {
     chunks: Vec<Chunk>,
     len: usize,
     worst: Option<Severity>,
+    /// Compressed bytes of the chunks in memory.
+    in_memory: usize,
+    spill_after: usize,
+    spill: Spill,
+}
+
+impl Default for PackedFindings {
+    fn default() -> Self {
+        PackedFindings {
+            chunks: Vec::new(),
+            len: 0,
+            worst: None,
+            in_memory: 0,
+            spill_after: SPILL_AFTER,
+            spill: Spill::Unopened(std::env::temp_dir()),
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Chunk {
-    deflated: Vec<u8>,
+    deflated: Deflated,
     len: usize,
+}
+
+/// Where a chunk's compressed bytes are.
+#[derive(Debug)]
+enum Deflated {
+    Memory(Vec<u8>),
+    /// At `offset` of the spill file, `len` bytes.
+    File {
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// The temporary file chunks go to.
+#[derive(Debug)]
+enum Spill {
+    /// None made yet; it will be made in this directory.
+    Unopened(PathBuf),
+    /// Open (and already unlinked), written up to `end`.
+    Open { file: File, end: u64 },
+    /// None could be made: chunks stay in memory.
+    Unavailable,
+}
+
+impl Spill {
+    /// Writes `bytes` at the end of the file, opening it first if need be; `None` if that
+    /// fails (the caller keeps the bytes). A file that cannot be made is not tried again; one
+    /// that cannot be written to (a full disk) is kept, with the chunks already in it.
+    fn write(&mut self, bytes: &[u8]) -> Option<(u64, u64)> {
+        if let Spill::Unopened(dir) = self {
+            *self = match open_unlinked(dir) {
+                Some(file) => Spill::Open { file, end: 0 },
+                None => Spill::Unavailable,
+            };
+        }
+        let Spill::Open { file, end } = self else {
+            return None;
+        };
+        let offset = *end;
+        write_at(file, bytes, offset).ok()?;
+        *end += bytes.len() as u64;
+        Some((offset, bytes.len() as u64))
+    }
+
+    /// Starts the file over (every chunk in it has been merged into memory).
+    fn clear(&mut self) {
+        if let Spill::Open { file, end } = self {
+            if file.set_len(0).is_ok() {
+                *end = 0;
+            }
+        }
+    }
+
+    fn file(&self) -> Option<&File> {
+        match self {
+            Spill::Open { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}
+
+/// A new file in `dir`, removed from the directory at once: the open handle keeps it, and the
+/// system reclaims it when the process ends, however it ends.
+#[cfg(unix)]
+fn open_unlinked(dir: &std::path::Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    for _ in 0..8 {
+        let path = dir.join(format!(
+            ".rollout-forensics-findings-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            // Only this user may open it in the moment before it is unlinked.
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => {
+                return std::fs::remove_file(&path).is_ok().then_some(file);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Elsewhere a file cannot be unlinked while open: chunks stay in memory.
+#[cfg(not(unix))]
+fn open_unlinked(_dir: &std::path::Path) -> Option<File> {
+    None
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
+#[cfg(not(unix))]
+fn write_at(_file: &File, _bytes: &[u8], _offset: u64) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// Reads `len` bytes from `offset` of a file, with its own position (the file's is shared).
+struct FileRange<'a> {
+    file: &'a File,
+    offset: u64,
+    left: u64,
+}
+
+impl Read for FileRange<'_> {
+    #[cfg(unix)]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = std::os::unix::fs::FileExt::read_at(self.file, &mut buf[..want], self.offset)?;
+        self.offset += n as u64;
+        self.left -= n as u64;
+        Ok(n)
+    }
+
+    #[cfg(not(unix))]
+    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
 }
 
 impl PackedFindings {
@@ -67,9 +228,34 @@ impl PackedFindings {
         self.worst
     }
 
-    /// Compressed bytes held.
+    /// Compressed bytes held in memory (not those in the temporary file).
     pub fn bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.deflated.len()).sum()
+        self.in_memory
+    }
+
+    /// Chunks are spilled to a file in `dir` once `after` compressed bytes are in memory: for
+    /// tests of the spilled path.
+    #[doc(hidden)]
+    pub fn spill_to(mut self, dir: PathBuf, after: usize) -> Self {
+        self.spill = Spill::Unopened(dir);
+        self.spill_after = after;
+        self
+    }
+
+    /// Keeps `chunk` in memory, or in the spill file once memory holds enough.
+    fn keep(&mut self, deflated: Vec<u8>, len: usize) {
+        let deflated = if self.in_memory + deflated.len() > self.spill_after {
+            match self.spill.write(&deflated) {
+                Some((offset, len)) => Deflated::File { offset, len },
+                None => Deflated::Memory(deflated),
+            }
+        } else {
+            Deflated::Memory(deflated)
+        };
+        if let Deflated::Memory(bytes) = &deflated {
+            self.in_memory += bytes.len();
+        }
+        self.chunks.push(Chunk { deflated, len });
     }
 
     /// Adds findings (in the order they were made) as one chunk.
@@ -84,13 +270,13 @@ impl PackedFindings {
         for f in &findings {
             enc.finding(f);
         }
-        self.chunks.push(enc.finish(findings.len()));
+        self.keep(enc.finish(), findings.len());
         if self.chunks.len() >= MAX_CHUNKS {
             self.compact();
         }
     }
 
-    /// Merges every chunk into one.
+    /// Merges every chunk into one (in memory, then kept as any new chunk is).
     fn compact(&mut self) {
         let mut enc = Encoder::new();
         let mut n = 0;
@@ -98,7 +284,10 @@ impl PackedFindings {
             enc.finding(&f);
             n += 1;
         }
-        self.chunks = vec![enc.finish(n)];
+        self.chunks.clear();
+        self.in_memory = 0;
+        self.spill.clear();
+        self.keep(enc.finish(), n);
     }
 
     /// Every finding, in report order.
@@ -106,10 +295,23 @@ impl PackedFindings {
         let mut cursors: Vec<Cursor<'_>> = self
             .chunks
             .iter()
-            .map(|c| Cursor {
-                inflate: DeflateDecoder::new(&c.deflated[..]),
-                left: c.len,
-                head: None,
+            .map(|c| {
+                let bytes: Box<dyn Read + '_> = match (&c.deflated, self.spill.file()) {
+                    (Deflated::Memory(bytes), _) => Box::new(&bytes[..]),
+                    (Deflated::File { offset, len }, Some(file)) => Box::new(FileRange {
+                        file,
+                        offset: *offset,
+                        left: *len,
+                    }),
+                    // A spilled chunk without its file cannot be: it reads as empty, and the
+                    // count check in `Analyzer::finish` says findings were lost.
+                    (Deflated::File { .. }, None) => Box::new(std::io::empty()),
+                };
+                Cursor {
+                    inflate: DeflateDecoder::new(bytes),
+                    left: c.len,
+                    head: None,
+                }
             })
             .collect();
         for c in &mut cursors {
@@ -126,7 +328,7 @@ pub struct Merge<'a> {
 }
 
 struct Cursor<'a> {
-    inflate: DeflateDecoder<&'a [u8]>,
+    inflate: DeflateDecoder<Box<dyn Read + 'a>>,
     left: usize,
     head: Option<Finding>,
 }
@@ -219,11 +421,8 @@ impl Encoder {
         let _ = self.deflate.write_all(&framed);
     }
 
-    fn finish(self, len: usize) -> Chunk {
-        Chunk {
-            deflated: self.deflate.finish().unwrap_or_default(),
-            len,
-        }
+    fn finish(self) -> Vec<u8> {
+        self.deflate.finish().unwrap_or_default()
     }
 }
 
@@ -430,6 +629,84 @@ mod tests {
         assert_eq!(merged, expected);
         assert_eq!(packed.len(), 5000);
         assert_eq!(packed.worst(), Some(Severity::Error));
+    }
+
+    fn many() -> (Vec<Finding>, Vec<Finding>) {
+        let all: Vec<Finding> = (0..3000)
+            .map(|n| finding(((n * 7919) % 1000) as i64, Rule::PauseLost, "r", n))
+            .collect();
+        let mut sorted = all.clone();
+        sorted.sort_by(report_order);
+        (all, sorted)
+    }
+
+    #[test]
+    fn spilled_chunks_read_back_as_the_sorted_findings_and_leave_no_file() {
+        let dir = std::env::temp_dir().join(format!("rf-pack-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (all, sorted) = many();
+        // Past 1 byte in memory: every chunk, and the merged one, goes to the file.
+        let mut packed = PackedFindings::default().spill_to(dir.clone(), 1);
+        for chunk in all.chunks(61) {
+            packed.push(chunk.to_vec());
+        }
+        assert!(packed.chunks.len() < MAX_CHUNKS, "compacted at least once");
+        assert_eq!(packed.bytes(), 0, "nothing held in memory");
+        assert!(
+            packed
+                .chunks
+                .iter()
+                .all(|c| matches!(c.deflated, Deflated::File { .. }))
+        );
+        assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
+        assert_eq!(packed.len(), sorted.len());
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "the file was unlinked when opened"
+        );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn chunks_stay_in_memory_up_to_the_limit_then_spill() {
+        let dir = std::env::temp_dir().join(format!("rf-pack-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (all, sorted) = many();
+        let mut whole = PackedFindings::default().spill_to(dir.clone(), usize::MAX);
+        for chunk in all.chunks(500) {
+            whole.push(chunk.to_vec());
+        }
+        let limit = whole.bytes() / 2;
+        let mut packed = PackedFindings::default().spill_to(dir.clone(), limit);
+        for chunk in all.chunks(500) {
+            packed.push(chunk.to_vec());
+        }
+        assert!(
+            packed.bytes() > 0 && packed.bytes() <= limit,
+            "{}",
+            packed.bytes()
+        );
+        assert!(
+            packed
+                .chunks
+                .iter()
+                .any(|c| matches!(c.deflated, Deflated::File { .. }))
+        );
+        assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn without_a_directory_to_spill_to_chunks_stay_in_memory() {
+        let (all, sorted) = many();
+        let nowhere = std::env::temp_dir().join("rf-pack-no-such-dir/below");
+        let mut packed = PackedFindings::default().spill_to(nowhere, 1);
+        for chunk in all.chunks(61) {
+            packed.push(chunk.to_vec());
+        }
+        assert!(packed.bytes() > 0);
+        assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
     }
 
     #[test]
