@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -24,9 +25,10 @@ pub struct Meta {
     /// `metadata.resourceVersion` as written in the object; empty when absent.
     #[serde(default)]
     pub resource_version: String,
-    /// `metadata.labels`.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub labels: BTreeMap<String, String>,
+    /// `metadata.labels`, shared between the versions of an object that have the same (the
+    /// server keeps every version of every object: most keep their labels).
+    #[serde(default, deserialize_with = "shared")]
+    pub labels: Arc<BTreeMap<String, String>>,
     /// `metadata.creationTimestamp` (RFC 3339), when present.
     #[serde(default)]
     pub creation_timestamp: Option<String>,
@@ -38,6 +40,14 @@ where
     T: Default + Deserialize<'de>,
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn shared<'de, D, T>(d: D) -> Result<Arc<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    null_as_default(d).map(Arc::new)
 }
 
 #[derive(Deserialize)]

@@ -488,7 +488,7 @@ fn build_kind(
                 } else {
                     object_of(r, index).map(|o| (o, true))
                 };
-                let (obj, from_record) = match parsed {
+                let (mut obj, from_record) = match parsed {
                     Ok(x) => x,
                     Err(e) => {
                         skipped += 1;
@@ -502,6 +502,14 @@ fn build_kind(
                     }
                 };
                 let existing = world.get(&obj.key);
+                // Every version is kept: the labels of one that has its predecessor's are theirs.
+                if let Some(o) = existing {
+                    if !Arc::ptr_eq(&o.meta.labels, &obj.meta.labels)
+                        && o.meta.labels == obj.meta.labels
+                    {
+                        obj.meta.labels = Arc::clone(&o.meta.labels);
+                    }
+                }
                 let event = if deleted {
                     existing.map(|_| EventType::Deleted)
                 } else {
@@ -861,6 +869,36 @@ mod tests {
         assert_eq!(names(k, t.len()), ["a", "c"]);
         assert!(k.get(t.len(), "ns", "b").is_none());
         assert!(k.get(4, "ns", "b").is_some());
+    }
+
+    #[test]
+    fn versions_with_their_predecessor_s_labels_share_them() {
+        let mut r = initial_list();
+        let relabeled = String::from_utf8(obj("a", "102", "3"))
+            .unwrap()
+            .replace(r#""app":"web""#, r#""app":"web","tier":"1""#)
+            .into_bytes();
+        r.push(Op::Modified, "a", "101", obj("a", "101", "2"))
+            .push(Op::Modified, "a", "102", relabeled)
+            .push(Op::Modified, "a", "103", obj("a", "103", "4"));
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        let labels: Vec<&Arc<BTreeMap<String, String>>> =
+            k.events().iter().map(|e| &e.object.meta.labels).collect();
+        let base = &k.get(t.base_position(), "ns", "a").unwrap().meta.labels;
+        assert!(Arc::ptr_eq(base, labels[0]), "the same labels: shared");
+        assert!(!Arc::ptr_eq(labels[0], labels[1]), "new labels: their own");
+        assert_eq!(labels[1].get("tier").map(String::as_str), Some("1"));
+        assert!(!Arc::ptr_eq(labels[1], labels[2]));
+        assert_eq!(
+            labels[2].as_ref(),
+            base.as_ref(),
+            "back to the first ones, by value"
+        );
+        // Other objects with equal labels keep their own: only versions of one object share.
+        let b = &k.get(t.base_position(), "ns", "b").unwrap().meta.labels;
+        assert_eq!(b, base);
+        assert!(!Arc::ptr_eq(b, base));
     }
 
     #[test]
