@@ -53,8 +53,6 @@ pub struct PackedFindings {
     chunks: Vec<Chunk>,
     len: usize,
     worst: Option<Severity>,
-    /// Compressed bytes of the chunks in memory.
-    in_memory: usize,
     spill_after: usize,
     spill: Spill,
 }
@@ -65,7 +63,6 @@ impl Default for PackedFindings {
             chunks: Vec::new(),
             len: 0,
             worst: None,
-            in_memory: 0,
             spill_after: SPILL_AFTER,
             spill: Spill::Unopened(std::env::temp_dir()),
         }
@@ -230,7 +227,13 @@ impl PackedFindings {
 
     /// Compressed bytes held in memory (not those in the temporary file).
     pub fn bytes(&self) -> usize {
-        self.in_memory
+        self.chunks
+            .iter()
+            .map(|c| match &c.deflated {
+                Deflated::Memory(bytes) => bytes.len(),
+                Deflated::File { .. } => 0,
+            })
+            .sum()
     }
 
     /// Chunks are spilled to a file in `dir` once `after` compressed bytes are in memory: for
@@ -242,9 +245,10 @@ impl PackedFindings {
         self
     }
 
-    /// Keeps `chunk` in memory, or in the spill file once memory holds enough.
+    /// Keeps a chunk of `len` findings in memory, or in the spill file once memory holds
+    /// enough.
     fn keep(&mut self, deflated: Vec<u8>, len: usize) {
-        let deflated = if self.in_memory + deflated.len() > self.spill_after {
+        let deflated = if self.bytes() + deflated.len() > self.spill_after {
             match self.spill.write(&deflated) {
                 Some((offset, len)) => Deflated::File { offset, len },
                 None => Deflated::Memory(deflated),
@@ -252,9 +256,6 @@ impl PackedFindings {
         } else {
             Deflated::Memory(deflated)
         };
-        if let Deflated::Memory(bytes) = &deflated {
-            self.in_memory += bytes.len();
-        }
         self.chunks.push(Chunk { deflated, len });
     }
 
@@ -285,7 +286,6 @@ impl PackedFindings {
             n += 1;
         }
         self.chunks.clear();
-        self.in_memory = 0;
         self.spill.clear();
         self.keep(enc.finish(), n);
     }
