@@ -188,9 +188,9 @@ impl Parts {
         mut each: impl FnMut(&Record) -> rf_format::Result<()>,
     ) -> rf_format::Result<()> {
         let is_list = |r: &Record| matches!(r.op, Op::ListBegin | Op::Listed | Op::ListEnd);
-        let mut readers = Vec::with_capacity(self.parts.len());
+        // Each part's reader and its next record (the one its entry in `heads` stands for).
+        let mut parts: Vec<(Reader<&[u8]>, Option<Record>)> = Vec::with_capacity(self.parts.len());
         let mut heads: BinaryHeap<Reverse<(Timestamp, usize, u64)>> = BinaryHeap::new();
-        let mut next: Vec<Option<Record>> = Vec::with_capacity(self.parts.len());
         let (mut seq, mut last) = (0u64, Timestamp(i64::MIN));
         let mut emit = |mut r: Record, each: &mut dyn FnMut(&Record) -> rf_format::Result<()>| {
             seq += 1;
@@ -212,14 +212,14 @@ impl Parts {
             if let Some(r) = &first {
                 heads.push(Reverse((r.observed_at, i, r.seq)));
             }
-            next.push(first);
-            readers.push(reader);
+            parts.push((reader, first));
         }
         while let Some(Reverse((_, i, _))) = heads.pop() {
-            let Some(r) = next[i].take() else { continue };
-            if let Some(n) = readers[i].next_record()? {
+            let (reader, next) = &mut parts[i];
+            let Some(r) = next.take() else { continue };
+            if let Some(n) = reader.next_record()? {
                 heads.push(Reverse((n.observed_at, i, n.seq)));
-                next[i] = Some(n);
+                *next = Some(n);
             }
             emit(r, &mut each)?;
         }
