@@ -4,6 +4,9 @@
 //! One image reference (the same `image` string in the pod spec, not pinned by digest) ran as
 //! different digests (`status.containerStatuses[].imageID`) in the pods of a rollout: within
 //! one revision, or across revisions. Reported once per rollout, image and new digest.
+//! What is remembered per rollout is every image a pod of it runs and the last 32 images it
+//! ran: an image out of use since before those (more releases ago than a rollback reaches) is
+//! looked at afresh if it comes back.
 //!
 //! # Why it matters
 //! The tag moved: the canary verified one build and other pods run another. Within one revision
@@ -19,7 +22,7 @@ use std::collections::HashMap;
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::image_not_pinned::pinned;
-use crate::detectors::{Detector, Facts, Scene};
+use crate::detectors::{Detector, Facts, RecentImages, Scene};
 use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::At;
 use crate::world::{Touched, revision};
@@ -33,8 +36,9 @@ struct Seen {
     pos: At,
 }
 
-/// What is known of one image reference of one rollout. Kept for the whole analysis (a
-/// rollback can bring an image back), so kept small: most images run as one digest.
+/// What is known of one image reference of one rollout. Kept while the rollout runs the image
+/// and for [`KEEP_IMAGES`](crate::detectors::KEEP_IMAGES) images after (a rollback can bring it
+/// back), and kept small: most images run as one digest.
 #[derive(Debug, Default)]
 struct ImageDigests {
     /// The digests seen first, at most [`KEEP_DIGESTS`], sorted by digest.
@@ -46,8 +50,9 @@ struct ImageDigests {
 #[derive(Debug, Default)]
 pub(crate) struct ImageDigestDrift {
     /// namespace -> rollout -> image -> digests. Nested so that a pod's own `&str`s look them
-    /// up (this runs for every pod change): a key is copied only for a new image.
-    digests: HashMap<String, HashMap<String, HashMap<String, ImageDigests>>>,
+    /// up (this runs for every pod change): a key is copied only for a new image. The images
+    /// of a rollout are the ones it ran most recently ([`RecentImages`]).
+    digests: HashMap<String, HashMap<String, RecentImages<ImageDigests>>>,
 }
 
 /// Digests remembered per image; a tag that moved more often than this is reported anyway.
@@ -83,10 +88,16 @@ impl Detector for ImageDigestDrift {
                 Some(m) => m,
                 None => by_rollout.entry(track.name.clone()).or_default(),
             };
-            let known = match by_image.get_mut(&img.image) {
-                Some(k) => k,
-                None => by_image.entry(img.image.clone()).or_default(),
+            let in_use = |image: &str| {
+                let hashes = track
+                    .replicasets
+                    .values()
+                    .filter_map(|rs| rs.hash.as_deref());
+                hashes
+                    .flat_map(|h| s.world.pods_of_hash(&track.namespace, h))
+                    .any(|(_, p)| p.images.iter().any(|i| i.image == image))
             };
+            let (known, _) = by_image.touch(&img.image, in_use);
             let slot = match known
                 .seen
                 .binary_search_by(|v| v.digest.as_ref().cmp(digest.as_str()))
@@ -171,6 +182,7 @@ impl Detector for ImageDigestDrift {
 #[cfg(test)]
 mod tests {
     use crate::Rule;
+    use crate::detectors::KEEP_IMAGES;
     use crate::testkit::{Kit, digest, template_unpinned};
 
     fn drift(report: &crate::Report) -> Vec<&crate::Finding> {
@@ -201,6 +213,41 @@ mod tests {
             f[0].summary.contains("checkout-api-a-p0")
                 && f[0].summary.contains("checkout-api-a-p2")
         );
+    }
+
+    /// `releases`, each a new tag with one pod, while the first release's pod still runs (or
+    /// was deleted at once); then a pod of the first release pulls a moved tag.
+    fn releases_then_the_first_tag_moves(releases: usize, running: bool) -> usize {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h0", template_unpinned("r/app:0", "c0"));
+        kit.pod("h0", "s", true, "r/app:0", &digest("b0"));
+        if !running {
+            kit.delete_pod("h0", "s");
+        }
+        for i in 1..releases {
+            let image = format!("r/app:{i}");
+            kit.release_to_pause(
+                &format!("h{i}"),
+                template_unpinned(&image, &format!("c{i}")),
+            );
+            kit.pod(
+                &format!("h{i}"),
+                "p",
+                true,
+                &image,
+                &digest(&format!("b{i}")),
+            );
+        }
+        kit.pod("h0", "late", true, "r/app:0", &digest("moved"));
+        drift(&kit.finish()).len()
+    }
+
+    #[test]
+    fn a_running_image_is_remembered_through_many_releases_and_one_left_long_ago_is_not() {
+        let (few, many) = (KEEP_IMAGES / 2, 3 * KEEP_IMAGES);
+        assert_eq!(releases_then_the_first_tag_moves(many, true), 1);
+        assert_eq!(releases_then_the_first_tag_moves(few, false), 1);
+        assert_eq!(releases_then_the_first_tag_moves(many, false), 0);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! # What it detects
 //! A container or init container of the rollout's pod template names its image by tag (or by
 //! nothing at all, meaning `latest`) without an `@sha256:` digest. Reported once per rollout and
-//! image, when the template is first seen with it.
+//! image, when the template is first seen with it. An image the template dropped more than 32
+//! images ago (more releases than a rollback reaches) is forgotten, and reported again if it
+//! comes back.
 //!
 //! # Why it matters
 //! A tag is a pointer that can move: the bytes verified in the canary are not necessarily the
@@ -14,18 +16,19 @@
 //! `registry.example.com/payments/checkout-api:1.42.0` in container `app` of
 //! `payments/checkout-api`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use crate::detectors::{Detector, argo};
+use crate::detectors::{Detector, RecentImages, argo};
 use crate::diff::HASH_LABEL;
 use crate::finding::{Finding, Rule};
 use crate::rollout::Transition;
 
 #[derive(Debug, Default)]
 pub(crate) struct ImageNotPinned {
-    /// The images reported, per rollout (namespace, name). Looked up on every transition, so
-    /// by reference: nothing is copied for an image already reported.
-    fired: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// The images reported, per rollout (namespace, name): its most recent ones
+    /// ([`RecentImages`]), each seen again at every transition while the template has it.
+    /// Looked up by reference: nothing is copied for an image already reported.
+    fired: HashMap<String, HashMap<String, RecentImages<()>>>,
 }
 
 /// True when `image` names a digest.
@@ -37,20 +40,20 @@ impl Detector for ImageNotPinned {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
         for image in track.images.iter().filter(|i| !pinned(i)) {
-            let reported = self
-                .fired
-                .get(&track.namespace)
-                .and_then(|by_name| by_name.get(&track.name))
-                .is_some_and(|images| images.contains(image));
-            if reported {
+            let by_name = match self.fired.get_mut(&track.namespace) {
+                Some(m) => m,
+                None => self.fired.entry(track.namespace.clone()).or_default(),
+            };
+            let images = match by_name.get_mut(&track.name) {
+                Some(m) => m,
+                None => by_name.entry(track.name.clone()).or_default(),
+            };
+            if !images
+                .touch(image, |i| track.images.iter().any(|t| t == i))
+                .1
+            {
                 continue;
             }
-            self.fired
-                .entry(track.namespace.clone())
-                .or_default()
-                .entry(track.name.clone())
-                .or_default()
-                .insert(image.clone());
             let hash = t.cur.pod_hash.as_deref().unwrap_or("<hash>");
             out.push(
                 Finding::new(
@@ -98,6 +101,57 @@ mod tests {
             .collect();
         assert_eq!(f.len(), 1, "{:#?}", kit.found);
         assert!(f[0].summary.contains("registry/app:2"));
+    }
+
+    /// The images reported, in order.
+    fn reported(kit: &Kit) -> Vec<String> {
+        kit.found
+            .iter()
+            .filter(|f| f.rule == Rule::ImageNotPinned)
+            .map(|f| f.summary.clone())
+            .collect()
+    }
+
+    #[test]
+    fn what_is_remembered_does_not_grow_with_releases_and_a_sidecar_is_reported_once() {
+        let releases = 3 * crate::detectors::KEEP_IMAGES;
+        let with_sidecar = |tag: &str| {
+            let mut tpl = template_unpinned(&format!("registry/app:{tag}"), tag);
+            tpl["spec"]["containers"]
+                .as_array_mut()
+                .expect("containers")
+                .push(serde_json::json!({"name": "proxy", "image": "registry/proxy:1"}));
+            tpl
+        };
+        let mut kit = Kit::new();
+        for i in 0..releases {
+            kit.release_to_pause(&format!("h{i}"), with_sidecar(&i.to_string()));
+        }
+        let found = reported(&kit);
+        let proxy = found
+            .iter()
+            .filter(|s| s.contains("registry/proxy:1"))
+            .count();
+        assert_eq!(proxy, 1, "{found:#?}");
+        for i in 0..releases {
+            let image = format!("image registry/app:{i} ");
+            assert_eq!(
+                found.iter().filter(|s| s.contains(&image)).count(),
+                1,
+                "{image}"
+            );
+        }
+        assert_eq!(found.len(), releases + 1);
+        // A tag of the last releases is still known; the first one, left long ago, is not.
+        kit.release_to_pause("back1", with_sidecar(&(releases - 2).to_string()));
+        assert_eq!(reported(&kit).len(), releases + 1);
+        kit.release_to_pause("back0", with_sidecar("0"));
+        let found = reported(&kit);
+        assert_eq!(found.len(), releases + 2);
+        assert!(
+            found[releases + 1].contains("image registry/app:0 "),
+            "{found:#?}"
+        );
     }
 
     #[test]

@@ -129,6 +129,73 @@ impl<K: Ord + Clone> Settling<K> {
     }
 }
 
+/// Images remembered per rollout by the detectors that remember images.
+pub(crate) const KEEP_IMAGES: usize = 32;
+
+/// What a detector remembers of each image one rollout ran, so that it does not grow with the
+/// number of releases a recording holds (a day of a busy namespace ships a new tag every few
+/// minutes): every image still in use (`in_use`: in the template, in a running pod), and of the
+/// others the ones seen most recently, up to [`KEEP_IMAGES`] images in all. An image out of use
+/// for that many newer images is forgotten: more releases ago than a rollback reaches
+/// (`revisionHistoryLimit`, 10 by default).
+#[derive(Debug)]
+pub(crate) struct RecentImages<V> {
+    /// (image, when last seen, what is known of it), in the order first seen.
+    images: Vec<(Box<str>, u64, V)>,
+    clock: u64,
+}
+
+impl<V> Default for RecentImages<V> {
+    fn default() -> Self {
+        RecentImages {
+            images: Vec::new(),
+            clock: 0,
+        }
+    }
+}
+
+impl<V: Default> RecentImages<V> {
+    /// What is known of `image`, which is seen now, and whether it is new to this memory. An
+    /// image new beyond [`KEEP_IMAGES`] takes the place of the one seen least recently among
+    /// those not `in_use` (asked only then); if all are in use, it is added.
+    pub fn touch(&mut self, image: &str, mut in_use: impl FnMut(&str) -> bool) -> (&mut V, bool) {
+        self.clock += 1;
+        let (i, new) = match self.images.iter().position(|(known, ..)| **known == *image) {
+            Some(i) => {
+                self.images[i].1 = self.clock;
+                (i, false)
+            }
+            None => {
+                let entry = (image.into(), self.clock, V::default());
+                let unused = (self.images.len() >= KEEP_IMAGES)
+                    .then(|| {
+                        (0..self.images.len())
+                            .filter(|&i| !in_use(&self.images[i].0))
+                            .min_by_key(|&i| self.images[i].1)
+                    })
+                    .flatten();
+                match unused {
+                    Some(i) => {
+                        self.images[i] = entry;
+                        (i, true)
+                    }
+                    None => {
+                        self.images.push(entry);
+                        (self.images.len() - 1, true)
+                    }
+                }
+            }
+        };
+        (&mut self.images[i].2, new)
+    }
+
+    /// How many images are remembered.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.images.len()
+    }
+}
+
 /// Facts one detector establishes for another, by (namespace, rollout, pod hash).
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
@@ -283,4 +350,46 @@ pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
         .map(|s| format!(" ({})", s.describe()))
         .unwrap_or_default();
     format!("step {index}{what}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KEEP_IMAGES, RecentImages};
+
+    #[test]
+    fn recent_images_keep_what_is_in_use_and_the_images_seen_most_recently() {
+        let mut m = RecentImages::<u32>::default();
+        let never = |_: &str| false;
+        let (v, new) = m.touch("sidecar:1", never);
+        assert!(new);
+        *v = 7;
+        m.touch("base:1", never);
+        // Far more releases than the bound, the sidecar seen at each of them, the base image
+        // not seen again but in use throughout.
+        let in_use = |image: &str| image == "base:1";
+        for release in 0..(3 * KEEP_IMAGES) {
+            assert!(
+                m.touch(&format!("app:{release}"), in_use).1,
+                "app:{release} is new"
+            );
+            let (v, new) = m.touch("sidecar:1", in_use);
+            assert!(!new, "the sidecar was forgotten at release {release}");
+            assert_eq!(*v, 7, "the sidecar's state was lost at release {release}");
+            assert!(m.len() <= KEEP_IMAGES);
+        }
+        assert_eq!(m.len(), KEEP_IMAGES);
+        assert!(!m.touch("base:1", never).1, "an image in use was forgotten");
+        // The latest releases are remembered; the first ones, not seen since, are not.
+        let last = 3 * KEEP_IMAGES - 1;
+        assert!(!m.touch(&format!("app:{last}"), never).1);
+        assert!(!m.touch(&format!("app:{}", last + 3 - KEEP_IMAGES), never).1);
+        assert!(
+            m.touch("app:0", never).1,
+            "app:0 was seen before all the others"
+        );
+        assert_eq!(m.len(), KEEP_IMAGES);
+        // With every image in use, a new one is added: what is in use is never forgotten.
+        assert!(m.touch("app:new", |_| true).1);
+        assert_eq!(m.len(), KEEP_IMAGES + 1);
+    }
 }
