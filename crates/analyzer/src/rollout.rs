@@ -15,6 +15,9 @@ use crate::view::{ReplicaSetView, RolloutView, Step};
 /// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
 const KEEP_DELETED: usize = 4;
 
+/// Restarts of the canary remembered per rollout: the first and the most recent ones.
+pub(crate) const KEEP_RESTARTS: usize = 16;
+
 /// Where a record sits: file index, seq, time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct At {
@@ -319,9 +322,12 @@ pub(crate) struct RolloutTrack {
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
     pub spec_templates: BTreeMap<String, Template>,
     pub replicasets: BTreeMap<String, RsTrack>,
-    /// Every restart of the canary, in order: all of them are the evidence of `restart-churn`,
-    /// so only what that evidence names is kept (not the renders of each change).
+    /// Restarts of the canary, in order: the first and the latest, [`KEEP_RESTARTS`] in all
+    /// (the evidence of `restart-churn`, so only what that evidence names is kept, not the
+    /// renders of each change). A rollout restarting all day holds no more than that.
     pub restarts: Vec<Restart>,
+    /// How many restarts there were, kept or not.
+    pub restarts_total: usize,
     /// When each pod-template hash last stopped being the current one.
     pub superseded_at: BTreeMap<String, At>,
     pub gap_pending: bool,
@@ -382,6 +388,7 @@ impl RolloutTrack {
             spec_templates: BTreeMap::new(),
             replicasets: BTreeMap::new(),
             restarts: Vec::new(),
+            restarts_total: 0,
             superseded_at: BTreeMap::new(),
             gap_pending: false,
             deleted: false,
@@ -574,6 +581,16 @@ impl RolloutTrack {
         }
     }
 
+    /// Counts a restart and keeps it, forgetting the oldest but the first beyond
+    /// [`KEEP_RESTARTS`].
+    fn restarted(&mut self, restart: Restart) {
+        self.restarts_total += 1;
+        if self.restarts.len() >= KEEP_RESTARTS {
+            self.restarts.remove(1);
+        }
+        self.restarts.push(restart);
+    }
+
     fn forget_history(&mut self) {
         self.last = None;
         self.progress.clear();
@@ -582,6 +599,7 @@ impl RolloutTrack {
         self.last_parsed = None;
         self.spec_templates.clear();
         self.restarts.clear();
+        self.restarts_total = 0;
         self.superseded_at.clear();
         self.pending_reset = None;
     }
@@ -697,7 +715,7 @@ impl RolloutTrack {
                     deferred: false,
                 };
                 if class == RevisionClass::Restart {
-                    self.restarts.push(Restart::of(cur.pos, &change));
+                    self.restarted(Restart::of(cur.pos, &change));
                 } else if class == RevisionClass::Superseded && change.old_progress.progressed() {
                     // The index may drop in a later write of this revision.
                     self.pending_reset = Some(RevisionChange {
@@ -713,7 +731,7 @@ impl RolloutTrack {
                     && self.pending_reset.as_ref().is_some_and(|p| p.to == *h) =>
             {
                 if let Some(change) = self.pending_reset.take() {
-                    self.restarts.push(Restart::of(cur.pos, &change));
+                    self.restarted(Restart::of(cur.pos, &change));
                     self.last_revision_change = Some(change);
                 }
             }

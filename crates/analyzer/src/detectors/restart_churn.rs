@@ -2,7 +2,8 @@
 //!
 //! # What it detects
 //! The same rollout's canary restarted (see `rerender-restart`) two or more times within the
-//! analysis. The finding appears at the second restart and, at the end, counts all of them.
+//! analysis. The finding appears at the second restart and, at the end, counts all of them and
+//! names the first and the 15 latest (a rollout restarting all day is not a page of evidence).
 //!
 //! # Why it matters
 //! Re-running a pipeline whose release renders twice re-triggers the race every time: each run
@@ -20,20 +21,28 @@ use crate::time::{human_duration, rfc3339};
 #[derive(Debug)]
 pub(crate) struct RestartChurn;
 
-fn describe(track: &RolloutTrack, upto: usize) -> (String, String, Vec<crate::finding::Evidence>) {
-    let restarts = &track.restarts[..upto];
-    let first = restarts[0].pos.at;
-    let last = restarts[upto - 1].pos.at;
+/// The finding's summary, explanation and evidence: every restart counted, the ones kept
+/// ([`KEEP_RESTARTS`](crate::rollout::KEEP_RESTARTS): the first and the latest) named.
+fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::finding::Evidence>) {
+    let kept = &track.restarts;
+    let total = track.restarts_total.max(kept.len());
+    let (Some(first), Some(last)) = (kept.first(), kept.last()) else {
+        return (String::new(), String::new(), Vec::new());
+    };
     let summary = format!(
-        "the canary restarted {upto} times in {}",
-        human_duration(last.0 - first.0)
+        "the canary restarted {total} times in {}",
+        human_duration(last.pos.at.0 - first.pos.at.0)
     );
-    let times: Vec<String> = restarts.iter().map(|r| rfc3339(r.pos.at)).collect();
+    let mut times: Vec<String> = kept.iter().map(|r| rfc3339(r.pos.at)).collect();
+    let omitted = total - kept.len();
+    if omitted > 0 && times.len() > 1 {
+        times.insert(1, format!("{omitted} more not listed"));
+    }
     let explanation = format!(
         "Restarts at {}. Each began the canary again at step 0 on a new pod template; re-running the pipeline re-renders and re-triggers the restart.",
         times.join(", ")
     );
-    let evidence = restarts
+    let evidence = kept
         .iter()
         .map(|r| track.evidence(r.pos, format!("restart: {} -> {}", r.from, r.to)))
         .collect();
@@ -43,11 +52,11 @@ fn describe(track: &RolloutTrack, upto: usize) -> (String, String, Vec<crate::fi
 impl Detector for RestartChurn {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision else { return };
-        if change.class != RevisionClass::Restart || t.track.restarts.len() != 2 {
+        if change.class != RevisionClass::Restart || t.track.restarts_total != 2 {
             return;
         }
         let track = t.track;
-        let (summary, explanation, evidence) = describe(track, 2);
+        let (summary, explanation, evidence) = describe(track);
         out.push(
             Finding::new(Rule::RestartChurn, track.subject(), track.subject(), t.cur.pos.at, summary)
                 .explain(explanation)
@@ -62,8 +71,7 @@ impl Detector for RestartChurn {
 
     fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
         for track in tracks {
-            let n = track.restarts.len();
-            if n <= 2 {
+            if track.restarts_total <= 2 {
                 continue;
             }
             let subject = track.subject();
@@ -71,7 +79,7 @@ impl Detector for RestartChurn {
                 .iter_mut()
                 .find(|f| f.rule == Rule::RestartChurn && f.subject == subject)
             {
-                let (summary, explanation, evidence) = describe(track, n);
+                let (summary, explanation, evidence) = describe(track);
                 f.summary = summary;
                 f.explanation = explanation;
                 f.evidence = evidence;
@@ -83,6 +91,7 @@ impl Detector for RestartChurn {
 #[cfg(test)]
 mod tests {
     use crate::Rule;
+    use crate::rollout::KEEP_RESTARTS;
     use crate::testkit::{Kit, template};
 
     fn restarts(n: usize) -> Kit {
@@ -129,5 +138,46 @@ mod tests {
             f[0].summary
         );
         assert_eq!(f[0].evidence.len(), 3);
+    }
+
+    #[test]
+    fn a_rollout_restarting_all_day_counts_every_restart_and_names_the_first_and_latest() {
+        let n = KEEP_RESTARTS + 10;
+        let kit = restarts(n);
+        let report = kit.finish();
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::RestartChurn)
+            .collect();
+        assert_eq!(f.len(), 1);
+        // The first restart (h0 -> h1, 30 s in) to the last (30 s apart each).
+        let span = crate::time::human_duration((n as i64 - 1) * 30 * 1_000_000_000);
+        assert!(
+            f[0].summary
+                .contains(&format!("restarted {n} times in {span}")),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].explanation.contains(", 10 more not listed, "),
+            "{}",
+            f[0].explanation
+        );
+        let named: Vec<&str> = f[0].evidence.iter().map(|e| e.detail.as_str()).collect();
+        assert_eq!(named.len(), KEEP_RESTARTS);
+        assert_eq!(named[0], "restart: h0 -> h1");
+        assert_eq!(
+            named[1],
+            format!(
+                "restart: h{} -> h{}",
+                n - KEEP_RESTARTS + 1,
+                n - KEEP_RESTARTS + 2
+            )
+        );
+        assert_eq!(
+            named[KEEP_RESTARTS - 1],
+            format!("restart: h{} -> h{n}", n - 1)
+        );
     }
 }
