@@ -37,8 +37,8 @@ fn bump(counts: &mut BTreeMap<String, u64>, key: &str, n: u64) {
 struct Counts {
     known: [u64; Kind::KNOWN.len()],
     other: BTreeMap<String, u64>,
-    /// By op, with its name once counted.
-    ops: [Option<(&'static str, u64)>; 8],
+    /// By [`Op::index`].
+    ops: [u64; Op::NAMES.len()],
 }
 
 impl Counts {
@@ -47,20 +47,7 @@ impl Counts {
             Some(i) => self.known[i] += 1,
             None => bump(&mut self.other, rec.kind.name(), 1),
         }
-        let op = match rec.op {
-            Op::Added => 0,
-            Op::Modified => 1,
-            Op::Deleted { inferred: false } => 2,
-            Op::Deleted { inferred: true } => 3,
-            Op::ListBegin => 4,
-            Op::Listed => 5,
-            Op::ListEnd => 6,
-            Op::Gap { .. } => 7,
-        };
-        match &mut self.ops[op] {
-            Some((_, n)) => *n += 1,
-            slot @ None => *slot = Some((rec.op.name(), 1)),
-        }
+        self.ops[rec.op.index()] += 1;
     }
 
     /// The counts by name, added to `by_kind` and `by_op` (kinds of one name counted once).
@@ -73,8 +60,10 @@ impl Counts {
         for (name, n) in self.other {
             bump(by_kind, &name, n);
         }
-        for (name, n) in self.ops.into_iter().flatten() {
-            bump(by_op, name, n);
+        for (name, n) in Op::NAMES.iter().zip(self.ops) {
+            if n > 0 {
+                bump(by_op, name, n);
+            }
         }
     }
 }

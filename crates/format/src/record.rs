@@ -166,19 +166,37 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every op's [`name`](Self::name), by [`index`](Self::index).
+    pub const NAMES: [&'static str; 8] = [
+        "added",
+        "modified",
+        "deleted",
+        "deleted-inferred",
+        "list-begin",
+        "listed",
+        "list-end",
+        "gap",
+    ];
+
+    /// The op's place in [`Op::NAMES`]: for counting ops in an array, as
+    /// [`Kind::known_index`] does kinds.
+    pub fn index(&self) -> usize {
+        match self {
+            Op::Added => 0,
+            Op::Modified => 1,
+            Op::Deleted { inferred: false } => 2,
+            Op::Deleted { inferred: true } => 3,
+            Op::ListBegin => 4,
+            Op::Listed => 5,
+            Op::ListEnd => 6,
+            Op::Gap { .. } => 7,
+        }
+    }
+
     /// A short lowercase name: `added`, `modified`, `deleted`, `deleted-inferred`, `list-begin`,
     /// `listed`, `list-end`, `gap`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Op::Added => "added",
-            Op::Modified => "modified",
-            Op::Deleted { inferred: false } => "deleted",
-            Op::Deleted { inferred: true } => "deleted-inferred",
-            Op::ListBegin => "list-begin",
-            Op::Listed => "listed",
-            Op::ListEnd => "list-end",
-            Op::Gap { .. } => "gap",
-        }
+        Self::NAMES[self.index()]
     }
 
     /// True for the ops that carry an object.
@@ -285,6 +303,26 @@ pub struct Trailer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_op_has_its_own_index_and_name() {
+        let ops = [
+            Op::Added,
+            Op::Modified,
+            Op::Deleted { inferred: false },
+            Op::Deleted { inferred: true },
+            Op::ListBegin,
+            Op::Listed,
+            Op::ListEnd,
+            Op::Gap { reason: "x".into() },
+        ];
+        let indices: std::collections::BTreeSet<usize> = ops.iter().map(Op::index).collect();
+        assert_eq!(indices.len(), Op::NAMES.len());
+        let names: std::collections::BTreeSet<&str> = ops.iter().map(Op::name).collect();
+        assert_eq!(names.len(), Op::NAMES.len());
+        assert_eq!(Op::Deleted { inferred: true }.name(), "deleted-inferred");
+        assert_eq!(Op::ListEnd.name(), "list-end");
+    }
 
     #[test]
     fn a_known_kind_s_index_is_its_place_in_known() {
