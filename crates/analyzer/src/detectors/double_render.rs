@@ -18,7 +18,7 @@
 //! Generation 2 at 13:02:30 (image and `checksum/config`, revision 3f2a…) and generation 3 at
 //! 13:03:00 (`checksum/config` only, revision 9c1e…): 30 s apart.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
@@ -44,13 +44,20 @@ struct Pending {
     second: SpecChange,
 }
 
+/// Reported renders remembered per rollout: only recent ones are asked about (an
+/// Application's last two syncs, a render just made).
+const KEEP_FIRED: usize = 16;
+
 #[derive(Debug, Default)]
 pub(crate) struct DoubleRender {
     pending: Vec<Pending>,
-    /// Rollout renders reported: (namespace, rollout, time of the second render).
-    fired: BTreeSet<(String, String, i64)>,
-    /// Application syncs reported: (app namespace, app, revision, time).
-    fired_apps: BTreeSet<(String, String, String, i64)>,
+    /// Rollout renders reported, by namespace and rollout: the times of the second renders,
+    /// the latest [`KEEP_FIRED`]. Per rollout, so that a look costs the same however many
+    /// renders were reported before, and what is kept does not grow with them.
+    fired: HashMap<String, HashMap<String, Vec<i64>>>,
+    /// Application syncs reported, by namespace and app: the last one (revision, time). Only an
+    /// app's last two syncs are looked at, so an earlier one is not asked about again.
+    fired_apps: HashMap<String, HashMap<String, (String, i64)>>,
 }
 
 /// The Application sync nearest before (or just after) `at`.
@@ -69,6 +76,34 @@ fn generation(c: &SpecChange) -> String {
 }
 
 impl DoubleRender {
+    /// True when a render of `rollout` reported before fell in `lo..=hi`.
+    fn fired_within(&self, namespace: &str, rollout: &str, lo: i64, hi: i64) -> bool {
+        self.fired
+            .get(namespace)
+            .and_then(|by_name| by_name.get(rollout))
+            .is_some_and(|times| times.iter().any(|t| (lo..=hi).contains(t)))
+    }
+
+    /// Remembers that the render of `rollout` at `at` is reported; false if it was already.
+    fn fire(&mut self, namespace: &str, rollout: &str, at: i64) -> bool {
+        let by_name = match self.fired.get_mut(namespace) {
+            Some(m) => m,
+            None => self.fired.entry(namespace.to_owned()).or_default(),
+        };
+        let times = match by_name.get_mut(rollout) {
+            Some(t) => t,
+            None => by_name.entry(rollout.to_owned()).or_default(),
+        };
+        if times.contains(&at) {
+            return false;
+        }
+        if times.len() >= KEEP_FIRED {
+            times.remove(0);
+        }
+        times.push(at);
+        true
+    }
+
     fn emit(
         &mut self,
         p: &Pending,
@@ -163,22 +198,18 @@ impl DoubleRender {
             {
                 continue;
             }
-            let key = (
-                app.namespace.clone(),
-                app.name.clone(),
-                h2.revision.clone(),
-                h2.deployed_at.0,
-            );
-            if self.fired_apps.contains(&key) {
+            let reported = self
+                .fired_apps
+                .get(&app.namespace)
+                .and_then(|by_name| by_name.get(&app.name))
+                .is_some_and(|(rev, at)| *rev == h2.revision && *at == h2.deployed_at.0);
+            if reported {
                 continue;
             }
             let lo = h1.deployed_at.0 - 5 * NS;
             let hi = h2.deployed_at.0 + WINDOW_SECONDS * NS;
             let in_window = |t: i64| t >= lo && t <= hi;
-            if self
-                .fired
-                .iter()
-                .any(|(n, r, t)| *n == track.namespace && *r == track.name && in_window(*t))
+            if self.fired_within(&track.namespace, &track.name, lo, hi)
                 || self.pending.iter().any(|p| {
                     p.namespace == track.namespace
                         && p.rollout == track.name
@@ -190,7 +221,10 @@ impl DoubleRender {
             let Some(change) = track.restarts.iter().find(|r| in_window(r.pos.at.0)) else {
                 continue;
             };
-            self.fired_apps.insert(key);
+            self.fired_apps
+                .entry(app.namespace.clone())
+                .or_default()
+                .insert(app.name.clone(), (h2.revision.clone(), h2.deployed_at.0));
             out.push(
                 Finding::new(
                     Rule::DoubleRender,
@@ -277,8 +311,7 @@ impl Detector for DoubleRender {
             let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
             if known || waited || s.end || s.snapshot {
                 let p = self.pending.remove(i);
-                let key = (p.namespace.clone(), p.rollout.clone(), p.second.pos.at.0);
-                if self.fired.insert(key) {
+                if self.fire(&p.namespace, &p.rollout, p.second.pos.at.0) {
                     self.emit(&p, s.world, track, out);
                 }
             } else {
@@ -303,6 +336,25 @@ mod tests {
             .iter()
             .filter(|f| f.rule == Rule::DoubleRender)
             .count()
+    }
+
+    #[test]
+    fn reported_renders_are_remembered_per_rollout_and_only_the_latest() {
+        use super::{DoubleRender, KEEP_FIRED};
+        let mut d = DoubleRender::default();
+        for t in 0..(3 * KEEP_FIRED as i64) {
+            assert!(d.fire("ns", "a", t * 100));
+            assert!(!d.fire("ns", "a", t * 100), "reported twice at {t}");
+        }
+        assert!(d.fire("ns", "b", 0), "another rollout's render is its own");
+        let kept = &d.fired["ns"]["a"];
+        assert_eq!(kept.len(), KEEP_FIRED);
+        let last = (3 * KEEP_FIRED as i64 - 1) * 100;
+        assert!(d.fired_within("ns", "a", last - 50, last + 50));
+        assert!(!d.fired_within("ns", "a", last + 1, last + 99));
+        assert!(!d.fired_within("ns", "c", 0, last));
+        // The oldest are forgotten: far older than an Application's last two syncs.
+        assert!(!d.fired_within("ns", "a", 0, 50));
     }
 
     #[test]
