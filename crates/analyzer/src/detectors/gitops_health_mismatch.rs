@@ -50,16 +50,19 @@ impl Detector for GitopsHealthMismatch {
             let sync = app.sync.as_deref().unwrap_or("");
             let rollout_degraded = cur.phase.as_deref() == Some("Degraded");
             let by_design = cur.at_pause_step() && !cur.abort && !rollout_degraded;
-            let not_adopted = facts.not_adopted.contains(&(
-                track.namespace.clone(),
-                track.name.clone(),
-                hash.to_owned(),
-            ));
+            // A walk, not a lookup by an owned key: the set holds the few revisions that take
+            // traffic no Service routes to them, and this runs on every look.
+            let not_adopted = || {
+                facts
+                    .not_adopted
+                    .iter()
+                    .any(|(n, r, h)| *n == track.namespace && *r == track.name && h == hash)
+            };
             let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
                 "red-while-paused"
             } else if health == "Healthy" && sync == "Synced" && rollout_degraded {
                 "green-while-degraded"
-            } else if health == "Healthy" && sync == "Synced" && not_adopted {
+            } else if health == "Healthy" && sync == "Synced" && not_adopted() {
                 "green-while-not-adopted"
             } else {
                 continue;
