@@ -14,6 +14,7 @@ fn bench(c: &mut Criterion) {
         rollouts: 20,
         events: 20_000,
         seed: 1,
+        applications: false,
     });
     let bytes = recording.write_to(Vec::new()).unwrap();
     let raw: u64 = recording

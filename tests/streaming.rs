@@ -65,6 +65,7 @@ fn retained_replicasets_follow_live_ones_not_the_number_of_releases() {
         rollouts: 1,
         events: 20_000,
         seed: 3,
+        applications: false,
     });
     let mut analyzer = Analyzer::new(Options::default());
     analyzer.begin_file("x", 1, &recording.header);

@@ -90,8 +90,7 @@ impl Prepared {
             Kind::Service => parse(rec, skim::service, Parsed::Service),
             Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
             Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
-            // Applications are few (one per app, changing on syncs): serde alone reads them.
-            Kind::Application => parse(rec, |_| Err(skim::Bail), Parsed::App),
+            Kind::Application => parse(rec, skim::application, Parsed::App),
             _ => Parsed::Nothing,
         })
     }

@@ -22,11 +22,12 @@ use serde::de::IgnoredAny;
 
 use crate::time::parse_rfc3339;
 use crate::view::{
-    Canary, CanaryStatus, Condition, Container, ContainerStatus, Endpoint, EndpointConditions,
-    EndpointSliceView, KEPT_ANNOTATIONS, KEPT_LABELS, LastManagers, Meta, OwnerRef, PauseCondition,
-    PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus,
-    RolloutView, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef,
-    WeightDest, Weights,
+    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, Canary, CanaryStatus,
+    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView,
+    KEPT_ANNOTATIONS, KEPT_LABELS, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition,
+    PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView,
+    RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest,
+    Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -936,6 +937,62 @@ fn container_status(j: &mut Json<'_>) -> R<ContainerStatus> {
     Ok(c)
 }
 
+/// An Argo CD Application: Argo CD rewrites its status at every refresh, and it lists every
+/// resource the app manages, so a recording with Argo CD holds many large ones.
+pub(crate) fn application(j: &mut Json<'_>) -> R<ApplicationView> {
+    let mut v = ApplicationView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "status" => v.status => app_status(j)?,
+    })?;
+    Ok(v)
+}
+
+fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
+    let mut s = AppStatus::default();
+    fields!(j, {
+        "sync" => s.sync => {
+            let mut sync = AppSync::default();
+            fields!(j, {
+                "status" => sync.status => j.opt_string()?,
+                "revision" => sync.revision => j.lenient_string()?,
+            })?;
+            sync
+        },
+        "health" => s.health => {
+            let mut health = AppHealth::default();
+            fields!(j, {
+                "status" => health.status => j.opt_string()?,
+            })?;
+            health
+        },
+        "history" => s.history => j.vec(app_history)?,
+        "resources" => s.resources => j.vec(app_resource)?,
+    })?;
+    Ok(s)
+}
+
+fn app_history(j: &mut Json<'_>) -> R<AppHistory> {
+    let mut h = AppHistory::default();
+    fields!(j, {
+        "revision" => h.revision => j.lenient_string()?,
+        "revisions" => h.revisions => j.opt(|j| j.vec(Json::string))?,
+        "deployedAt" => h.deployed_at => j.opt_string()?,
+        "id" => h.id => j.lenient_int()?,
+    })?;
+    Ok(h)
+}
+
+fn app_resource(j: &mut Json<'_>) -> R<AppResource> {
+    let mut r = AppResource::default();
+    fields!(j, {
+        "kind" => r.kind => j.string()?,
+        "namespace" => r.namespace => j.string()?,
+        "name" => r.name => j.string()?,
+    })?;
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -963,6 +1020,7 @@ mod tests {
             Kind::Service => both(text, service),
             Kind::EndpointSlice => both(text, slice),
             Kind::Pod => both(text, pod),
+            Kind::Application => both(text, application),
             _ => return false,
         };
         match (&skimmed, &serde) {
@@ -992,6 +1050,7 @@ mod tests {
             rollouts: 4,
             events: 3_000,
             seed: 7,
+            applications: true,
         });
         all.extend(objects(&scale.records));
         all
@@ -1005,7 +1064,12 @@ mod tests {
         for (kind, text) in &corpus {
             if matches!(
                 kind,
-                Kind::Rollout | Kind::ReplicaSet | Kind::Service | Kind::EndpointSlice | Kind::Pod
+                Kind::Rollout
+                    | Kind::ReplicaSet
+                    | Kind::Service
+                    | Kind::EndpointSlice
+                    | Kind::Pod
+                    | Kind::Application
             ) {
                 total += 1;
                 read += usize::from(agree(kind, text));
@@ -1014,6 +1078,11 @@ mod tests {
         // The fast path is for the API server's shapes: it must take all of them, or it is
         // only a slower way to reach serde.
         assert!(total > 1_000, "{total} objects");
+        let apps = corpus
+            .iter()
+            .filter(|(k, _)| *k == Kind::Application)
+            .count();
+        assert!(apps > 50, "{apps} Applications");
         assert_eq!(read, total, "objects the fast reader left to serde");
     }
 

@@ -205,6 +205,9 @@ pub struct SimulateArgs {
     /// For the `scale` scenario: varies which releases race, abort or run clean.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// For the `scale` scenario: each rollout managed by an Argo CD Application.
+    #[arg(long)]
+    pub applications: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,9 @@ pub struct ScaleConfig {
     pub events: usize,
     /// Varies which releases race, abort or run clean.
     pub seed: u64,
+    /// Each rollout managed by an Argo CD Application (namespace `argocd`, named after it),
+    /// syncing each release and following its health, as the recorder records them.
+    pub applications: bool,
 }
 
 fn paused(sim: &Sim) -> bool {
@@ -135,6 +138,7 @@ impl Parts {
                 // Pods churn with every release, as in a cluster; Events expire after an hour.
                 services: vec![crate::spec::ServiceConfig::new(&name).with_selector("app", &name)],
                 event_ttl: Some(3600),
+                application: config.applications,
                 ..SimConfig::default()
             });
             sim.run_for(u32::try_from(mix.next_u64() % 60).unwrap_or(0));
@@ -168,8 +172,15 @@ impl Parts {
         rec.header.notes.insert(
             "scale".to_owned(),
             format!(
-                "rollouts={} events={} seed={}",
-                config.rollouts, config.events, config.seed
+                "rollouts={} events={} seed={}{}",
+                config.rollouts,
+                config.events,
+                config.seed,
+                if config.applications {
+                    " applications"
+                } else {
+                    ""
+                }
             ),
         );
         Ok(Parts {
@@ -239,6 +250,7 @@ mod tests {
             rollouts: 3,
             events: 2_000,
             seed: 7,
+            applications: false,
         };
         let a = scale(&config);
         assert!(a.records.len() >= 2_000);
@@ -266,6 +278,7 @@ mod tests {
             rollouts: 4,
             events: 6_000,
             seed: 3,
+            applications: false,
         };
         let whole = scale(&config);
         let (streamed, n) = write_scale(&config, Vec::new()).unwrap();
@@ -284,11 +297,48 @@ mod tests {
     }
 
     #[test]
+    fn with_applications_each_rollout_has_one_that_syncs_its_releases() {
+        let config = ScaleConfig {
+            rollouts: 3,
+            events: 9_000,
+            seed: 2,
+            applications: true,
+        };
+        let a = scale(&config);
+        assert!(a.header.source.kinds.contains(&Kind::Application));
+        assert!(a.header.notes["scale"].ends_with(" applications"));
+        for i in 0..3 {
+            let name = format!("svc-{i:04}");
+            let apps: Vec<&Record> = a
+                .records
+                .iter()
+                .filter(|r| r.kind == Kind::Application && r.name == name)
+                .collect();
+            assert!(apps.iter().all(|r| r.namespace == "argocd"));
+            let synced = apps
+                .iter()
+                .filter(|r| String::from_utf8_lossy(&r.object).contains("\"phase\":\"Succeeded\""))
+                .count();
+            assert!(
+                synced > 3,
+                "{name}: {synced} of {} records after a sync",
+                apps.len()
+            );
+        }
+        let without = scale(&ScaleConfig {
+            applications: false,
+            ..config
+        });
+        assert!(without.records.iter().all(|r| r.kind != Kind::Application));
+    }
+
+    #[test]
     fn pods_churn_and_events_expire_an_hour_after_they_were_last_seen() {
         let a = scale(&ScaleConfig {
             rollouts: 2,
             events: 30_000,
             seed: 1,
+            applications: false,
         });
         let count = |kind: Kind, op: fn(&Op) -> bool| {
             a.records

@@ -29,6 +29,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
             rollouts: args.rollouts,
             events: args.events,
             seed: args.seed,
+            applications: args.applications,
         };
         if output == Path::new("-") {
             rf_scenarios::write_scale(&config, &mut *out)?;
