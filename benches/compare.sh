@@ -14,6 +14,7 @@
 #   curl per kind (events/s, CPU of serve)
 #
 #   benches/compare.sh [EVENTS] [ROLLOUTS] [SEED]     default: 1000000 events over 200 rollouts
+#   APPLICATIONS=1 benches/compare.sh ...             each rollout managed by an Argo CD Application
 #
 # Needs: jq, gzip, curl, /usr/bin/time (GNU time). The recording is generated (deterministic by seed)
 # in a temporary directory and removed at the end; set KEEP=DIR to keep it there.
@@ -30,14 +31,17 @@ bin=${CARGO_TARGET_DIR:-$PWD/target}/release/rollout-forensics
 dir=${KEEP:-$(mktemp -d)}
 mkdir -p "$dir"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$dir"; kill "${serve_pid:-}" 2>/dev/null || true' EXIT
-file="$dir/scale-$events-$rollouts-$seed.rfr"
+apps=()
+suffix=
+if [ -n "${APPLICATIONS:-}" ]; then apps=(--applications); suffix=-apps; fi
+file="$dir/scale-$events-$rollouts-$seed$suffix.rfr"
 if [ ! -s "$file" ]; then
-  echo "generating $events events over $rollouts rollouts (seed $seed)..." >&2
-  "$bin" simulate scale --rollouts "$rollouts" --events "$events" --seed "$seed" -o "$file" >/dev/null 2>&1
+  echo "generating $events events over $rollouts rollouts (seed $seed)${suffix:+ with Applications}..." >&2
+  "$bin" simulate scale --rollouts "$rollouts" --events "$events" --seed "$seed" "${apps[@]}" -o "$file" >/dev/null 2>&1
 fi
 # The equivalent JSON lines (one per record: kind, op, namespace, name, resourceVersion, object),
 # compressed with gzip -6 as a team would keep them.
-jsonl="$dir/events.jsonl.gz"
+jsonl="$dir/events$suffix.jsonl.gz"
 [ -s "$jsonl" ] || "$bin" inspect "$file" --jsonl | gzip -6 >"$jsonl"
 
 measure() { # prints "seconds max_rss_kib"
@@ -54,7 +58,7 @@ read -r a2_s a2_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
 read -r gj_s _ < <(measure gzip -dc "$jsonl")
 # The same records as a version 1 file (every object whole, as the target was first measured):
 # gzip -dc of it inflates all of the JSON, as gzip -dc of a version 2 file no longer does.
-v1="$dir/v1.rfr"
+v1="$dir/v1$suffix.rfr"
 [ -s "$v1" ] || "$bin" convert "$file" -o "$v1" --format-version 1 >/dev/null 2>&1
 read -r a1_s a1_kib < <(measure "$bin" analyze "$v1" -o json --fail-on never)
 read -r g1_s _ < <(measure gzip -dc "$v1")
