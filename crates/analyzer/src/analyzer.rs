@@ -1,6 +1,6 @@
 //! The replay engine: records in, findings out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::{HashMap, HashSet};
 
@@ -112,6 +112,10 @@ pub struct Analyzer {
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
     /// namespace -> ReplicaSet -> rollout, nested like `live`.
     rs_owner: HashMap<String, HashMap<String, String>>,
+    /// The rollouts whose tracking id or instance label names each Argo CD Application, by
+    /// the Application's name: a change of an Application looks at the rollouts it manages
+    /// without walking every rollout.
+    tracked_by: HashMap<String, BTreeSet<Key>>,
     /// Rollouts a detector wants to look at again at a time, even if nothing changes.
     due: ByName<Timestamp>,
     /// No time in `due` is earlier (it may be earlier than all): so that a record with none due
@@ -163,6 +167,7 @@ impl Analyzer {
             world: World::default(),
             facts: Facts::default(),
             rs_owner: HashMap::default(),
+            tracked_by: HashMap::default(),
             due: ByName::default(),
             due_from: None,
             snapshot_requested,
@@ -434,6 +439,34 @@ impl Analyzer {
         self.tracks.get_mut(namespace, name)
     }
 
+    /// Moves the rollout of `rec` in [`tracked_by`](Self::tracked_by) when `view` names
+    /// another Application than its last record did.
+    fn index_tracked_by(&mut self, rec: &Record, view: &RolloutView) {
+        let now = crate::rollout::tracking_app(&view.metadata);
+        let before = self
+            .tracks
+            .get(&rec.namespace, &rec.name)
+            .and_then(|t| t.tracked_by.as_deref());
+        if before == now {
+            return;
+        }
+        let key = (rec.namespace.clone(), rec.name.clone());
+        if let Some(before) = before {
+            if let Some(keys) = self.tracked_by.get_mut(before) {
+                keys.remove(&key);
+                if keys.is_empty() {
+                    self.tracked_by.remove(before);
+                }
+            }
+        }
+        if let Some(app) = now {
+            self.tracked_by
+                .entry(app.to_owned())
+                .or_default()
+                .insert(key);
+        }
+    }
+
     fn on_rollout(&mut self, rec: &Record, view: Option<&RolloutView>, pos: At) {
         if matches!(rec.op, Op::Deleted { .. }) {
             if let Some(track) = self.track(&rec.namespace, &rec.name) {
@@ -442,6 +475,7 @@ impl Analyzer {
             return;
         }
         let Some(view) = view else { return };
+        self.index_tracked_by(rec, view);
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
@@ -529,12 +563,21 @@ impl Analyzer {
                 .map(|t| (t.namespace.clone(), t.name.clone()))
                 .collect(),
             Touched::App { namespace, name } => match self.world.app(namespace, name) {
-                Some(app) => self
-                    .tracks
-                    .values()
-                    .filter(|t| app.manages(t))
-                    .map(|t| (t.namespace.clone(), t.name.clone()))
-                    .collect(),
+                // The rollouts it lists and the ones that name it, in (namespace, name) order
+                // as a walk over every rollout gave them.
+                Some(app) => {
+                    let named = self.tracked_by.get(&app.name).into_iter().flatten();
+                    let mut keys: Vec<Key> = app
+                        .rollouts
+                        .iter()
+                        .filter(|(ns, n)| self.tracks.contains(ns, n))
+                        .chain(named)
+                        .cloned()
+                        .collect();
+                    keys.sort_unstable();
+                    keys.dedup();
+                    keys
+                }
                 None => Vec::new(),
             },
         };

@@ -522,7 +522,10 @@ impl RolloutTrack {
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.revision_history_limit = view.spec.revision_history_limit;
-        self.tracked_by = tracking_app(&view.metadata);
+        let tracked_by = tracking_app(&view.metadata);
+        if self.tracked_by.as_deref() != tracked_by {
+            self.tracked_by = tracked_by.map(str::to_owned);
+        }
         self.track_template(view, &cur, spec_changed);
 
         let prev = self.last.take();
@@ -1118,19 +1121,19 @@ pub(crate) fn template_images(template: &Value) -> Vec<String> {
 /// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`
 /// annotation (`<app>:<group>/<kind>:<ns>/<name>`), else the `app.kubernetes.io/instance` label
 /// (Argo CD's default label tracking).
-pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<String> {
+pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<&str> {
     if let Some(id) = meta.annotations.get("argocd.argoproj.io/tracking-id") {
         if let Some((app, _)) = id.split_once(':') {
             if !app.is_empty() {
                 // `<namespace>_<name>` when apps live outside the control-plane namespace.
-                return Some(app.rsplit('_').next().unwrap_or(app).to_owned());
+                return Some(app.rsplit('_').next().unwrap_or(app));
             }
         }
     }
     meta.labels
         .get("app.kubernetes.io/instance")
+        .map(String::as_str)
         .filter(|s| !s.is_empty())
-        .cloned()
 }
 
 /// A cheap digest to tell whether a template's bytes changed (compared within one run only).

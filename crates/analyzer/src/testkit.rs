@@ -333,6 +333,12 @@ impl Kit {
     /// The Argo CD Application `checkout-api` managing the rollout, with `history` as
     /// (revision, seconds since the script's start).
     pub fn app(&mut self, sync: &str, health: &str, history: &[(&str, i64)]) {
+        self.app_listing(sync, health, history, true);
+    }
+
+    /// [`app`](Self::app), listing the rollout in its `status.resources` or not (an app that
+    /// manages it only by the rollout's tracking id).
+    pub fn app_listing(&mut self, sync: &str, health: &str, history: &[(&str, i64)], listed: bool) {
         let history: Vec<Value> = history
             .iter()
             .enumerate()
@@ -346,8 +352,12 @@ impl Kit {
             "metadata": {"name": NAME, "namespace": "argocd"},
             "status": {"sync": {"status": sync, "revision": "abc"}, "health": {"status": health},
                 "history": history,
-                "resources": [{"group": "argoproj.io", "kind": "Rollout", "namespace": NS,
-                               "name": NAME, "status": sync, "health": {"status": health}}]}
+                "resources": if listed {
+                    json!([{"group": "argoproj.io", "kind": "Rollout", "namespace": NS,
+                            "name": NAME, "status": sync, "health": {"status": health}}])
+                } else {
+                    json!([])
+                }}
         });
         self.seq += 1;
         let rec = Record {

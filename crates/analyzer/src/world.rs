@@ -94,7 +94,9 @@ impl AppObj {
         )
     }
 
-    /// True when this Application manages `track`.
+    /// True when this Application manages `track`: what [`World::apps_of`] answers by index
+    /// (and the tests check it against).
+    #[cfg(test)]
     pub fn manages(&self, track: &RolloutTrack) -> bool {
         self.rollouts
             .iter()

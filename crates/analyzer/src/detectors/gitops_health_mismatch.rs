@@ -203,6 +203,28 @@ mod tests {
         assert_eq!(f[0].subject.kind, rf_format::Kind::Application);
     }
 
+    /// The Suspended-while-paused case with an Application that does not list the rollout,
+    /// the rollout naming it by tracking id or not.
+    fn paused_under_an_unlisting_app(tracking_id: bool) -> usize {
+        let mut kit = Kit::new();
+        if tracking_id {
+            kit.rollout["metadata"]["annotations"] = json!({
+                "argocd.argoproj.io/tracking-id": "checkout-api:argoproj.io/Rollout:payments/checkout-api"
+            });
+        }
+        kit.app_listing("Synced", "Healthy", &[("r1", 0)], false);
+        kit.release_to_pause("new1", template("app:2", "c1"));
+        kit.advance(2);
+        kit.app_listing("Synced", "Suspended", &[("r1", 0), ("r2", 5)], false);
+        gitops(&kit).len()
+    }
+
+    #[test]
+    fn an_app_that_manages_the_rollout_by_tracking_id_is_looked_at_when_it_changes() {
+        assert_eq!(paused_under_an_unlisting_app(true), 1);
+        assert_eq!(paused_under_an_unlisting_app(false), 0);
+    }
+
     #[test]
     fn healthy_and_synced_while_degraded_is_a_warning_once_settled() {
         let mut kit = Kit::new();
