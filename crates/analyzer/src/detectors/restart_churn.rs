@@ -109,6 +109,18 @@ mod tests {
         kit
     }
 
+    /// The report's `restart-churn` findings: one.
+    fn churn(kit: Kit) -> Vec<crate::Finding> {
+        let f: Vec<_> = kit
+            .finish()
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == Rule::RestartChurn)
+            .collect();
+        assert_eq!(f.len(), 1, "{f:#?}");
+        f
+    }
+
     #[test]
     fn one_restart_is_not_churn() {
         let kit = restarts(1);
@@ -125,13 +137,7 @@ mod tests {
                 .count(),
             1
         );
-        let report = kit.finish();
-        let f: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.rule == Rule::RestartChurn)
-            .collect();
-        assert_eq!(f.len(), 1);
+        let f = churn(kit);
         assert!(
             f[0].summary.contains("restarted 3 times"),
             "{}",
@@ -143,14 +149,7 @@ mod tests {
     #[test]
     fn a_rollout_restarting_all_day_counts_every_restart_and_names_the_first_and_latest() {
         let n = KEEP_RESTARTS + 10;
-        let kit = restarts(n);
-        let report = kit.finish();
-        let f: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.rule == Rule::RestartChurn)
-            .collect();
-        assert_eq!(f.len(), 1);
+        let f = churn(restarts(n));
         // The first restart (h0 -> h1, 30 s in) to the last (30 s apart each).
         let span = crate::time::human_duration((n as i64 - 1) * 30 * 1_000_000_000);
         assert!(
