@@ -439,23 +439,24 @@ impl Analyzer {
         self.tracks.get_mut(namespace, name)
     }
 
-    /// Moves the rollout of `rec` in [`tracked_by`](Self::tracked_by) when `view` names
-    /// another Application than its last record did.
-    fn index_tracked_by(&mut self, rec: &Record, view: &RolloutView) {
+    /// Sets the Application the rollout of `rec` is tracked by, from `view`, moving it in
+    /// [`tracked_by`](Self::tracked_by) when that changed: the one place the track's
+    /// `tracked_by` changes, so that the index follows it.
+    fn set_tracked_by(&mut self, rec: &Record, view: &RolloutView) {
+        let Some(track) = self.track(&rec.namespace, &rec.name) else {
+            return;
+        };
         let now = crate::rollout::tracking_app(&view.metadata);
-        let before = self
-            .tracks
-            .get(&rec.namespace, &rec.name)
-            .and_then(|t| t.tracked_by.as_deref());
-        if before == now {
+        if track.tracked_by.as_deref() == now {
             return;
         }
+        let before = std::mem::replace(&mut track.tracked_by, now.map(str::to_owned));
         let key = (rec.namespace.clone(), rec.name.clone());
         if let Some(before) = before {
-            if let Some(keys) = self.tracked_by.get_mut(before) {
+            if let Some(keys) = self.tracked_by.get_mut(&before) {
                 keys.remove(&key);
                 if keys.is_empty() {
-                    self.tracked_by.remove(before);
+                    self.tracked_by.remove(&before);
                 }
             }
         }
@@ -475,7 +476,7 @@ impl Analyzer {
             return;
         }
         let Some(view) = view else { return };
-        self.index_tracked_by(rec, view);
+        self.set_tracked_by(rec, view);
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };

@@ -344,7 +344,8 @@ pub(crate) struct RolloutTrack {
     pub traffic_routing: bool,
     /// `spec.revisionHistoryLimit`.
     pub revision_history_limit: Option<i64>,
-    /// The Argo CD Application that tracks it (tracking-id annotation or instance label).
+    /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
+    /// of its last record: set by the analyzer, which indexes rollouts by it.
     pub tracked_by: Option<String>,
     /// Container images of the last template seen (containers and init containers).
     pub images: Vec<String>,
@@ -522,10 +523,6 @@ impl RolloutTrack {
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.revision_history_limit = view.spec.revision_history_limit;
-        let tracked_by = tracking_app(&view.metadata);
-        if self.tracked_by.as_deref() != tracked_by {
-            self.tracked_by = tracked_by.map(str::to_owned);
-        }
         self.track_template(view, &cur, spec_changed);
 
         let prev = self.last.take();
