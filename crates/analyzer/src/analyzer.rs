@@ -339,11 +339,11 @@ impl Analyzer {
                 match (&rec.kind, prepared.0) {
                     (_, Parsed::Unreadable(w)) => self.warn(w),
                     (Kind::Rollout, parsed) => {
-                        let view = match parsed {
+                        let mut view = match parsed {
                             Parsed::Rollout(v) => Some(v),
                             _ => None,
                         };
-                        self.on_rollout(rec, view.as_deref(), pos);
+                        self.on_rollout(rec, view.as_deref_mut(), pos);
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
@@ -468,7 +468,7 @@ impl Analyzer {
         }
     }
 
-    fn on_rollout(&mut self, rec: &Record, view: Option<&RolloutView>, pos: At) {
+    fn on_rollout(&mut self, rec: &Record, view: Option<&mut RolloutView>, pos: At) {
         if matches!(rec.op, Op::Deleted { .. }) {
             if let Some(track) = self.track(&rec.namespace, &rec.name) {
                 track.deleted = true;

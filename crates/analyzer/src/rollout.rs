@@ -65,48 +65,62 @@ pub(crate) struct RolloutState {
 }
 
 impl Snapshot {
+    /// The state of `v`, whose strings it takes: the view is read once, and nothing reads
+    /// its status, annotations or managers after this.
     pub fn from_view(
-        v: &RolloutView,
+        v: &mut RolloutView,
         pos: At,
         record_actor: Option<&str>,
         spec_changed: bool,
     ) -> Self {
-        let st = &v.status;
+        let steps_len = v.steps().len();
+        let canary_weight = v.canary_weight();
+        let st = &mut v.status;
+        // `status.stableRS` when present (even empty), else `status.canary.stableRS`, as
+        // `RolloutView::stable_rs` reads them.
+        let stable_rs = match st.stable_rs.take() {
+            Some(s) => Some(s),
+            None => st.canary.as_mut().and_then(|c| c.stable_rs.take()),
+        }
+        .filter(|s| !s.is_empty());
+        let progressing_reason = st
+            .conditions
+            .iter_mut()
+            .flatten()
+            .find(|c| c.type_ == "Progressing")
+            .and_then(|c| c.reason.take());
         let state = RolloutState {
             generation: v.metadata.generation,
-            observed_generation: st.observed_generation.clone(),
-            pod_hash: st.current_pod_hash.clone().filter(|h| !h.is_empty()),
-            step_hash: st.current_step_hash.clone(),
+            observed_generation: st.observed_generation.take(),
+            pod_hash: st.current_pod_hash.take().filter(|h| !h.is_empty()),
+            step_hash: st.current_step_hash.take(),
             step_index: st.current_step_index.unwrap_or(0),
-            steps_len: v.steps().len(),
-            stable_rs: v.stable_rs().map(str::to_owned),
-            phase: st.phase.clone(),
-            message: st.message.clone(),
+            steps_len,
+            stable_rs,
+            phase: st.phase.take(),
+            message: st.message.take(),
             pause_reasons: st
                 .pause_conditions
-                .iter()
+                .iter_mut()
                 .flatten()
-                .map(|p| p.reason.clone())
+                .map(|p| std::mem::take(&mut p.reason))
                 .collect(),
             controller_pause: st.controller_pause.unwrap_or(false),
             abort: st.abort.unwrap_or(false),
             promote_full: st.promote_full.unwrap_or(false),
             spec_paused: v.spec.paused.unwrap_or(false),
-            progressing_reason: v.progressing_reason().map(str::to_owned),
-            canary_weight: v.canary_weight(),
+            progressing_reason,
+            canary_weight,
             revision: v
                 .metadata
                 .annotations
-                .get("rollout.argoproj.io/revision")
-                .cloned(),
+                .remove("rollout.argoproj.io/revision"),
         };
-        Snapshot {
-            pos,
-            actor: record_actor
-                .map(str::to_owned)
-                .or_else(|| v.metadata.last_manager(!spec_changed).map(str::to_owned)),
-            state,
-        }
+        let actor = match record_actor {
+            Some(a) => Some(a.to_owned()),
+            None => v.metadata.take_last_manager(!spec_changed),
+        };
+        Snapshot { pos, actor, state }
     }
 
     /// True when paused at a canary pause step.
@@ -490,7 +504,7 @@ impl RolloutTrack {
     /// `last_revision_change` / `last_jump` describe the transition from the previous state.
     pub fn observe_rollout(
         &mut self,
-        view: &RolloutView,
+        view: &mut RolloutView,
         pos: At,
         actor: Option<&str>,
     ) -> Option<Snapshot> {

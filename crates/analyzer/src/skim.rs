@@ -23,11 +23,10 @@ use serde::de::IgnoredAny;
 use crate::time::parse_rfc3339;
 use crate::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, Canary, CanaryStatus,
-    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView,
-    KEPT_ANNOTATIONS, KEPT_LABELS, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition,
-    PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView,
-    RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest,
-    Weights,
+    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView, Kept,
+    KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
+    PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
+    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -519,8 +518,8 @@ fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) ->
         "namespace" => m.namespace => j.string()?,
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
-        "labels" => m.labels => kept(j, KEPT_LABELS)?,
-        "annotations" => m.annotations => kept(j, KEPT_ANNOTATIONS)?,
+        "labels" => m.labels => kept(j)?,
+        "annotations" => m.annotations => kept(j)?,
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
         "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
@@ -532,19 +531,19 @@ fn skipped(j: &mut Json<'_>) -> R<Skipped> {
     j.skip().map(|()| Skipped)
 }
 
-/// Labels or annotations, keeping the listed keys (`null` reads as empty; a later duplicate
+/// Labels or annotations, keeping `K`'s keys (`null` reads as empty; a later duplicate
 /// replaces an earlier one, as in serde's map).
-fn kept(j: &mut Json<'_>, keys: &[&str]) -> R<BTreeMap<String, String>> {
-    let mut kept = BTreeMap::new();
+fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
+    let mut kept = Kept::default();
     if j.null()? {
         return Ok(kept);
     }
     j.object(|j, key| {
-        if !keys.contains(&key) {
+        if !Kept::<K>::keeps(key) {
             return j.skip();
         }
         if let Some(v) = j.opt_string()? {
-            kept.insert(key.to_owned(), v);
+            kept.set(key, v);
         }
         Ok(())
     })?;

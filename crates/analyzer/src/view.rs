@@ -130,10 +130,10 @@ pub(crate) struct Meta<M = Skipped> {
     pub generation: Option<i64>,
     /// Only the [`KEPT_LABELS`].
     #[serde(deserialize_with = "kept_labels")]
-    pub labels: BTreeMap<String, String>,
+    pub labels: Kept<Labels>,
     /// Only the [`KEPT_ANNOTATIONS`].
     #[serde(deserialize_with = "kept_annotations")]
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: Kept<Annotations>,
     pub owner_references: Vec<OwnerRef>,
     /// Reduced while parsing to the last writer of the object and of its status (Rollouts).
     pub managed_fields: M,
@@ -151,17 +151,15 @@ impl<'de> Deserialize<'de> for Skipped {
 }
 
 impl Meta<LastManagers> {
-    /// The manager that wrote last, by `managedFields[].time`: the one that wrote the
-    /// subresource when `status` is true, the main resource otherwise.
-    pub fn last_manager(&self, status: bool) -> Option<&str> {
+    /// The manager that wrote last, by `managedFields[].time`, taken out of the view: the one
+    /// that wrote the subresource when `status` is true, the main resource otherwise.
+    pub fn take_last_manager(&mut self, status: bool) -> Option<String> {
         let last = if status {
-            &self.managed_fields.status
+            &mut self.managed_fields.status
         } else {
-            &self.managed_fields.main
+            &mut self.managed_fields.main
         };
-        last.as_ref()
-            .map(|(_, m)| m.as_str())
-            .filter(|m| !m.is_empty())
+        last.take().map(|(_, m)| m).filter(|m| !m.is_empty())
     }
 }
 
@@ -191,34 +189,123 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
+/// A fixed list of keys whose values a [`Kept`] map holds.
+pub(crate) trait KeptKeys {
+    const KEYS: &'static [&'static str];
+}
+
+/// The [`KEPT_LABELS`].
+#[derive(Debug)]
+pub(crate) struct Labels;
+
+impl KeptKeys for Labels {
+    const KEYS: &'static [&'static str] = KEPT_LABELS;
+}
+
+/// The [`KEPT_ANNOTATIONS`].
+#[derive(Debug)]
+pub(crate) struct Annotations;
+
+impl KeptKeys for Annotations {
+    const KEYS: &'static [&'static str] = KEPT_ANNOTATIONS;
+}
+
+/// How many keys a [`Kept`] map can hold.
+const KEPT_MAX: usize = 3;
+const _: () = assert!(KEPT_LABELS.len() <= KEPT_MAX && KEPT_ANNOTATIONS.len() <= KEPT_MAX);
+
+/// Labels or annotations reduced to the values of `K`'s keys: a value per key, in the order
+/// of the list. Every object's metadata has one of each: a map per object, with its keys
+/// copied, was a tenth of what parsing allocated.
+pub(crate) struct Kept<K> {
+    values: [Option<String>; KEPT_MAX],
+    keys: std::marker::PhantomData<K>,
+}
+
+impl<K> Default for Kept<K> {
+    fn default() -> Self {
+        Kept {
+            values: Default::default(),
+            keys: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K: KeptKeys> Kept<K> {
+    fn index(key: &str) -> Option<usize> {
+        K::KEYS.iter().position(|k| *k == key)
+    }
+
+    /// The value of `key`, if it is one of `K`'s keys and the object has it.
+    pub fn get(&self, key: &str) -> Option<&String> {
+        self.values[Self::index(key)?].as_ref()
+    }
+
+    /// Takes the value of `key` out.
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.values[Self::index(key)?].take()
+    }
+
+    /// Sets `key` to `value` when `key` is one of `K`'s keys; false (and nothing kept) when not.
+    pub fn set(&mut self, key: &str, value: String) -> bool {
+        match Self::index(key) {
+            Some(i) => {
+                self.values[i] = Some(value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `key` is one of `K`'s keys.
+    pub fn keeps(key: &str) -> bool {
+        Self::index(key).is_some()
+    }
+
+    /// The keys present and their values, in the order of `K`'s list.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &String)> + '_ {
+        K::KEYS
+            .iter()
+            .zip(&self.values)
+            .filter_map(|(k, v)| Some((*k, v.as_ref()?)))
+    }
+}
+
+impl<K: KeptKeys> std::fmt::Debug for Kept<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
 /// `metadata.annotations`, keeping only the [`KEPT_ANNOTATIONS`] (`null` reads as empty).
-fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    d.deserialize_any(Kept(KEPT_ANNOTATIONS))
+fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<Kept<Annotations>, D::Error> {
+    d.deserialize_any(KeptVisitor(std::marker::PhantomData))
 }
 
 /// `metadata.labels`, keeping only the [`KEPT_LABELS`] (`null` reads as empty).
-fn kept_labels<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    d.deserialize_any(Kept(KEPT_LABELS))
+fn kept_labels<'de, D: Deserializer<'de>>(d: D) -> Result<Kept<Labels>, D::Error> {
+    d.deserialize_any(KeptVisitor(std::marker::PhantomData))
 }
 
-/// A map of strings reduced to the entries of the listed keys.
-struct Kept(&'static [&'static str]);
+/// A map of strings reduced to the entries of `K`'s keys; a later duplicate replaces an
+/// earlier one, a `null` value is no value.
+struct KeptVisitor<K>(std::marker::PhantomData<K>);
 
-impl<'de> Visitor<'de> for Kept {
-    type Value = BTreeMap<String, String>;
+impl<'de, K: KeptKeys> Visitor<'de> for KeptVisitor<K> {
+    type Value = Kept<K>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a map of strings")
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(BTreeMap::new())
+        Ok(Kept::default())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-        let mut kept = BTreeMap::new();
+        let mut kept = Kept::default();
         while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
-            if self.0.contains(&key.as_ref()) {
+            if Kept::<K>::keeps(&key) {
                 if let Some(v) = a.next_value::<Option<String>>()? {
-                    kept.insert(key.into_owned(), v);
+                    kept.set(&key, v);
                 }
             } else {
                 a.next_value::<IgnoredAny>()?;
@@ -579,28 +666,6 @@ impl RolloutView {
             .as_ref()
             .and_then(|c| c.steps.as_deref())
             .unwrap_or(&[])
-    }
-
-    pub fn stable_rs(&self) -> Option<&str> {
-        self.status
-            .stable_rs
-            .as_deref()
-            .or_else(|| {
-                self.status
-                    .canary
-                    .as_ref()
-                    .and_then(|c| c.stable_rs.as_deref())
-            })
-            .filter(|s| !s.is_empty())
-    }
-
-    pub fn progressing_reason(&self) -> Option<&str> {
-        self.status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == "Progressing")
-            .and_then(|c| c.reason.as_deref())
     }
 
     pub fn canary_weight(&self) -> Option<i64> {
