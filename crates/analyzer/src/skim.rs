@@ -515,7 +515,6 @@ fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) ->
     let mut m = Meta::<M>::default();
     fields!(j, {
         "name" => m.name => j.string()?,
-        "namespace" => m.namespace => j.string()?,
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
         "labels" => m.labels => kept(j)?,
@@ -567,6 +566,7 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
     if j.null()? {
         return Ok(last);
     }
+    let (mut main, mut status) = (None, None);
     j.array(|j| {
         let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
         fields!(j, {
@@ -578,15 +578,19 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
             return Ok(());
         };
         let slot = if subresource.as_deref() == Some("status") {
-            &mut last.status
+            &mut status
         } else {
-            &mut last.main
+            &mut main
         };
         if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
-            *slot = Some((t.0, manager.into_owned()));
+            *slot = Some((t.0, manager));
         }
         Ok(())
     })?;
+    // Borrowed until here: only the last writers are copied.
+    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, m.into_owned()));
+    last.main = own(main);
+    last.status = own(status);
     Ok(last)
 }
 

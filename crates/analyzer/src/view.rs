@@ -124,7 +124,7 @@ impl<'de> Deserialize<'de> for RawJson {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Meta<M = Skipped> {
     pub name: String,
-    pub namespace: String,
+    // No `namespace`: the record's is the object's, and no detector reads it here.
     pub uid: String,
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,

@@ -95,13 +95,14 @@ impl Bases {
                 slot.cost = cost;
                 // The budget counts lengths: keep each allocation close to its length, so
                 // that memory is what the budget says (within a quarter).
+                // An object that grew gets an eighth to spare: most grow by a few bytes at a
+                // time (a counter gains a digit), and each was a new allocation.
                 let len = rec.object.len();
+                slot.object.clear();
                 if slot.object.capacity() < len || slot.object.capacity() > len + len / 4 {
-                    slot.object = rec.object.clone();
-                } else {
-                    slot.object.clear();
-                    slot.object.extend_from_slice(&rec.object);
+                    slot.object = Vec::with_capacity(len + len / 8);
                 }
+                slot.object.extend_from_slice(&rec.object);
                 self.push_newest(at);
             }
             (Some(at), false) => self.drop_slot(at),
