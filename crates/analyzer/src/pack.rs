@@ -296,7 +296,7 @@ impl PackedFindings {
             .chunks
             .iter()
             .map(|c| {
-                let bytes: Box<dyn Read + '_> = match (&c.deflated, self.spill.file()) {
+                let bytes: Box<dyn Read + Send + '_> = match (&c.deflated, self.spill.file()) {
                     (Deflated::Memory(bytes), _) => Box::new(&bytes[..]),
                     (Deflated::File { offset, len }, Some(file)) => Box::new(FileRange {
                         file,
@@ -328,7 +328,7 @@ pub struct Merge<'a> {
 }
 
 struct Cursor<'a> {
-    inflate: DeflateDecoder<Box<dyn Read + 'a>>,
+    inflate: DeflateDecoder<Box<dyn Read + Send + 'a>>,
     left: usize,
     head: Option<Finding>,
 }
@@ -566,10 +566,45 @@ impl Decoder<'_> {
     }
 }
 
+/// Findings from which [`PackedFindings`] serializes on two threads, and how many a thread
+/// hands to the other at a time.
+const DECODE_APART: usize = 1024;
+const HANDED: usize = 64;
+
 impl serde::Serialize for PackedFindings {
-    /// As the report's `findings` array: one finding decoded at a time.
+    /// As the report's `findings` array: one finding decoded at a time. Many are decoded
+    /// (inflated, merged) on a thread of their own while this one writes them: a report is
+    /// written when everything else is done, and on 20,000 findings the two halves of that
+    /// work each took about 3% of `analyze`'s time, one after the other.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.iter())
+        if self.len() < DECODE_APART {
+            return s.collect_seq(self.iter());
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Finding>>(4);
+            let decoding = std::thread::Builder::new()
+                .name("rf-findings".into())
+                .spawn_scoped(scope, move || {
+                    let mut batch = Vec::with_capacity(HANDED);
+                    for f in self.iter() {
+                        batch.push(f);
+                        if batch.len() == HANDED
+                            && tx
+                                .send(std::mem::replace(&mut batch, Vec::with_capacity(HANDED)))
+                                .is_err()
+                        {
+                            // The writer stopped (an error it reports).
+                            return;
+                        }
+                    }
+                    let _ = tx.send(batch);
+                });
+            match decoding {
+                Ok(_) => s.collect_seq(rx.into_iter().flatten()),
+                // No thread to be had: decoded here.
+                Err(_) => s.collect_seq(self.iter()),
+            }
+        })
     }
 }
 
@@ -727,5 +762,58 @@ mod tests {
             serde_json::to_string(&sorted).unwrap()
         );
         assert!(PackedFindings::default().iter().next().is_none());
+    }
+
+    #[test]
+    fn many_findings_serialize_the_same_decoded_on_a_thread_of_their_own() {
+        let (all, sorted) = many();
+        assert!(all.len() > DECODE_APART && all.len() % HANDED != 0);
+        let expected = serde_json::to_string(&sorted).unwrap();
+        let mut packed = PackedFindings::default();
+        for chunk in all.chunks(61) {
+            packed.push(chunk.to_vec());
+        }
+        assert_eq!(serde_json::to_string(&packed).unwrap(), expected);
+        // From the spill file too.
+        let dir = std::env::temp_dir().join(format!("rf-pack-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut spilled_all = PackedFindings::default().spill_to(dir.clone(), 1);
+        for chunk in all.chunks(61) {
+            spilled_all.push(chunk.to_vec());
+        }
+        assert!(spilled(&spilled_all) > 0);
+        assert_eq!(serde_json::to_string(&spilled_all).unwrap(), expected);
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    /// Accepts `left` bytes, then fails.
+    struct Failing {
+        left: usize,
+    }
+
+    impl std::io::Write for Failing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.left < buf.len() {
+                return Err(std::io::Error::other("disk full"));
+            }
+            self.left -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_that_fails_midway_ends_the_decoding_thread_and_says_why() {
+        let (all, _) = many();
+        let mut packed = PackedFindings::default();
+        for chunk in all.chunks(500) {
+            packed.push(chunk.to_vec());
+        }
+        // Fails after a few findings, while the other thread has thousands to hand over:
+        // it must stop (the scope joins it), not block on a channel nobody reads.
+        let err = serde_json::to_writer(Failing { left: 2000 }, &packed).unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
     }
 }
