@@ -262,6 +262,17 @@ impl Analyzer {
     /// [`push`](Analyzer::push) with the record's object already parsed by
     /// [`Prepared::of`] (on another thread, say).
     pub fn push_prepared(&mut self, rec: &Record, prepared: Prepared) -> Vec<Finding> {
+        self.replay(rec, prepared, true)
+    }
+
+    /// [`push_prepared`](Analyzer::push_prepared) for a caller that reads findings only in
+    /// the report: the findings made are not copied out (on a recording that makes a finding
+    /// every 50 records, those copies were about 1% of the replay).
+    pub fn replay_prepared(&mut self, rec: &Record, prepared: Prepared) {
+        self.replay(rec, prepared, false);
+    }
+
+    fn replay(&mut self, rec: &Record, prepared: Prepared, copy_out: bool) -> Vec<Finding> {
         if self.opts.until.is_some_and(|u| rec.observed_at > u) {
             self.past_until = true;
             return Vec::new();
@@ -361,11 +372,15 @@ impl Analyzer {
                 }
             }
         }
-        let made = self.findings[before..]
-            .iter()
-            .filter(|f| self.wanted(f))
-            .cloned()
-            .collect();
+        let made = if copy_out {
+            self.findings[before..]
+                .iter()
+                .filter(|f| self.wanted(f))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.pack_if_full();
         made
     }

@@ -5,7 +5,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rf_analyzer::{Analyzer, FileEnd, Finding};
+use rf_analyzer::{Analyzer, FileEnd};
 use rf_format::{End, Reader, Timestamp};
 
 use crate::args::Window;
@@ -108,15 +108,11 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
     Ok(recs)
 }
 
-/// Replays `recordings` into `analyzer` as one history, handing each record's new findings to
-/// `on_findings`. Records are read and parsed on other cores ([`crate::pipeline`]); the analyzer
+/// Replays `recordings` into `analyzer` as one history; its findings are read from its report.
+/// Records are read and parsed on other cores ([`crate::pipeline`]); the analyzer
 /// replays them in order and reports holes between files as gaps. Returns the damage met, one
 /// entry per damaged file.
-pub fn replay(
-    recordings: Vec<Recording>,
-    analyzer: &mut Analyzer,
-    mut on_findings: impl FnMut(&[Finding]) -> Result<()>,
-) -> Result<Vec<Damage>> {
+pub fn replay(recordings: Vec<Recording>, analyzer: &mut Analyzer) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
     for Recording { path, reader } in recordings {
         analyzer.begin_file(
@@ -124,20 +120,10 @@ pub fn replay(
             reader.format_version(),
             reader.header(),
         );
-        let mut failed: Option<anyhow::Error> = None;
         let ended = crate::pipeline::for_each(reader, |rec, prepared| {
-            let found = analyzer.push_prepared(rec, prepared);
-            if !found.is_empty() {
-                if let Err(e) = on_findings(&found) {
-                    failed = Some(e);
-                    return false;
-                }
-            }
+            analyzer.replay_prepared(rec, prepared);
             !analyzer.past_until()
         });
-        if let Some(e) = failed {
-            return Err(e);
-        }
         if analyzer.past_until() {
             break;
         }
