@@ -284,6 +284,9 @@ impl PendingDiff {
 pub(crate) type EmitFn =
     fn(&PendingDiff, &RolloutTrack, Vec<crate::diff::Change>, &'static str, &mut Vec<Finding>);
 
+/// Template comparisons kept waiting per rollout ([`Comparisons::queue`]).
+pub(crate) const KEEP_PENDING: usize = 16;
+
 /// Template comparisons waiting for both templates, shared by the detectors that compare the
 /// two revisions of a change.
 #[derive(Debug)]
@@ -300,16 +303,38 @@ impl Comparisons {
         }
     }
 
-    /// Compares the templates of `change` now, or as soon as both are known.
+    /// Compares the templates of `change` now, or as soon as both are known. A rollout keeps
+    /// its latest [`KEEP_PENDING`] comparisons waiting: one whose templates never come (a
+    /// ReplicaSet deleted before the recording began) would otherwise wait, and be looked at
+    /// at every ReplicaSet record, for the rest of the recording.
     pub fn queue(
         &mut self,
         t: &Transition<'_>,
         change: &crate::rollout::RevisionChange,
         out: &mut Vec<Finding>,
     ) {
-        self.pending
-            .push(PendingDiff::of(t.track, change, t.cur.pos));
-        self.drain(&[t.track], out);
+        self.wait(t.track, change, t.cur.pos, out);
+    }
+
+    fn wait(
+        &mut self,
+        track: &RolloutTrack,
+        change: &crate::rollout::RevisionChange,
+        pos: At,
+        out: &mut Vec<Finding>,
+    ) {
+        if self.waiting(track) >= KEEP_PENDING {
+            if let Some(oldest) = self.pending.iter().position(|p| p.is_for(track)) {
+                self.pending.remove(oldest);
+            }
+        }
+        self.pending.push(PendingDiff::of(track, change, pos));
+        self.drain(&[track], out);
+    }
+
+    /// How many comparisons of `track` wait for a template.
+    fn waiting(&self, track: &RolloutTrack) -> usize {
+        self.pending.iter().filter(|p| p.is_for(track)).count()
     }
 
     /// A ReplicaSet of `track` changed: its template may complete a comparison.
@@ -354,7 +379,61 @@ pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{KEEP_IMAGES, RecentImages};
+    use super::{Comparisons, KEEP_IMAGES, KEEP_PENDING, RecentImages};
+    use crate::rollout::{At, Progress, RevisionChange, RevisionClass, RolloutTrack};
+
+    #[test]
+    fn a_rollout_keeps_its_latest_comparisons_waiting_for_templates_that_never_come() {
+        fn never_emitted(
+            _: &super::PendingDiff,
+            _: &RolloutTrack,
+            _: Vec<crate::diff::Change>,
+            _: &'static str,
+            _: &mut Vec<crate::Finding>,
+        ) {
+            panic!("no template is known: nothing to compare");
+        }
+        let mut c = Comparisons::new(never_emitted);
+        let (a, b) = (
+            RolloutTrack::new("ns", "a", false),
+            RolloutTrack::new("ns", "b", false),
+        );
+        let change = |n: usize| RevisionChange {
+            from: format!("gone{n}"),
+            to: format!("gone{}", n + 1),
+            class: RevisionClass::Restart,
+            old_progress: Progress::default(),
+            render: None,
+            previous_render: None,
+            deferred: false,
+        };
+        let at = |n: usize| At {
+            file: 0,
+            seq: n as u64,
+            at: rf_format::Timestamp(n as i64),
+        };
+        let mut out = Vec::new();
+        for n in 0..3 {
+            c.wait(&b, &change(n), at(n), &mut out);
+        }
+        for n in 0..(4 * KEEP_PENDING) {
+            c.wait(&a, &change(n), at(n), &mut out);
+        }
+        assert_eq!(c.waiting(&a), KEEP_PENDING);
+        assert_eq!(c.waiting(&b), 3, "another rollout's are its own");
+        // The latest kept, in order.
+        let kept: Vec<u64> = c
+            .pending
+            .iter()
+            .filter(|p| p.is_for(&a))
+            .map(|p| p.pos.seq)
+            .collect();
+        let latest: Vec<u64> = (3 * KEEP_PENDING..4 * KEEP_PENDING)
+            .map(|n| n as u64)
+            .collect();
+        assert_eq!(kept, latest);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn recent_images_keep_what_is_in_use_and_the_images_seen_most_recently() {
