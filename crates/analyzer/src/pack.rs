@@ -311,6 +311,7 @@ impl PackedFindings {
                     inflate: DeflateDecoder::new(bytes),
                     left: c.len,
                     head: None,
+                    buf: Vec::new(),
                 }
             })
             .collect();
@@ -331,6 +332,7 @@ struct Cursor<'a> {
     inflate: DeflateDecoder<Box<dyn Read + Send + 'a>>,
     left: usize,
     head: Option<Finding>,
+    buf: Vec<u8>,
 }
 
 impl Cursor<'_> {
@@ -342,7 +344,7 @@ impl Cursor<'_> {
         self.left -= 1;
         // The chunks are this process's own bytes: a failure here is a bug, and ends this
         // chunk rather than the process (the count check in `Analyzer::finish` reports it).
-        self.head = decode_one(&mut self.inflate);
+        self.head = decode_one(&mut self.inflate, &mut self.buf);
         if self.head.is_none() {
             self.left = 0;
         }
@@ -456,16 +458,19 @@ fn put_subject(b: &mut Vec<u8>, s: &Subject) {
     put_str(b, &s.name);
 }
 
-fn decode_one(r: &mut impl Read) -> Option<Finding> {
+/// Decodes the next finding of `r` through `buf`, the cursor's own (reused: a buffer grown
+/// from nothing for each finding was a few reallocations per finding, and a report decodes
+/// every finding twice).
+fn decode_one(r: &mut impl Read, buf: &mut Vec<u8>) -> Option<Finding> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len).ok()?;
     let len = u32::from_le_bytes(len) as usize;
-    let mut buf = Vec::new();
-    r.take(len as u64).read_to_end(&mut buf).ok()?;
+    buf.clear();
+    r.take(len as u64).read_to_end(buf).ok()?;
     if buf.len() != len {
         return None;
     }
-    let mut d = Decoder { b: &buf };
+    let mut d = Decoder { b: buf };
     d.finding()
 }
 
