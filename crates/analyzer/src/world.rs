@@ -382,11 +382,12 @@ impl World {
         deleted: bool,
     ) -> Option<Touched> {
         let key = (rec.namespace.clone(), rec.name.clone());
-        self.unindex_app(&key);
         if deleted {
+            self.unindex_app(&key);
             self.apps.remove(&key);
         } else {
             let Parsed::App(v) = parsed else {
+                self.unindex_app(&key);
                 return None;
             };
             let mut history: Vec<Sync> = v
@@ -411,18 +412,27 @@ impl World {
                 .filter(|r| r.kind == "Rollout")
                 .map(|r| (r.namespace.clone(), r.name.clone()))
                 .collect();
-            for (ns, name) in &rollouts {
-                self.listing
-                    .entry(ns.clone())
-                    .or_default()
-                    .entry(name.clone())
+            // Argo CD rewrites an Application's status at every refresh; the rollouts it lists
+            // rarely change, and only then is it indexed again.
+            if self
+                .apps
+                .get(&key)
+                .is_none_or(|old| old.rollouts != rollouts)
+            {
+                self.unindex_app(&key);
+                for (ns, name) in &rollouts {
+                    self.listing
+                        .entry(ns.clone())
+                        .or_default()
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(key.clone());
+                }
+                self.named
+                    .entry(rec.name.clone())
                     .or_default()
                     .insert(key.clone());
             }
-            self.named
-                .entry(rec.name.clone())
-                .or_default()
-                .insert(key.clone());
             self.apps.insert(
                 key,
                 AppObj {
@@ -835,6 +845,20 @@ mod tests {
         check(
             &world,
             "relisted",
+            &[&["both"], &["both", "by-id"], &["both", "one"]],
+        );
+        // A status refresh that lists the same rollouts: indexed as it was.
+        app(&mut world, 5, "argocd", "one", Some(&[("team", "s")]));
+        app(
+            &mut world,
+            5,
+            "argocd",
+            "both",
+            Some(&[("team", "s"), ("team", "r")]),
+        );
+        check(
+            &world,
+            "refreshed",
             &[&["both"], &["both", "by-id"], &["both", "one"]],
         );
         // Listing a rollout and naming it by tracking id: once.
