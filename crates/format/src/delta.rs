@@ -457,6 +457,13 @@ pub(crate) fn apply(base: &[u8], pieces: &[u8], out: &mut Vec<u8>) -> Result<(),
     if pieces.is_empty() {
         return Err("a delta body without pieces".to_owned());
     }
+    // Into a new buffer (a record returned by value), the object's length first, so that it
+    // is built in one allocation: it grew piece by piece, then was shrunk to fit. A reused
+    // buffer grows as a Vec does, and is rarely too small. Malformed pieces end the count; the
+    // pass below says what is wrong with them.
+    if out.capacity() == 0 {
+        out.reserve_exact(rebuilt_len(pieces).min(MAX_FRAME_LEN as usize));
+    }
     let mut c = Cursor { bytes: pieces };
     let at = |c: &Cursor<'_>| pieces.len() - c.bytes.len();
     while !c.bytes.is_empty() {
@@ -502,6 +509,27 @@ pub(crate) fn apply(base: &[u8], pieces: &[u8], out: &mut Vec<u8>) -> Result<(),
     Ok(())
 }
 
+/// The length of the object `pieces` rebuild, as far as they read.
+fn rebuilt_len(pieces: &[u8]) -> usize {
+    let mut c = Cursor { bytes: pieces };
+    let mut total = 0usize;
+    while let Some(head) = c.varint() {
+        let Ok(len) = usize::try_from(head >> 1) else {
+            break;
+        };
+        let read = if head & 1 == 0 {
+            c.varint().map(|_| ())
+        } else {
+            c.take(len).map(|_| ())
+        };
+        if read.is_none() {
+            break;
+        }
+        total = total.saturating_add(len);
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +541,11 @@ mod tests {
         if target.is_empty() {
             assert!(pieces.is_empty());
         } else {
+            assert_eq!(
+                rebuilt_len(&pieces),
+                target.len(),
+                "the length counted first"
+            );
             apply(base, &pieces, &mut out).expect("the encoder's pieces apply");
             assert_eq!(out, target, "rebuilt from {pieces:?}");
         }
