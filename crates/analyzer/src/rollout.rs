@@ -76,8 +76,8 @@ impl Snapshot {
         let steps_len = v.steps().len();
         let canary_weight = v.canary_weight();
         let st = &mut v.status;
-        // `status.stableRS` when present (even empty), else `status.canary.stableRS`, as
-        // `RolloutView::stable_rs` reads them.
+        // `status.stableRS` when present (even empty, which then reads as none), else
+        // `status.canary.stableRS`.
         let stable_rs = match st.stable_rs.take() {
             Some(s) => Some(s),
             None => st.canary.as_mut().and_then(|c| c.stable_rs.take()),

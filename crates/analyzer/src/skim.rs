@@ -538,11 +538,11 @@ fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
         return Ok(kept);
     }
     j.object(|j, key| {
-        if !Kept::<K>::keeps(key) {
+        let Some(slot) = kept.slot(key) else {
             return j.skip();
-        }
+        };
         if let Some(v) = j.opt_string()? {
-            kept.set(key, v);
+            *slot = Some(v);
         }
         Ok(())
     })?;

@@ -246,20 +246,9 @@ impl<K: KeptKeys> Kept<K> {
         self.values[Self::index(key)?].take()
     }
 
-    /// Sets `key` to `value` when `key` is one of `K`'s keys; false (and nothing kept) when not.
-    pub fn set(&mut self, key: &str, value: String) -> bool {
-        match Self::index(key) {
-            Some(i) => {
-                self.values[i] = Some(value);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Whether `key` is one of `K`'s keys.
-    pub fn keeps(key: &str) -> bool {
-        Self::index(key).is_some()
+    /// Where the value of `key` goes, if `key` is one of `K`'s keys.
+    pub fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+        Some(&mut self.values[Self::index(key)?])
     }
 
     /// The keys present and their values, in the order of `K`'s list.
@@ -303,12 +292,15 @@ impl<'de, K: KeptKeys> Visitor<'de> for KeptVisitor<K> {
     fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
         let mut kept = Kept::default();
         while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
-            if Kept::<K>::keeps(&key) {
-                if let Some(v) = a.next_value::<Option<String>>()? {
-                    kept.set(&key, v);
+            match kept.slot(&key) {
+                Some(slot) => {
+                    if let Some(v) = a.next_value::<Option<String>>()? {
+                        *slot = Some(v);
+                    }
                 }
-            } else {
-                a.next_value::<IgnoredAny>()?;
+                None => {
+                    a.next_value::<IgnoredAny>()?;
+                }
             }
         }
         Ok(kept)
