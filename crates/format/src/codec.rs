@@ -316,18 +316,7 @@ mod tests {
             version: "v1".into(),
             kind: "Jöb".into(),
         }]);
-        let ops = [
-            Op::Added,
-            Op::Modified,
-            Op::Deleted { inferred: false },
-            Op::Deleted { inferred: true },
-            Op::ListBegin,
-            Op::Listed,
-            Op::ListEnd,
-            Op::Gap {
-                reason: "watch broke".into(),
-            },
-        ];
+        let ops = crate::record::tests::every_op();
         let mut out = Vec::new();
         for (i, kind) in kinds.enumerate() {
             for (j, op) in ops.iter().enumerate() {

@@ -301,12 +301,12 @@ pub struct Trailer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn every_op_has_its_own_index_and_name() {
-        let ops = [
+    /// One op of each variant (both kinds of deletion), for the tests of this crate.
+    pub(crate) fn every_op() -> [Op; 8] {
+        [
             Op::Added,
             Op::Modified,
             Op::Deleted { inferred: false },
@@ -314,8 +314,15 @@ mod tests {
             Op::ListBegin,
             Op::Listed,
             Op::ListEnd,
-            Op::Gap { reason: "x".into() },
-        ];
+            Op::Gap {
+                reason: "watch broke".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_op_has_its_own_index_and_name() {
+        let ops = every_op();
         let indices: std::collections::BTreeSet<usize> = ops.iter().map(Op::index).collect();
         assert_eq!(indices.len(), Op::NAMES.len());
         let names: std::collections::BTreeSet<&str> = ops.iter().map(Op::name).collect();
