@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use crate::MAX_FRAME_LEN;
 use crate::codec::Cursor;
 use crate::record::{Kind, Op, Record};
@@ -49,8 +51,9 @@ fn cost(rec: &Record) -> usize {
 /// an hour, would otherwise accumulate).
 #[derive(Debug, Default)]
 pub(crate) struct Bases {
-    /// The slot of each key's base.
-    map: HashMap<Box<[u8]>, u32>,
+    /// The slot of each key's base (foldhash: a record's key is hashed once per record, and
+    /// SipHash, the standard one, cost more than the lookup itself).
+    map: HashMap<Box<[u8]>, u32, RandomState>,
     /// The bases, linked from the least to the most recently kept (an LRU list in a slab).
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -70,23 +73,47 @@ struct Slot {
     newer: Option<u32>,
 }
 
+/// `rec`'s key looked up in [`Bases`]: its slot, if it has a base. Made by [`Bases::find`] for
+/// one record, and used for that record only (a written or read record looks its key up once).
+#[derive(Debug)]
+#[must_use]
+pub(crate) struct Found(Option<u32>);
+
 impl Bases {
-    /// The base of `rec`'s object, if its kind, namespace and name have one.
-    pub(crate) fn get(&mut self, rec: &Record) -> Option<&[u8]> {
+    /// Looks `rec`'s kind, namespace and name up.
+    pub(crate) fn find(&mut self, rec: &Record) -> Found {
         key_into(&mut self.key, rec);
-        let at = *self.map.get(self.key.as_slice())?;
-        Some(&self.slots[at as usize].object)
+        Found(self.map.get(self.key.as_slice()).copied())
+    }
+
+    /// The base [`find`](Bases::find) found, if any.
+    pub(crate) fn base(&self, found: &Found) -> Option<&[u8]> {
+        found.0.map(|at| self.slots[at as usize].object.as_slice())
+    }
+
+    /// The base of `rec`'s object, if its kind, namespace and name have one.
+    #[cfg(test)]
+    fn get(&mut self, rec: &Record) -> Option<&[u8]> {
+        let found = self.find(rec);
+        self.base(&found)
     }
 
     /// Applies the rule to `rec`, once it is written or read.
-    pub(crate) fn after(&mut self, rec: &Record) {
+    #[cfg(test)]
+    fn after(&mut self, rec: &Record) {
+        let found = self.find(rec);
+        self.after_found(rec, found);
+    }
+
+    /// Applies the rule to `rec`, once it is written or read; `found` is [`find`](Bases::find)
+    /// of `rec`, with no change to the bases since.
+    pub(crate) fn after_found(&mut self, rec: &Record, found: Found) {
         if rec.object.is_empty() {
             return;
         }
-        key_into(&mut self.key, rec);
         let cost = cost(rec);
         let keep = !matches!(rec.op, Op::Deleted { .. }) && cost <= BASES_BUDGET;
-        match (self.map.get(self.key.as_slice()).copied(), keep) {
+        match (found.0, keep) {
             (Some(at), true) => {
                 // The common case: a newer version of a kept object.
                 self.unlink(at);

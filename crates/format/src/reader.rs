@@ -421,13 +421,16 @@ fn materialize(
     rec: &mut Record,
     body: Body<'_>,
 ) -> std::result::Result<(), String> {
+    // Version 1 has no bases, and a record without an object (a marker) changes none.
+    let empty = matches!(body, Body::Full(bytes) if bytes.is_empty());
+    let found = (version >= 2 && !empty).then(|| bases.find(rec));
     match body {
         Body::Full(bytes) => {
             rec.object.clear();
             rec.object.extend_from_slice(bytes);
         }
         Body::Delta(pieces) => {
-            let Some(base) = bases.get(rec) else {
+            let Some(base) = found.as_ref().and_then(|f| bases.base(f)) else {
                 return Err(format!(
                     "a delta body for {} {}/{}, which has no earlier object in this recording",
                     rec.kind, rec.namespace, rec.name
@@ -436,8 +439,8 @@ fn materialize(
             delta::apply(base, pieces, &mut rec.object)?;
         }
     }
-    if version >= 2 {
-        bases.after(rec);
+    if let Some(found) = found {
+        bases.after_found(rec, found);
     }
     Ok(())
 }

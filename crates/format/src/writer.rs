@@ -154,8 +154,10 @@ impl<W: Write> Writer<W> {
         let version = self.version;
         let mut pieces = std::mem::take(&mut self.pieces);
         let mut body = Body::Full(&record.object);
-        if version >= 2 && !record.object.is_empty() {
-            if let Some(base) = self.bases.get(record) {
+        // A record without an object (a marker) changes no base.
+        let found = (version >= 2 && !record.object.is_empty()).then(|| self.bases.find(record));
+        if let Some(found) = &found {
+            if let Some(base) = self.bases.base(found) {
                 self.encoder.encode(base, &record.object, &mut pieces);
                 if pieces.len() < record.object.len() {
                     body = Body::Delta(&pieces);
@@ -167,8 +169,8 @@ impl<W: Write> Writer<W> {
         });
         self.pieces = pieces;
         result?;
-        if version >= 2 {
-            self.bases.after(record);
+        if let Some(found) = found {
+            self.bases.after_found(record, found);
         }
         self.records += 1;
         self.last_observed = self.last_observed.max(record.observed_at);
