@@ -495,7 +495,7 @@ impl Analyzer {
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
-        let Some(prev) = track.observe_rollout(view, pos, rec.actor.as_deref()) else {
+        let Some(prev) = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref()) else {
             return;
         };
         let Some(track) = self.tracks.get(&rec.namespace, &rec.name) else {
@@ -543,7 +543,7 @@ impl Analyzer {
                 .insert(rec.name.clone(), owner.clone());
         }
         let track = self.track(&rec.namespace, &owner)?;
-        track.observe_replicaset(view, pos, deleted, added);
+        track.observe_replicaset(view, &rec.object, pos, deleted, added);
         let track = self.tracks.get(&rec.namespace, &owner)?;
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);

@@ -80,7 +80,8 @@ impl Prepared {
                         .spec
                         .template
                         .as_ref()
-                        .map_or(0, |raw| crate::rollout::digest(raw.get().as_bytes()));
+                        .and_then(|raw| raw.bytes(&rec.object))
+                        .map_or(0, crate::rollout::digest);
                     Parsed::ReplicaSet(v)
                 }
                 other => other,

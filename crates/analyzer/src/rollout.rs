@@ -502,9 +502,11 @@ impl RolloutTrack {
 
     /// Applies one observation of the Rollout. Returns true when its state changed, after which
     /// `last_revision_change` / `last_jump` describe the transition from the previous state.
+    /// `object` is the record's object, which `view` was read from.
     pub fn observe_rollout(
         &mut self,
         view: &mut RolloutView,
+        object: &[u8],
         pos: At,
         actor: Option<&str>,
     ) -> Option<Snapshot> {
@@ -537,7 +539,7 @@ impl RolloutTrack {
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.revision_history_limit = view.spec.revision_history_limit;
-        self.track_template(view, &cur, spec_changed);
+        self.track_template(view, object, &cur, spec_changed);
 
         let prev = self.last.take();
         self.last_revision_change = None;
@@ -621,7 +623,13 @@ impl RolloutTrack {
     /// Follows the rollout's `spec.template`: the template change of a spec change, the
     /// template of each revision, the images. Runs for every Rollout record: the template is
     /// read only when something needs it, and parsed only when its bytes changed.
-    fn track_template(&mut self, view: &RolloutView, cur: &Snapshot, spec_changed: bool) {
+    fn track_template(
+        &mut self,
+        view: &RolloutView,
+        object: &[u8],
+        cur: &Snapshot,
+        spec_changed: bool,
+    ) {
         let in_sync = generation_observed(cur.generation, cur.observed_generation.as_deref());
         let needs_template = spec_changed
             || self.last_template.is_none()
@@ -633,7 +641,7 @@ impl RolloutTrack {
         if !needs_template {
             return;
         }
-        let Some(raw) = view.spec.template.as_ref().map(|r| r.get()) else {
+        let Some(raw) = view.spec.template.as_ref().and_then(|r| r.get(object)) else {
             return;
         };
         // The same bytes as the last template: the same template (it parsed then), the same
@@ -814,9 +822,11 @@ impl RolloutTrack {
     }
 
     /// Applies one observation of a ReplicaSet this rollout owns.
+    /// `object` is the record's object, which `view` was read from.
     pub fn observe_replicaset(
         &mut self,
         view: &ReplicaSetView,
+        object: &[u8],
         pos: At,
         deleted: bool,
         added: bool,
@@ -890,10 +900,10 @@ impl RolloutTrack {
         } else {
             entry.ready_since = None;
         }
-        if let Some(raw) = &view.spec.template {
+        if let Some(raw) = view.spec.template.as_ref().and_then(|r| r.get(object)) {
             let digest = view.template_digest;
             if entry.template.is_none() || digest != entry.template_digest {
-                if let Some((template, labels)) = Template::with_labels(raw.get()) {
+                if let Some((template, labels)) = Template::with_labels(raw) {
                     entry.pod_labels = labels;
                     entry.template = Some(template);
                     entry.template_digest = digest;

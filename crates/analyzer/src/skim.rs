@@ -455,19 +455,15 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// The text of the next value, checked and not parsed.
-    fn raw(&mut self) -> R<&'a str> {
-        self.ws();
-        let start = self.i;
-        self.skip()?;
-        self.s.get(start..self.i).ok_or(Bail)
-    }
-
+    /// Where the next value is in the text, checked and not parsed.
     fn opt_raw(&mut self) -> R<Option<RawJson>> {
         if self.null()? {
             return Ok(None);
         }
-        Ok(Some(RawJson(self.raw()?.into())))
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        Ok(Some(RawJson::At(start..self.i)))
     }
 
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
@@ -1007,7 +1003,19 @@ mod tests {
         text: &str,
         fast: for<'a> fn(&mut Json<'a>) -> R<T>,
     ) -> (Option<String>, Result<String, String>) {
-        let skimmed = read(text, fast).map(|v| format!("{v:?}"));
+        both_raw(text, fast, |_, _| {})
+    }
+
+    /// [`both`] for a view holding [`RawJson`]: `resolve` turns its ranges into their text.
+    fn both_raw<T: DeserializeOwned + std::fmt::Debug>(
+        text: &str,
+        fast: for<'a> fn(&mut Json<'a>) -> R<T>,
+        resolve: fn(&mut T, &str),
+    ) -> (Option<String>, Result<String, String>) {
+        let skimmed = read(text, fast).map(|mut v| {
+            resolve(&mut v, text);
+            format!("{v:?}")
+        });
         let serde = serde_json::from_str::<T>(text)
             .map(|v| format!("{v:?}"))
             .map_err(|e| e.to_string());
@@ -1018,8 +1026,12 @@ mod tests {
     /// object serde refuses is never read. Returns whether the fast reader read it.
     fn agree(kind: &Kind, text: &str) -> bool {
         let (skimmed, serde) = match kind {
-            Kind::Rollout => both(text, rollout),
-            Kind::ReplicaSet => both(text, replicaset),
+            Kind::Rollout => both_raw(text, rollout, |v, t| {
+                RawJson::resolve(&mut v.spec.template, t);
+            }),
+            Kind::ReplicaSet => both_raw(text, replicaset, |v, t| {
+                RawJson::resolve(&mut v.spec.template, t);
+            }),
             Kind::Service => both(text, service),
             Kind::EndpointSlice => both(text, slice),
             Kind::Pod => both(text, pod),

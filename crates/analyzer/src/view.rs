@@ -101,20 +101,47 @@ pub(crate) const KEPT_LABELS: &[&str] = &[
     "app.kubernetes.io/instance",
 ];
 
-/// A JSON value kept as its text, unparsed: exactly the bytes of the recorded object (serde_json's
-/// `RawValue`, as text the fast path can also build without checking it twice).
+/// A JSON value kept unparsed: exactly its bytes in the recorded object. A Rollout's or a
+/// ReplicaSet's pod template is most of its bytes and is read only when it changed, so the fast
+/// path keeps where it is in the record's object ([`RawJson::At`]) instead of a copy; serde,
+/// whose `RawValue` may come from elsewhere, keeps the text.
 #[derive(Debug)]
-pub(crate) struct RawJson(pub Box<str>);
+pub(crate) enum RawJson {
+    /// The byte range of the value in the object of the record the view was read from.
+    At(std::ops::Range<usize>),
+    Text(Box<str>),
+}
 
 impl RawJson {
-    pub fn get(&self) -> &str {
-        &self.0
+    /// The text, given `object`, the object of the record the view was read from (`None` when
+    /// the range is not text in it: the view was read from another object).
+    pub fn get<'a>(&'a self, object: &'a [u8]) -> Option<&'a str> {
+        match self {
+            RawJson::At(range) => std::str::from_utf8(object.get(range.clone())?).ok(),
+            RawJson::Text(text) => Some(text),
+        }
+    }
+
+    /// The bytes of [`get`](RawJson::get), unchecked.
+    pub fn bytes<'a>(&'a self, object: &'a [u8]) -> Option<&'a [u8]> {
+        match self {
+            RawJson::At(range) => object.get(range.clone()),
+            RawJson::Text(text) => Some(text.as_bytes()),
+        }
+    }
+
+    /// Replaces a range with the text it names in `object` (tests compare views as text).
+    #[cfg(test)]
+    pub fn resolve(raw: &mut Option<RawJson>, object: &str) {
+        if let Some(text) = raw.as_ref().and_then(|r| r.get(object.as_bytes())) {
+            *raw = Some(RawJson::Text(text.into()));
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(d).map(|raw| RawJson(raw.get().into()))
+        Box::<RawValue>::deserialize(d).map(|raw| RawJson::Text(raw.get().into()))
     }
 }
 

@@ -757,7 +757,7 @@ mod tests {
                 seq: i as u64,
                 at: Timestamp(0),
             };
-            track.observe_replicaset(&view, pos, false, true);
+            track.observe_replicaset(&view, &[], pos, false, true);
         }
         track
     }
