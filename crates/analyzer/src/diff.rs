@@ -159,6 +159,11 @@ fn reported(path: &Path, v: &Value) -> Value {
 }
 
 fn diff_value(path: &mut Path, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<Change>) {
+    // Equal values hold no change (the hash label aside, which is never one): most of two
+    // templates is the same, and this comparison allocates nothing.
+    if a == b {
+        return;
+    }
     let a = a.filter(|v| !v.is_null());
     let b = b.filter(|v| !v.is_null());
     match (a, b) {

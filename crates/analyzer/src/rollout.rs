@@ -269,6 +269,28 @@ impl Template {
     pub fn text(&self) -> &str {
         &self.0
     }
+
+    /// The same text: shared, or equal.
+    fn same(&self, other: &Template) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+/// [`crate::diff::template_diff`] of `a` and `b`, `a` parsed from `held` when it holds it;
+/// `held` then holds `b`, parsed. `None` when one does not parse.
+fn parsed_diff(
+    held: &mut Option<(Template, Value)>,
+    a: &Template,
+    b: &Template,
+) -> Option<Vec<crate::diff::Change>> {
+    let old = match held.take() {
+        Some((t, v)) if t.same(a) => v,
+        _ => a.parse()?,
+    };
+    let new = b.parse()?;
+    let changes = crate::diff::template_diff(&old, &new);
+    *held = Some((b.clone(), new));
+    Some(changes)
 }
 
 /// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent
@@ -375,6 +397,9 @@ pub(crate) struct RolloutTrack {
     /// The last comparison of two templates: the detectors that compare a revision change's
     /// templates ask for the same one in turn.
     compared: RefCell<Option<(Template, Template, Vec<crate::diff::Change>)>>,
+    /// The new template of the last comparison, parsed: a rollout's revision changes chain
+    /// (the new template of one is the old one of the next), so each is parsed once.
+    parsed: RefCell<Option<(Template, Value)>>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -424,6 +449,7 @@ impl RolloutTrack {
             pending_reset: None,
             last_parsed: None,
             compared: RefCell::new(None),
+            parsed: RefCell::new(None),
         }
     }
 
@@ -475,11 +501,11 @@ impl RolloutTrack {
     /// a revision change asks for it.
     pub fn template_diff(&self, a: &Template, b: &Template) -> Option<Vec<crate::diff::Change>> {
         if let Some((x, y, changes)) = &*self.compared.borrow() {
-            if x == a && y == b {
+            if x.same(a) && y.same(b) {
                 return Some(changes.clone());
             }
         }
-        let changes = crate::diff::template_diff(&a.parse()?, &b.parse()?);
+        let changes = parsed_diff(&mut self.parsed.borrow_mut(), a, b)?;
         *self.compared.borrow_mut() = Some((a.clone(), b.clone(), changes.clone()));
         Some(changes)
     }
@@ -1163,4 +1189,54 @@ pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<&str> {
 pub(crate) fn digest(bytes: &[u8]) -> u64 {
     use std::hash::BuildHasher;
     foldhash::fast::FixedState::with_seed(0x7465_6d70_6c61_7465).hash_one(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(text: &str) -> Template {
+        Template(Arc::from(text))
+    }
+
+    fn held_text(held: &Option<(Template, Value)>) -> Option<&str> {
+        held.as_ref().map(|(t, _)| t.text())
+    }
+
+    #[test]
+    fn chained_comparisons_reuse_the_parsed_new_template() {
+        let (a, b, c) = (
+            template(r#"{"n":"a"}"#),
+            template(r#"{"n":"b"}"#),
+            template(r#"{"n":"c"}"#),
+        );
+        let mut held = None;
+        let changes = parsed_diff(&mut held, &a, &b).expect("both parse");
+        assert_eq!(changes.len(), 1);
+        assert_eq!(held_text(&held), Some(r#"{"n":"b"}"#));
+        // A held value is what is compared: one that differs from its text shows it.
+        if let Some((_, v)) = held.as_mut() {
+            v["n"] = "held".into();
+        }
+        let changes = parsed_diff(&mut held, &b, &c).expect("both parse");
+        assert_eq!(changes[0].old, Some("held".into()));
+        assert_eq!(held_text(&held), Some(r#"{"n":"c"}"#));
+        // Not the held one: parsed from its text.
+        let changes = parsed_diff(&mut held, &a, &c).expect("both parse");
+        assert_eq!(changes[0].old, Some("a".into()));
+        // Equal text in another allocation is the same template.
+        let changes = parsed_diff(&mut held, &template(r#"{"n":"c"}"#), &c).expect("parse");
+        assert!(changes.is_empty());
+    }
+
+    #[test]
+    fn a_template_that_does_not_parse_is_no_comparison() {
+        let mut held = None;
+        let (good, bad) = (template(r#"{"n":"a"}"#), template("{not json"));
+        assert!(parsed_diff(&mut held, &good, &bad).is_none());
+        assert!(parsed_diff(&mut held, &bad, &good).is_none());
+        assert!(held.is_none());
+        assert!(parsed_diff(&mut held, &good, &good).is_some());
+        assert_eq!(held_text(&held), Some(r#"{"n":"a"}"#));
+    }
 }
