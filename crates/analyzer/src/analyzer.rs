@@ -692,19 +692,37 @@ impl Analyzer {
         let mut packed = std::mem::take(&mut self.packed);
         packed.push(tail);
         // Decoding them all once more is cheap beside the replay, and a bug that lost one
-        // would otherwise go unsaid.
-        self.check_read_back(packed.iter().count(), packed.len());
-        (self.report(Vec::new()), packed)
+        // would otherwise go unsaid. Many are decoded on another thread while this one makes
+        // the report and frees the analyzer's state: both are the wait between the last
+        // record and the first byte of the report.
+        let count = || packed.iter().count();
+        let warning_at = self.summary.warnings.len();
+        let (read, mut report) = if packed.len() < crate::pack::DECODE_APART {
+            (count(), self.report(Vec::new()))
+        } else {
+            std::thread::scope(|scope| {
+                let counting = std::thread::Builder::new()
+                    .name("rf-read-back".into())
+                    .spawn_scoped(scope, count);
+                let report = self.report(Vec::new());
+                // No thread, or one that panicked: nothing was read back.
+                let read = counting.ok().and_then(|c| c.join().ok()).unwrap_or(0);
+                (read, report)
+            })
+        };
+        if let Some(warning) = read_back_warning(read, packed.len()) {
+            // Where it would be had it been known first: before "... and N more warnings".
+            let warnings = &mut report.recording.warnings;
+            warnings.insert(warning_at.min(warnings.len()), warning);
+        }
+        (report, packed)
     }
 
     /// Packed findings are this process's own bytes: one that does not decode is a bug, said
     /// in the report rather than lost in silence.
     fn check_read_back(&mut self, read: usize, packed: usize) {
-        if read != packed {
-            self.summary.warnings.push(format!(
-                "internal error: {} of {packed} findings could not be read back",
-                packed - read
-            ));
+        if let Some(warning) = read_back_warning(read, packed) {
+            self.summary.warnings.push(warning);
         }
     }
 
@@ -846,6 +864,16 @@ impl Analyzer {
             packed_bytes: self.packed.bytes(),
         }
     }
+}
+
+/// The warning when `read` of `packed` findings were read back.
+fn read_back_warning(read: usize, packed: usize) -> Option<String> {
+    (read != packed).then(|| {
+        format!(
+            "internal error: {} of {packed} findings could not be read back",
+            packed.saturating_sub(read)
+        )
+    })
 }
 
 /// What an [`Analyzer`] holds, by count.
@@ -1014,5 +1042,60 @@ mod file_tests {
         let r = two_files(60);
         assert!(r.recording.gaps.is_empty(), "{:?}", r.recording.gaps);
         assert!(r.recording.complete);
+    }
+}
+
+#[cfg(test)]
+mod packed_tests {
+    use rf_format::{Kind, Timestamp};
+
+    use super::{Analyzer, Options, read_back_warning};
+    use crate::finding::{Finding, Rule, Subject};
+    use crate::pack::DECODE_APART;
+
+    /// An analyzer holding `n` findings, packed every 97.
+    fn holding(n: usize) -> Analyzer {
+        let mut a = Analyzer::new(Options::default()).pack_findings_every(97);
+        for i in 0..n {
+            let name = format!("r{}", i % 7);
+            a.findings.push(Finding::new(
+                Rule::RerenderRestart,
+                Subject::new(Kind::Rollout, "ns", &name),
+                Subject::new(Kind::Rollout, "ns", &name),
+                Timestamp(((i * 7919) % 1000) as i64),
+                format!("finding {i}"),
+            ));
+            a.pack_if_full();
+        }
+        a
+    }
+
+    #[test]
+    fn many_packed_findings_are_read_back_beside_the_report() {
+        let n = DECODE_APART + 300;
+        let mut plain = holding(n).finish();
+        let (mut report, packed) = holding(n).finish_packed();
+        assert_eq!(packed.len(), n);
+        assert!(report.findings.is_empty());
+        assert!(
+            report.recording.warnings.is_empty(),
+            "{:?}",
+            report.recording.warnings
+        );
+        plain.tool.version.clear();
+        report.tool.version.clear();
+        assert_eq!(
+            serde_json::to_string(&report.with_packed(&packed)).unwrap(),
+            serde_json::to_string(&plain).unwrap()
+        );
+    }
+
+    #[test]
+    fn findings_not_read_back_are_an_internal_error_in_the_report() {
+        assert_eq!(read_back_warning(7, 7), None);
+        assert_eq!(
+            read_back_warning(1000, 1324).as_deref(),
+            Some("internal error: 324 of 1324 findings could not be read back")
+        );
     }
 }
