@@ -63,13 +63,28 @@ fn parse<T: DeserializeOwned>(
 }
 
 impl Prepared {
+    /// True for the kinds whose objects the analyzer reads; the others it counts, and reads
+    /// nothing of their objects (a reader may leave them out: `Reader::objects_of`).
+    pub fn reads(kind: &Kind) -> bool {
+        matches!(
+            kind,
+            Kind::Rollout
+                | Kind::ReplicaSet
+                | Kind::Service
+                | Kind::EndpointSlice
+                | Kind::Pod
+                | Kind::Application
+        )
+    }
+
     /// Parses what the analyzer will read of `rec`.
     pub fn of(rec: &Record) -> Prepared {
         let deleted = matches!(rec.op, Op::Deleted { .. });
         if !matches!(
             rec.op,
             Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. }
-        ) {
+        ) || !Self::reads(&rec.kind)
+        {
             return Prepared(Parsed::Nothing);
         }
         Prepared(match rec.kind {
@@ -108,7 +123,11 @@ mod tests {
     }
 
     fn pod(object: &[u8]) -> Parsed {
-        Prepared::of(&Record {
+        Prepared::of(&record(object)).0
+    }
+
+    fn record(object: &[u8]) -> Record {
+        Record {
             seq: 9,
             observed_at: rf_format::Timestamp(0),
             kind: Kind::Pod,
@@ -119,8 +138,40 @@ mod tests {
             resource_version: "1".into(),
             actor: None,
             object: object.to_vec(),
-        })
-        .0
+        }
+    }
+
+    #[test]
+    fn the_kinds_read_are_the_kinds_parsed() {
+        let other = Kind::Other {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+        };
+        let kinds = [
+            Kind::Rollout,
+            Kind::ReplicaSet,
+            Kind::Service,
+            Kind::EndpointSlice,
+            Kind::Pod,
+            Kind::Application,
+            Kind::Event,
+            other,
+        ];
+        for kind in kinds {
+            // Not an object: unreadable if parsed, nothing if not.
+            let parsed = Prepared::of(&Record {
+                kind: kind.clone(),
+                object: b"[".to_vec(),
+                ..record(b"")
+            })
+            .0;
+            assert_eq!(
+                Prepared::reads(&kind),
+                !matches!(parsed, Parsed::Nothing),
+                "{kind:?}: {parsed:?}"
+            );
+        }
     }
 
     #[test]

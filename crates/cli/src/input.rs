@@ -5,7 +5,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rf_analyzer::{Analyzer, FileEnd};
+use rf_analyzer::{Analyzer, FileEnd, Prepared};
 use rf_format::{End, Reader, Timestamp};
 
 use crate::args::Window;
@@ -108,13 +108,32 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
     Ok(recs)
 }
 
+/// Which objects [`replay`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objects {
+    /// Every object: each delta body is rebuilt and checked (`inspect`, which vouches for the
+    /// whole file).
+    All,
+    /// The kinds the analyzer reads ([`Prepared::reads`]): the others' objects (a cluster's
+    /// Events, a quarter of the records of the benchmark's) are neither rebuilt nor checked.
+    Analyzed,
+}
+
 /// Replays `recordings` into `analyzer` as one history; its findings are read from its report.
 /// Records are read and parsed on other cores ([`crate::pipeline`]); the analyzer
 /// replays them in order and reports holes between files as gaps. Returns the damage met, one
 /// entry per damaged file.
-pub fn replay(recordings: Vec<Recording>, analyzer: &mut Analyzer) -> Result<Vec<Damage>> {
+pub fn replay(
+    recordings: Vec<Recording>,
+    analyzer: &mut Analyzer,
+    objects: Objects,
+) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
     for Recording { path, reader } in recordings {
+        let reader = match objects {
+            Objects::All => reader,
+            Objects::Analyzed => reader.objects_of(Prepared::reads),
+        };
         analyzer.begin_file(
             &path.display().to_string(),
             reader.format_version(),

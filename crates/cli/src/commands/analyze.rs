@@ -73,7 +73,7 @@ pub fn analyze_files(
 fn replay_files(files: &[std::path::PathBuf], options: Options) -> Result<(Analyzer, Vec<Damage>)> {
     let recordings = input::open_all(files)?;
     let mut analyzer = Analyzer::new(options);
-    let damage = input::replay(recordings, &mut analyzer)?;
+    let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
     Ok((analyzer, damage))
 }
 

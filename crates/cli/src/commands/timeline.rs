@@ -39,7 +39,7 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
     let since = options.since;
     let recordings = input::open_all(&args.files)?;
     let mut analyzer = Analyzer::new(options);
-    let damage = input::replay(recordings, &mut analyzer)?;
+    let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
     let mut report = analyzer.finish();
     for t in &mut report.timelines {
         t.entries
