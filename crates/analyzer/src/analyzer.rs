@@ -104,9 +104,13 @@ pub struct Analyzer {
     opts: Options,
     detectors: Vec<Box<dyn Detector>>,
     tracks: ByName<RolloutTrack>,
-    /// Live objects by kind: namespace -> names. Nested so that a record's own `&str`s look
-    /// them up (this runs on every record); a key is copied only for a new object.
-    live: HashMap<Kind, HashMap<String, HashSet<String>>>,
+    /// Live objects, by their kind, namespace and name as one key ([`live_key`]): one lookup
+    /// per record (this runs on every record), the key built in `live_key`, a reused buffer,
+    /// and copied only for a new object.
+    live: HashSet<Box<[u8]>>,
+    live_key: Vec<u8>,
+    /// How many of `live` each kind has.
+    live_per_kind: HashMap<Kind, usize>,
     world: World,
     facts: Facts,
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
@@ -163,7 +167,9 @@ impl Analyzer {
             opts,
             detectors: detectors::all(snapshot),
             tracks: ByName::default(),
-            live: HashMap::default(),
+            live: HashSet::default(),
+            live_key: Vec::new(),
+            live_per_kind: HashMap::default(),
             world: World::default(),
             facts: Facts::default(),
             rs_owner: HashMap::default(),
@@ -422,22 +428,17 @@ impl Analyzer {
     }
 
     fn track_live(&mut self, rec: &Record) {
-        let by_ns = match self.live.get_mut(&rec.kind) {
-            Some(m) => m,
-            None => self.live.entry(rec.kind.clone()).or_default(),
-        };
+        live_key(&mut self.live_key, rec);
+        let key = self.live_key.as_slice();
         if matches!(rec.op, Op::Deleted { .. }) {
-            if let Some(names) = by_ns.get_mut(&rec.namespace) {
-                names.remove(&rec.name);
+            if self.live.remove(key) {
+                if let Some(n) = self.live_per_kind.get_mut(&rec.kind) {
+                    *n = n.saturating_sub(1);
+                }
             }
-        } else {
-            let names = match by_ns.get_mut(&rec.namespace) {
-                Some(n) => n,
-                None => by_ns.entry(rec.namespace.clone()).or_default(),
-            };
-            if !names.contains(&rec.name) {
-                names.insert(rec.name.clone());
-            }
+        } else if !self.live.contains(key) {
+            self.live.insert(key.into());
+            *self.live_per_kind.entry(rec.kind.clone()).or_default() += 1;
         }
     }
 
@@ -807,13 +808,15 @@ impl Analyzer {
         let ended = last.map(|p| self.end_time(p.at));
         self.summary
             .set_span(self.first_at, last.map(|p| p.at), ended);
-        self.summary.live_objects = self
-            .live
-            .iter()
-            .map(|(k, by_ns)| (k, by_ns.values().map(HashSet::len).sum::<usize>()))
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| (k.name().to_owned(), n as u64))
-            .collect();
+        // By name, as `by_kind` counts them: another group's kind of the same name counts with
+        // it.
+        let mut live_objects = BTreeMap::new();
+        for (kind, n) in &self.live_per_kind {
+            if *n > 0 {
+                *live_objects.entry(kind.name().to_owned()).or_default() += *n as u64;
+            }
+        }
+        self.summary.live_objects = live_objects;
         if self
             .summary
             .files
@@ -849,13 +852,7 @@ impl Analyzer {
     /// not the number of records.
     pub fn retained(&self) -> Retained {
         Retained {
-            live_objects: self
-                .live
-                .values()
-                .flat_map(HashMap::values)
-                .map(HashSet::len)
-                .sum::<usize>()
-                + self.world.len(),
+            live_objects: self.live.len() + self.world.len(),
             rollouts: self.tracks.len(),
             replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
             timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),
@@ -864,6 +861,31 @@ impl Analyzer {
             packed_bytes: self.packed.bytes(),
         }
     }
+}
+
+/// `rec`'s kind, namespace and name as one key, into `key`: each part length-prefixed, so that
+/// no two objects share one.
+fn live_key(key: &mut Vec<u8>, rec: &Record) {
+    fn part(key: &mut Vec<u8>, s: &str) {
+        key.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        key.extend_from_slice(s.as_bytes());
+    }
+    key.clear();
+    match &rec.kind {
+        Kind::Other {
+            group,
+            version,
+            kind,
+        } => {
+            key.push(u8::MAX);
+            part(key, group);
+            part(key, version);
+            part(key, kind);
+        }
+        known => key.push(known.known_index().unwrap_or(0) as u8),
+    }
+    part(key, &rec.namespace);
+    part(key, &rec.name);
 }
 
 /// The warning when `read` of `packed` findings were read back.
@@ -984,6 +1006,42 @@ mod file_tests {
                 ("modified".into(), 2)
             ]
         );
+        // Live: the added Event (deletions of objects never seen change nothing), and both
+        // Widgets, counted by name like `by_kind`.
+        assert_eq!(
+            names(&report.recording.live_objects),
+            [("Event".into(), 1), ("Widget".into(), 2)]
+        );
+    }
+
+    #[test]
+    fn live_objects_follow_additions_and_deletions_per_kind_namespace_and_name() {
+        let mut a = Analyzer::new(Options::default());
+        let mut seq = 0;
+        let mut push = |a: &mut Analyzer, kind: Kind, op: Op, ns: &str, name: &str| {
+            seq += 1;
+            let mut r = rec(seq, 100 + seq as i64);
+            (r.kind, r.op, r.namespace, r.name) = (kind, op, ns.into(), name.into());
+            a.push(&r);
+        };
+        let deleted = Op::Deleted { inferred: false };
+        push(&mut a, Kind::Pod, Op::Added, "a", "p");
+        push(&mut a, Kind::Pod, Op::Modified, "a", "p");
+        push(&mut a, Kind::Pod, Op::Listed, "b", "p");
+        // The same name in another kind, and a namespace and name that concatenate alike.
+        push(&mut a, Kind::Service, Op::Added, "a", "p");
+        push(&mut a, Kind::Pod, Op::Added, "ap", "");
+        push(&mut a, Kind::Pod, deleted.clone(), "a", "p");
+        push(&mut a, Kind::Pod, deleted.clone(), "a", "p");
+        push(&mut a, Kind::Service, deleted, "a", "q");
+        let report = a.finish();
+        let live: Vec<(String, u64)> = report
+            .recording
+            .live_objects
+            .iter()
+            .map(|(k, n)| (k.clone(), *n))
+            .collect();
+        assert_eq!(live, [("Pod".into(), 2), ("Service".into(), 1)]);
     }
 
     fn rec(seq: u64, secs: i64) -> Record {
