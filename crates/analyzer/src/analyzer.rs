@@ -104,7 +104,7 @@ pub struct Analyzer {
     opts: Options,
     detectors: Vec<Box<dyn Detector>>,
     tracks: ByName<RolloutTrack>,
-    /// Live objects, by their kind, namespace and name as one key ([`live_key`]): one lookup
+    /// Live objects, by their kind, namespace and name as one key ([`crate::object_key`]): one lookup
     /// per record (this runs on every record), the key built in `live_key`, a reused buffer,
     /// and copied only for a new object.
     live: HashSet<Box<[u8]>>,
@@ -428,7 +428,7 @@ impl Analyzer {
     }
 
     fn track_live(&mut self, rec: &Record) {
-        live_key(&mut self.live_key, rec);
+        crate::object_key(&mut self.live_key, rec);
         let key = self.live_key.as_slice();
         if matches!(rec.op, Op::Deleted { .. }) {
             if self.live.remove(key) {
@@ -861,31 +861,6 @@ impl Analyzer {
             packed_bytes: self.packed.bytes(),
         }
     }
-}
-
-/// `rec`'s kind, namespace and name as one key, into `key`: each part length-prefixed, so that
-/// no two objects share one.
-fn live_key(key: &mut Vec<u8>, rec: &Record) {
-    fn part(key: &mut Vec<u8>, s: &str) {
-        key.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        key.extend_from_slice(s.as_bytes());
-    }
-    key.clear();
-    match &rec.kind {
-        Kind::Other {
-            group,
-            version,
-            kind,
-        } => {
-            key.push(u8::MAX);
-            part(key, group);
-            part(key, version);
-            part(key, kind);
-        }
-        known => key.push(known.known_index().unwrap_or(0) as u8),
-    }
-    part(key, &rec.namespace);
-    part(key, &rec.name);
 }
 
 /// The warning when `read` of `packed` findings were read back.

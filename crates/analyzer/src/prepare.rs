@@ -2,8 +2,12 @@
 //! analyzer's state, so a reader can prepare records on other threads while the analyzer
 //! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)).
 
+use std::cell::RefCell;
+
 use rf_format::{Kind, Op, Record};
 use serde::de::DeserializeOwned;
+
+use crate::HashMap;
 
 use crate::skim;
 
@@ -36,6 +40,71 @@ fn parse<T: DeserializeOwned>(
     skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
     wrap: fn(Box<T>) -> Parsed,
 ) -> Parsed {
+    parse_with(rec, &mut skim::Known::default(), skim, wrap)
+}
+
+/// The pod template last read of each object on this thread ([`skim::Known`]).
+struct Templates {
+    by_object: HashMap<Box<[u8]>, skim::Known>,
+    /// The bytes of the templates held.
+    bytes: usize,
+    key: Vec<u8>,
+}
+
+/// The template bytes kept per thread: past it, all are forgotten (a deleted ReplicaSet's would
+/// otherwise stay), and each is read once more. Twice what the 1M-record bench file's live
+/// Rollouts and ReplicaSets hold.
+const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
+
+thread_local! {
+    static TEMPLATES: RefCell<Templates> = RefCell::new(Templates {
+        by_object: HashMap::default(),
+        bytes: 0,
+        key: Vec::new(),
+    });
+}
+
+/// [`parse`] of an object with a pod template (a Rollout, a ReplicaSet), given the template
+/// of the same object last read on this thread ([`skim::Known`]).
+fn parse_known<T: DeserializeOwned>(
+    rec: &Record,
+    skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
+    wrap: fn(Box<T>) -> Parsed,
+) -> Parsed {
+    TEMPLATES.with(|t| {
+        let Ok(mut t) = t.try_borrow_mut() else {
+            return parse(rec, skim, wrap);
+        };
+        let Templates {
+            by_object,
+            bytes,
+            key,
+        } = &mut *t;
+        if *bytes > KEEP_TEMPLATE_BYTES {
+            by_object.clear();
+            *bytes = 0;
+        }
+        crate::object_key(key, rec);
+        if let Some(known) = by_object.get_mut(key.as_slice()) {
+            let before = known.bytes();
+            let parsed = parse_with(rec, known, skim, wrap);
+            *bytes = (*bytes + known.bytes()).saturating_sub(before);
+            return parsed;
+        }
+        let mut known = skim::Known::default();
+        let parsed = parse_with(rec, &mut known, skim, wrap);
+        *bytes += known.bytes();
+        by_object.insert(key.as_slice().into(), known);
+        parsed
+    })
+}
+
+fn parse_with<T: DeserializeOwned>(
+    rec: &Record,
+    known: &mut skim::Known,
+    skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
+    wrap: fn(Box<T>) -> Parsed,
+) -> Parsed {
     // One UTF-8 check of the whole object, then parsers that trust it: checking each string
     // as it is parsed (what parsing from bytes does) took more time than this one pass. The
     // SIMD check says only whether it is valid; the standard one then says where it is not.
@@ -44,7 +113,7 @@ fn parse<T: DeserializeOwned>(
         Err(_) => std::str::from_utf8(&rec.object),
     };
     let parsed = match text {
-        Ok(text) => match skim::read(text, skim) {
+        Ok(text) => match skim::read_with(text, known, skim) {
             Some(v) => Ok(v),
             None => serde_json::from_str::<T>(text).map_err(|e| e.to_string()),
         },
@@ -89,7 +158,7 @@ impl Prepared {
         }
         Prepared(match rec.kind {
             // A deleted ReplicaSet is still read: its owner names the rollout.
-            Kind::ReplicaSet => match parse(rec, skim::replicaset, Parsed::ReplicaSet) {
+            Kind::ReplicaSet => match parse_known(rec, skim::replicaset, Parsed::ReplicaSet) {
                 Parsed::ReplicaSet(mut v) => {
                     v.template_digest = v
                         .spec
@@ -102,7 +171,7 @@ impl Prepared {
                 other => other,
             },
             _ if deleted => Parsed::Nothing,
-            Kind::Rollout => parse(rec, skim::rollout, Parsed::Rollout),
+            Kind::Rollout => parse_known(rec, skim::rollout, Parsed::Rollout),
             Kind::Service => parse(rec, skim::service, Parsed::Service),
             Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
             Kind::Pod => parse(rec, skim::pod, Parsed::Pod),

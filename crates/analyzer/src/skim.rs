@@ -40,15 +40,46 @@ const MAX_DEPTH: u32 = 100;
 
 /// Reads `text` as one JSON value with `read`, or gives up.
 pub(crate) fn read<'a, T>(text: &'a str, read: impl FnOnce(&mut Json<'a>) -> R<T>) -> Option<T> {
+    read_with(text, &mut Known::default(), read)
+}
+
+/// [`read`], with `known`: a pod template this object had, which the template of `text` is
+/// compared with before it is read (see [`Known`]); it is then the template of `text`.
+pub(crate) fn read_with<'a, T>(
+    text: &'a str,
+    known: &mut Known,
+    read: impl FnOnce(&mut Json<'a>) -> R<T>,
+) -> Option<T> {
     let mut j = Json {
         s: text,
         b: text.as_bytes(),
         i: 0,
         depth: 0,
+        known: std::mem::take(known),
     };
-    let v = read(&mut j).ok()?;
+    let v = read(&mut j);
+    *known = std::mem::take(&mut j.known);
+    let v = v.ok()?;
     j.ws();
     (j.i == j.b.len()).then_some(v)
+}
+
+/// The last pod template read of an object (a Rollout's or a ReplicaSet's, most of its bytes),
+/// as checked JSON text and its nesting depth. A template changes only with a new revision:
+/// when the next object of the same name holds these bytes at its template, they are the same
+/// valid value (a JSON value ends where its own bytes say), and one comparison replaces
+/// reading them again.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    text: Vec<u8>,
+    depth: u32,
+}
+
+impl Known {
+    /// The bytes of the template held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.text.len()
+    }
 }
 
 /// A cursor over JSON text.
@@ -57,6 +88,7 @@ pub(crate) struct Json<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    known: Known,
 }
 
 /// The bytes of `w` (little-endian) that are a quote, a backslash or a control character, as
@@ -393,10 +425,16 @@ impl<'a> Json<'a> {
     /// Skips one value, checking it as serde_json would: one loop over the bytes, with the
     /// open containers as bits (1: object, 0: array).
     fn skip(&mut self) -> R<()> {
+        self.skip_deep().map(|_| ())
+    }
+
+    /// [`skip`](Json::skip), returning the deepest nesting inside the value (0 for a scalar).
+    fn skip_deep(&mut self) -> R<u32> {
         let b = self.b;
         let mut i = self.i;
         let mut open: u128 = 0;
         let mut depth = 0u32;
+        let mut deepest = 0u32;
         'value: loop {
             i = ws(b, i);
             match *b.get(i).ok_or(Bail)? {
@@ -406,6 +444,7 @@ impl<'a> Json<'a> {
                     if self.depth + depth > MAX_DEPTH {
                         return Err(Bail);
                     }
+                    deepest = deepest.max(depth);
                     let object = c == b'{';
                     open = open << 1 | u128::from(object);
                     i = ws(b, i + 1);
@@ -431,7 +470,7 @@ impl<'a> Json<'a> {
             loop {
                 if depth == 0 {
                     self.i = i;
-                    return Ok(());
+                    return Ok(deepest);
                 }
                 i = ws(b, i);
                 let object = open & 1 == 1;
@@ -455,14 +494,28 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// Where the next value is in the text, checked and not parsed.
-    fn opt_raw(&mut self) -> R<Option<RawJson>> {
+    /// Where the next value, a pod template, is in the text, checked and not parsed: compared
+    /// with the [`Known`] template, read only when it differs (and then known).
+    fn template(&mut self) -> R<Option<RawJson>> {
         if self.null()? {
             return Ok(None);
         }
         self.ws();
         let start = self.i;
-        self.skip()?;
+        let known = &self.known;
+        let end = start + known.text.len();
+        if !known.text.is_empty()
+            && self.depth + known.depth <= MAX_DEPTH
+            && self.b.get(start..end) == Some(known.text.as_slice())
+        {
+            self.i = end;
+        } else {
+            let depth = self.skip_deep()?;
+            let text = self.b.get(start..self.i).ok_or(Bail)?;
+            self.known.text.clear();
+            self.known.text.extend_from_slice(text);
+            self.known.depth = depth;
+        }
         Ok(Some(RawJson::At(start..self.i)))
     }
 
@@ -605,7 +658,7 @@ fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
     fields!(j, {
         "replicas" => s.replicas => j.lenient_int()?,
         "paused" => s.paused => j.opt_bool()?,
-        "template" => s.template => j.opt_raw()?,
+        "template" => s.template => j.template()?,
         "strategy" => s.strategy => strategy(j)?,
         "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
     })?;
@@ -800,7 +853,7 @@ fn rs_spec(j: &mut Json<'_>) -> R<RsSpec> {
     let mut s = RsSpec::default();
     fields!(j, {
         "replicas" => s.replicas => j.lenient_int()?,
-        "template" => s.template => j.opt_raw()?,
+        "template" => s.template => j.template()?,
     })?;
     Ok(s)
 }
@@ -1003,16 +1056,18 @@ mod tests {
         text: &str,
         fast: for<'a> fn(&mut Json<'a>) -> R<T>,
     ) -> (Option<String>, Result<String, String>) {
-        both_raw(text, fast, |_, _| {})
+        both_raw(text, &mut Known::default(), fast, |_, _| {})
     }
 
-    /// [`both`] for a view holding [`RawJson`]: `resolve` turns its ranges into their text.
+    /// [`both`] given the `known` template of the object, for a view that may hold
+    /// [`RawJson`]: `resolve` turns its ranges into their text.
     fn both_raw<T: DeserializeOwned + std::fmt::Debug>(
         text: &str,
+        known: &mut Known,
         fast: for<'a> fn(&mut Json<'a>) -> R<T>,
         resolve: fn(&mut T, &str),
     ) -> (Option<String>, Result<String, String>) {
-        let skimmed = read(text, fast).map(|mut v| {
+        let skimmed = read_with(text, known, fast).map(|mut v| {
             resolve(&mut v, text);
             format!("{v:?}")
         });
@@ -1025,11 +1080,17 @@ mod tests {
     /// Checks the contract on one object: a view from the fast reader is serde's view, and an
     /// object serde refuses is never read. Returns whether the fast reader read it.
     fn agree(kind: &Kind, text: &str) -> bool {
+        agree_known(kind, text, &mut Known::default())
+    }
+
+    /// [`agree`], the object read with the `known` template of its earlier versions (which
+    /// it then holds for the next).
+    fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
         let (skimmed, serde) = match kind {
-            Kind::Rollout => both_raw(text, rollout, |v, t| {
+            Kind::Rollout => both_raw(text, known, rollout, |v, t| {
                 RawJson::resolve(&mut v.spec.template, t);
             }),
-            Kind::ReplicaSet => both_raw(text, replicaset, |v, t| {
+            Kind::ReplicaSet => both_raw(text, known, replicaset, |v, t| {
                 RawJson::resolve(&mut v.spec.template, t);
             }),
             Kind::Service => both(text, service),
@@ -1076,6 +1137,9 @@ mod tests {
         let corpus = corpus();
         let mut read = 0;
         let mut total = 0;
+        // Each object read fresh, and read after its earlier versions (their template known):
+        // both are serde's view.
+        let mut known: std::collections::HashMap<(Kind, String), Known> = Default::default();
         for (kind, text) in &corpus {
             if matches!(
                 kind,
@@ -1088,6 +1152,15 @@ mod tests {
             ) {
                 total += 1;
                 read += usize::from(agree(kind, text));
+                let name = serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|v| Some(v.pointer("/metadata/name")?.as_str()?.to_owned()))
+                    .unwrap_or_default();
+                let known = known.entry((kind.clone(), name)).or_default();
+                assert!(
+                    agree_known(kind, text, known),
+                    "{kind:?} read fresh, not after: {text}"
+                );
             }
         }
         // The fast path is for the API server's shapes: it must take all of them, or it is
@@ -1157,14 +1230,51 @@ mod tests {
                     }
                 }
             }
-            let Ok(text) = String::from_utf8(bytes) else {
+            let Ok(mutated) = String::from_utf8(bytes) else {
                 continue;
             };
-            agree(kind, &text);
+            agree(kind, &mutated);
+            // Knowing the original's template: a template the mutation changed or moved is
+            // not taken for the known one.
+            let mut known = Known::default();
+            agree_known(kind, text, &mut known);
+            agree_known(kind, &mutated, &mut known);
+            let text = mutated;
             refused += usize::from(serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err());
         }
         // Most mutations break the JSON: the check above ran on both kinds of input.
         assert!(refused > 5_000, "{refused} invalid objects");
+    }
+
+    #[test]
+    fn a_known_template_is_taken_only_where_its_bytes_are_the_whole_value() {
+        let rs = |template: &str| format!(r#"{{"spec":{{"template":{template}}}}}"#);
+        let template = |text: &str, known: &mut Known| {
+            read_with(text, known, replicaset).map(|v| {
+                let raw = v.spec.template.expect("a template");
+                raw.get(text.as_bytes()).expect("in the text").to_owned()
+            })
+        };
+        let mut known = Known::default();
+        let t = r#"{"metadata":{"labels":{"a":"1"}},"spec":{}}"#;
+        assert_eq!(template(&rs(t), &mut known).as_deref(), Some(t));
+        // The same bytes, known: the same value.
+        assert_eq!(template(&rs(t), &mut known).as_deref(), Some(t));
+        // Other bytes: read, and known from then on.
+        let u = r#"{"metadata":{"labels":{"a":"2"}},"spec":{}}"#;
+        assert_eq!(template(&rs(u), &mut known).as_deref(), Some(u));
+        assert_eq!(known.text, u.as_bytes());
+        // Cut short: the known bytes are there, the object around them is not: refused.
+        assert_eq!(template(&rs(&u[..u.len() - 1]), &mut known), None);
+        // A known number that starts a longer one is taken, and the digit left where a comma
+        // should be gives up: serde decides (55), never the known 5.
+        let mut known = Known::default();
+        assert_eq!(template(&rs("5"), &mut known).as_deref(), Some("5"));
+        assert_eq!(template(&rs("55"), &mut known), None);
+        assert_eq!(
+            template(&rs("55"), &mut Known::default()).as_deref(),
+            Some("55")
+        );
     }
 
     #[test]
