@@ -104,9 +104,9 @@ pub struct Analyzer {
     opts: Options,
     detectors: Vec<Box<dyn Detector>>,
     tracks: ByName<RolloutTrack>,
-    /// Live objects, by their kind, namespace and name as one key ([`crate::object_key`]): one lookup
-    /// per record (this runs on every record), the key built in `live_key`, a reused buffer,
-    /// and copied only for a new object.
+    /// Live objects, by their kind, namespace and name as one key
+    /// ([`Record::identity_into`]): one lookup per record (this runs on every record), the key
+    /// built in `live_key`, a reused buffer, and copied only for a new object.
     live: HashSet<Box<[u8]>>,
     live_key: Vec<u8>,
     /// How many of `live` each kind has.
@@ -428,7 +428,7 @@ impl Analyzer {
     }
 
     fn track_live(&mut self, rec: &Record) {
-        crate::object_key(&mut self.live_key, rec);
+        rec.identity_into(&mut self.live_key);
         let key = self.live_key.as_slice();
         if matches!(rec.op, Op::Deleted { .. }) {
             if self.live.remove(key) {

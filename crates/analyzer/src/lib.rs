@@ -60,28 +60,3 @@ pub use time::{human_duration, parse_rfc3339, rfc3339};
 pub use timeline::{
     MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry, TrafficEntry,
 };
-
-/// `rec`'s kind, namespace and name as one key, into `key`: each part length-prefixed, so that
-/// no two objects share one.
-pub(crate) fn object_key(key: &mut Vec<u8>, rec: &rf_format::Record) {
-    fn part(key: &mut Vec<u8>, s: &str) {
-        key.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        key.extend_from_slice(s.as_bytes());
-    }
-    key.clear();
-    match &rec.kind {
-        rf_format::Kind::Other {
-            group,
-            version,
-            kind,
-        } => {
-            key.push(u8::MAX);
-            part(key, group);
-            part(key, version);
-            part(key, kind);
-        }
-        known => key.push(known.known_index().unwrap_or(0) as u8),
-    }
-    part(key, &rec.namespace);
-    part(key, &rec.name);
-}

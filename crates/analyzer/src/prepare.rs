@@ -84,7 +84,7 @@ fn parse_known<T: DeserializeOwned>(
             by_object.clear();
             *bytes = 0;
         }
-        crate::object_key(key, rec);
+        rec.identity_into(key);
         if let Some(known) = by_object.get_mut(key.as_slice()) {
             let before = known.bytes();
             let parsed = parse_with(rec, known, skim, wrap);
@@ -217,17 +217,7 @@ mod tests {
             version: "v1".into(),
             kind: "Widget".into(),
         };
-        let kinds = [
-            Kind::Rollout,
-            Kind::ReplicaSet,
-            Kind::Service,
-            Kind::EndpointSlice,
-            Kind::Pod,
-            Kind::Application,
-            Kind::Event,
-            other,
-        ];
-        for kind in kinds {
+        for kind in Kind::KNOWN.into_iter().chain([other]) {
             // Not an object: unreadable if parsed, nothing if not.
             let parsed = Prepared::of(&Record {
                 kind: kind.clone(),

@@ -1141,15 +1141,7 @@ mod tests {
         // both are serde's view.
         let mut known: std::collections::HashMap<(Kind, String), Known> = Default::default();
         for (kind, text) in &corpus {
-            if matches!(
-                kind,
-                Kind::Rollout
-                    | Kind::ReplicaSet
-                    | Kind::Service
-                    | Kind::EndpointSlice
-                    | Kind::Pod
-                    | Kind::Application
-            ) {
+            if crate::Prepared::reads(kind) {
                 total += 1;
                 read += usize::from(agree(kind, text));
                 let name = serde_json::from_str::<serde_json::Value>(text)

@@ -82,7 +82,7 @@ pub(crate) struct Found(Option<u32>);
 impl Bases {
     /// Looks `rec`'s kind, namespace and name up.
     pub(crate) fn find(&mut self, rec: &Record) -> Found {
-        key_into(&mut self.key, rec);
+        rec.identity_into(&mut self.key);
         Found(self.map.get(self.key.as_slice()).copied())
     }
 
@@ -199,31 +199,6 @@ impl Bases {
         }
         self.newest = Some(at);
     }
-}
-
-/// `rec`'s kind, namespace and name as one byte string: each part length-prefixed, so that no
-/// two different triples give the same key.
-fn key_into(key: &mut Vec<u8>, rec: &Record) {
-    fn part(key: &mut Vec<u8>, s: &str) {
-        key.extend_from_slice(&(s.len() as u64).to_le_bytes());
-        key.extend_from_slice(s.as_bytes());
-    }
-    key.clear();
-    match &rec.kind {
-        Kind::Other {
-            group,
-            version,
-            kind,
-        } => {
-            key.push(u8::MAX);
-            part(key, group);
-            part(key, version);
-            part(key, kind);
-        }
-        known => key.push(known.known_index().unwrap_or(0) as u8),
-    }
-    part(key, &rec.namespace);
-    part(key, &rec.name);
 }
 
 /// Copies shorter than this are written as inserted bytes: a copy piece costs up to 6 bytes.

@@ -234,6 +234,34 @@ pub struct Record {
     pub object: Vec<u8>,
 }
 
+impl Record {
+    /// Writes the record's kind, namespace and name into `key` (cleared first) as one byte
+    /// string: each part length-prefixed, so that no two objects share one. A reused buffer
+    /// makes it a key for tables of objects without an allocation per lookup.
+    pub fn identity_into(&self, key: &mut Vec<u8>) {
+        fn part(key: &mut Vec<u8>, s: &str) {
+            key.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            key.extend_from_slice(s.as_bytes());
+        }
+        key.clear();
+        match &self.kind {
+            Kind::Other {
+                group,
+                version,
+                kind,
+            } => {
+                key.push(u8::MAX);
+                part(key, group);
+                part(key, version);
+                part(key, kind);
+            }
+            known => key.push(known.known_index().unwrap_or(0) as u8),
+        }
+        part(key, &self.namespace);
+        part(key, &self.name);
+    }
+}
+
 /// How values that could hold secrets were treated when recording.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Redaction {
