@@ -1,15 +1,15 @@
-//! Parsing a record's object into the small view the analyzer reads. Pure and independent of the
+//! Parsing a record's object into the small view the analyzer reads. Independent of the
 //! analyzer's state, so a reader can prepare records on other threads while the analyzer
-//! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)).
+//! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)). A view
+//! depends on its record only: each thread keeps the pod templates it last read, which makes
+//! reading the next version of an object faster, never different.
 
 use std::cell::RefCell;
 
 use rf_format::{Kind, Op, Record};
 use serde::de::DeserializeOwned;
 
-use crate::HashMap;
-
-use crate::skim;
+use crate::{HashMap, skim};
 
 use crate::view::{
     ApplicationView, EndpointSliceView, PodView, ReplicaSetView, RolloutView, ServiceView,
@@ -52,8 +52,8 @@ struct Templates {
 }
 
 /// The template bytes kept per thread: past it, all are forgotten (a deleted ReplicaSet's would
-/// otherwise stay), and each is read once more. Twice what the 1M-record bench file's live
-/// Rollouts and ReplicaSets hold.
+/// otherwise stay), and each is read once more. About twice what the 1M-record bench file's
+/// live Rollouts and ReplicaSets hold (1 MB).
 const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 
 thread_local! {
