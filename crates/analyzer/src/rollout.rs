@@ -269,11 +269,6 @@ impl Template {
     pub fn text(&self) -> &str {
         &self.0
     }
-
-    /// The same text: shared, or equal.
-    fn same(&self, other: &Template) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
-    }
 }
 
 /// [`crate::diff::template_diff`] of `a` and `b`, `a` parsed from `held` when it holds it;
@@ -284,7 +279,7 @@ fn parsed_diff(
     b: &Template,
 ) -> Option<Vec<crate::diff::Change>> {
     let old = match held.take() {
-        Some((t, v)) if t.same(a) => v,
+        Some((t, v)) if t == *a => v,
         _ => a.parse()?,
     };
     let new = b.parse()?;
@@ -501,7 +496,7 @@ impl RolloutTrack {
     /// a revision change asks for it.
     pub fn template_diff(&self, a: &Template, b: &Template) -> Option<Vec<crate::diff::Change>> {
         if let Some((x, y, changes)) = &*self.compared.borrow() {
-            if x.same(a) && y.same(b) {
+            if x == a && y == b {
                 return Some(changes.clone());
             }
         }
