@@ -706,8 +706,12 @@ impl Analyzer {
                     .name("rf-read-back".into())
                     .spawn_scoped(scope, count);
                 let report = self.report(Vec::new());
-                // No thread, or one that panicked: nothing was read back.
-                let read = counting.ok().and_then(|c| c.join().ok()).unwrap_or(0);
+                let read = match counting {
+                    // One that panicked read nothing back.
+                    Ok(counting) => counting.join().unwrap_or(0),
+                    // No thread to be had: counted here.
+                    Err(_) => count(),
+                };
                 (read, report)
             })
         };
