@@ -55,9 +55,8 @@ struct Knowns {
 }
 
 /// The bytes kept: past it, all are forgotten (the objects whose deletion was not recorded
-/// would otherwise stay), and each object is read in full once more. Four times what is known
-/// of the 1M-record bench file's 2,200 live Rollouts, ReplicaSets, Pods and EndpointSlices
-/// (2 MB).
+/// would otherwise stay), and each object is read in full once more. Four times what the
+/// 1M-record bench file's live Rollouts and ReplicaSets hold (2 MB).
 const KEEP_KNOWN_BYTES: usize = 8 * 1024 * 1024;
 
 static KNOWNS: std::sync::LazyLock<Mutex<Knowns>> = std::sync::LazyLock::new(Mutex::default);
@@ -118,21 +117,6 @@ fn parse_known<T: DeserializeOwned>(
         }
         parsed
     })
-}
-
-/// Drops what is known of `rec`'s object: it was deleted, and not read.
-fn forget(rec: &Record) {
-    KEY.with(|key| {
-        let Ok(mut key) = key.try_borrow_mut() else {
-            return;
-        };
-        rec.identity_into(&mut key);
-        if let Ok(mut knowns) = KNOWNS.lock() {
-            if let Some(known) = knowns.by_object.remove(key.as_slice()) {
-                knowns.bytes = knowns.bytes.saturating_sub(known.bytes());
-            }
-        }
-    });
 }
 
 fn parse_with<T: DeserializeOwned>(
@@ -206,14 +190,11 @@ impl Prepared {
                 }
                 other => other,
             },
-            _ if deleted => {
-                forget(rec);
-                Parsed::Nothing
-            }
+            _ if deleted => Parsed::Nothing,
             Kind::Rollout => parse_known(rec, skim::rollout, Parsed::Rollout),
             Kind::Service => parse(rec, skim::service, Parsed::Service),
-            Kind::EndpointSlice => parse_known(rec, skim::slice, Parsed::Slice),
-            Kind::Pod => parse_known(rec, skim::pod, Parsed::Pod),
+            Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
+            Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
             Kind::Application => parse(rec, skim::application, Parsed::App),
             _ => Parsed::Nothing,
         })

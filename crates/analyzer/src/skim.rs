@@ -624,24 +624,6 @@ fn skipped(j: &mut Json<'_>) -> R<Skipped> {
     j.skip().map(|()| Skipped)
 }
 
-/// `managedFields`, not read: skipped entry by entry, so that each entry's `fieldsV1` is compared
-/// with the one [`Known`] of the last version (it changes when the fields a manager owns do),
-/// rather than the whole list (which changes with any manager's `time`). Anything but a list of
-/// objects is skipped whole.
-fn managed_skipped(j: &mut Json<'_>) -> R<Skipped> {
-    if j.peek()? != b'[' {
-        return skipped(j);
-    }
-    j.array(|j| {
-        if j.peek()? == b'{' {
-            j.object(|j, _| j.skip())
-        } else {
-            j.skip()
-        }
-    })?;
-    Ok(Skipped)
-}
-
 /// Labels or annotations, keeping `K`'s keys (`null` reads as empty; a later duplicate
 /// replaces an earlier one, as in serde's map).
 fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
@@ -905,7 +887,7 @@ fn string_values(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
 pub(crate) fn replicaset(j: &mut Json<'_>) -> R<ReplicaSetView> {
     let mut v = ReplicaSetView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "spec" => v.spec => rs_spec(j)?,
         "status" => v.status => rs_status(j)?,
     })?;
@@ -934,7 +916,7 @@ fn rs_status(j: &mut Json<'_>) -> R<RsStatus> {
 pub(crate) fn service(j: &mut Json<'_>) -> R<ServiceView> {
     let mut v = ServiceView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "spec" => v.spec => service_spec(j)?,
     })?;
     Ok(v)
@@ -958,7 +940,7 @@ fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
 pub(crate) fn slice(j: &mut Json<'_>) -> R<EndpointSliceView> {
     let mut v = EndpointSliceView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "endpoints" => v.endpoints => j.opt(|j| j.vec(endpoint))?,
     })?;
     Ok(v)
@@ -990,7 +972,7 @@ fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
 pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
     let mut v = PodView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "spec" => v.spec => {
             let mut s = PodSpec::default();
             fields!(j, {
@@ -1057,7 +1039,7 @@ fn container_status(j: &mut Json<'_>) -> R<ContainerStatus> {
 pub(crate) fn application(j: &mut Json<'_>) -> R<ApplicationView> {
     let mut v = ApplicationView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "status" => v.status => app_status(j)?,
     })?;
     Ok(v)
@@ -1369,47 +1351,6 @@ mod tests {
         let broken = obj(&b, &a[..a.len() - 1]);
         assert!(!agree_known(&Kind::Pod, &broken, &mut known));
         assert!(read_with(&broken, &mut known, pod).is_none());
-    }
-
-    #[test]
-    fn managed_fields_are_known_entry_by_entry() {
-        let fields =
-            |f: &str| format!(r#"{{"f:metadata":{{"f:labels":{{"f:{f}":{{}},".":{{}}}}}}}}"#);
-        let (a, b) = (
-            fields("app.kubernetes.io/name"),
-            fields("rollouts-pod-template-hash"),
-        );
-        let pod = |time: &str| {
-            format!(
-                r#"{{"metadata":{{"name":"p","managedFields":[{{"manager":"kubelet","time":"{time}","fieldsV1":{a}}},{{"manager":"argo","fieldsV1":{b}}}]}}}}"#
-            )
-        };
-        let mut known = Known::default();
-        assert!(agree_known(
-            &Kind::Pod,
-            &pod("2026-03-14T13:00:00Z"),
-            &mut known
-        ));
-        // Each entry's fieldsV1, not the list, whose times change.
-        let held: Vec<&[u8]> = known.values.iter().map(|v| v.text.as_slice()).collect();
-        assert_eq!(held, [a.as_bytes(), b.as_bytes()]);
-        assert!(agree_known(
-            &Kind::Pod,
-            &pod("2026-03-14T13:00:09Z"),
-            &mut known
-        ));
-        // Any other managedFields is skipped whole, as serde ignores it.
-        for other in ["null", "[]", r#"[1,"x",{"a":[1]}]"#, r#"{"a":1}"#, r#""x""#] {
-            let text = format!(r#"{{"metadata":{{"name":"p","managedFields":{other}}}}}"#);
-            for kind in [
-                Kind::Pod,
-                Kind::ReplicaSet,
-                Kind::EndpointSlice,
-                Kind::Service,
-            ] {
-                assert!(agree(&kind, &text), "{kind:?} {other}");
-            }
-        }
     }
 
     #[test]
