@@ -1,11 +1,10 @@
 //! Parsing a record's object into the small view the analyzer reads. Independent of the
 //! analyzer's state, so a reader can prepare records on other threads while the analyzer
 //! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)). A view
-//! depends on its record only: the parsing threads keep what they read of each object's last
-//! version, which makes reading the next version of it faster, never different.
+//! depends on its record only: each thread keeps the pod templates it last read, which makes
+//! reading the next version of an object faster, never different.
 
 use std::cell::RefCell;
-use std::sync::Mutex;
 
 use rf_format::{Kind, Op, Record};
 use serde::de::DeserializeOwned;
@@ -44,77 +43,58 @@ fn parse<T: DeserializeOwned>(
     parse_with(rec, &mut skim::Known::default(), skim, wrap)
 }
 
-/// What is [`Known`](skim::Known) of the last version read of each object, shared by the
-/// threads that parse: consecutive versions of an object are read by whichever thread takes
-/// their batch, and what one thread learnt of the last saves the other reading it.
-#[derive(Default)]
-struct Knowns {
+/// The pod template last read of each object on this thread ([`skim::Known`]).
+struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
-    /// The bytes of the values held.
+    /// The bytes of the templates held.
     bytes: usize,
+    key: Vec<u8>,
 }
 
-/// The bytes kept: past it, all are forgotten (the objects whose deletion was not recorded
-/// would otherwise stay), and each object is read in full once more. Four times what the
-/// 1M-record bench file's live Rollouts and ReplicaSets hold (2 MB).
-const KEEP_KNOWN_BYTES: usize = 8 * 1024 * 1024;
-
-static KNOWNS: std::sync::LazyLock<Mutex<Knowns>> = std::sync::LazyLock::new(Mutex::default);
+/// The template bytes kept per thread: past it, all are forgotten (a deleted ReplicaSet's would
+/// otherwise stay), and each is read once more. About twice what the 1M-record bench file's
+/// live Rollouts and ReplicaSets hold (1 MB).
+const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 
 thread_local! {
-    /// The key of the record being parsed, its buffer kept.
-    static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static TEMPLATES: RefCell<Templates> = RefCell::new(Templates {
+        by_object: HashMap::default(),
+        bytes: 0,
+        key: Vec::new(),
+    });
 }
 
-/// [`parse`] of an object whose earlier versions were read, with what was [`Known`](skim::Known)
-/// of the last one. The lock is held to look it up and to put it back, not while parsing.
+/// [`parse`] of an object with a pod template (a Rollout, a ReplicaSet), given the template
+/// of the same object last read on this thread ([`skim::Known`]).
 fn parse_known<T: DeserializeOwned>(
     rec: &Record,
     skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
     wrap: fn(Box<T>) -> Parsed,
 ) -> Parsed {
-    KEY.with(|key| {
-        let Ok(mut key) = key.try_borrow_mut() else {
+    TEMPLATES.with(|t| {
+        let Ok(mut t) = t.try_borrow_mut() else {
             return parse(rec, skim, wrap);
         };
-        rec.identity_into(&mut key);
-        let deleted = matches!(rec.op, Op::Deleted { .. });
-        let mut known = {
-            let Ok(mut knowns) = KNOWNS.lock() else {
-                return parse(rec, skim, wrap);
-            };
-            let Knowns { by_object, bytes } = &mut *knowns;
-            let known = if deleted {
-                // Its last version: what is known of it goes.
-                by_object.remove(key.as_slice())
-            } else {
-                by_object.get_mut(key.as_slice()).map(std::mem::take)
-            };
-            let known = known.unwrap_or_default();
-            *bytes = bytes.saturating_sub(known.bytes());
-            known
-        };
-        let parsed = parse_with(rec, &mut known, skim, wrap);
-        if !deleted {
-            if let Ok(mut knowns) = KNOWNS.lock() {
-                let Knowns { by_object, bytes } = &mut *knowns;
-                if *bytes > KEEP_KNOWN_BYTES {
-                    by_object.clear();
-                    *bytes = 0;
-                }
-                *bytes += known.bytes();
-                match by_object.get_mut(key.as_slice()) {
-                    // Put back where it was taken, or where another thread put its own.
-                    Some(slot) => {
-                        *bytes = bytes.saturating_sub(slot.bytes());
-                        *slot = known;
-                    }
-                    None => {
-                        by_object.insert(key.as_slice().into(), known);
-                    }
-                }
-            }
+        let Templates {
+            by_object,
+            bytes,
+            key,
+        } = &mut *t;
+        if *bytes > KEEP_TEMPLATE_BYTES {
+            by_object.clear();
+            *bytes = 0;
         }
+        rec.identity_into(key);
+        if let Some(known) = by_object.get_mut(key.as_slice()) {
+            let before = known.bytes();
+            let parsed = parse_with(rec, known, skim, wrap);
+            *bytes = (*bytes + known.bytes()).saturating_sub(before);
+            return parsed;
+        }
+        let mut known = skim::Known::default();
+        let parsed = parse_with(rec, &mut known, skim, wrap);
+        *bytes += known.bytes();
+        by_object.insert(key.as_slice().into(), known);
         parsed
     })
 }

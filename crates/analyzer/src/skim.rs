@@ -56,7 +56,6 @@ pub(crate) fn read_with<'a, T>(
         i: 0,
         depth: 0,
         known: std::mem::take(known),
-        turn: 0,
     };
     let v = read(&mut j);
     *known = std::mem::take(&mut j.known);
@@ -65,36 +64,22 @@ pub(crate) fn read_with<'a, T>(
     (j.i == j.b.len()).then_some(v)
 }
 
-/// What this reader met in an object's last version: the objects and arrays it skipped (or took
-/// as a pod template), in the order it met them, as checked JSON text. They are much of the
-/// bytes of an object (a pod template, each `managedFields` entry's `fieldsV1`), and most
-/// come back unchanged in the next version of the same object: where the next version
-/// holds the same bytes at the same turn, they are the same valid value (an object or array ends
-/// where its own bytes say), and one comparison replaces reading them again. A value that
-/// differs is read, and known from then on; a value that moved to another turn (an entry added
-/// before it) is only read again.
+/// The last pod template read of an object (a Rollout's or a ReplicaSet's, most of its bytes),
+/// as checked JSON text and its nesting depth. A template changes only with a new revision:
+/// when the next object of the same name holds these bytes at its template, they are the same
+/// valid value (an object, array or string ends where its own bytes say; a known number that
+/// starts a longer one leaves a digit where a comma should be, and the reader gives up), and
+/// one comparison replaces reading them again.
 #[derive(Debug, Default)]
 pub(crate) struct Known {
-    /// By turn: an empty text is a value too small to keep (or a scalar).
-    values: Vec<KnownValue>,
-    /// The bytes of the texts held.
-    bytes: usize,
-}
-
-#[derive(Debug, Default)]
-struct KnownValue {
     text: Vec<u8>,
-    /// Its deepest nesting, so that taking it keeps [`MAX_DEPTH`].
     depth: u32,
 }
 
-/// Smaller values are read again rather than compared and copied.
-const KEEP_FROM: usize = 48;
-
 impl Known {
-    /// The bytes of the values held.
+    /// The bytes of the template held.
     pub(crate) fn bytes(&self) -> usize {
-        self.bytes
+        self.text.len()
     }
 }
 
@@ -105,8 +90,6 @@ pub(crate) struct Json<'a> {
     i: usize,
     depth: u32,
     known: Known,
-    /// The turn of the next value skipped in [`Known`].
-    turn: usize,
 }
 
 /// The bytes of `w` (little-endian) that are a quote, a backslash or a control character, as
@@ -443,47 +426,7 @@ impl<'a> Json<'a> {
     /// Skips one value, checking it as serde_json would: one loop over the bytes, with the
     /// open containers as bits (1: object, 0: array).
     fn skip(&mut self) -> R<()> {
-        self.ws();
-        match self.b.get(self.i) {
-            Some(b'{' | b'[') => self.skip_known(),
-            _ => self.skip_deep().map(|_| ()),
-        }
-    }
-
-    /// [`skip`](Json::skip) of the value at the next turn of [`Known`]: compared with the
-    /// value known there, read only when it differs (and then known there).
-    fn skip_known(&mut self) -> R<()> {
-        self.ws();
-        let start = self.i;
-        let turn = self.turn;
-        self.turn += 1;
-        if let Some(known) = self.known.values.get(turn) {
-            let end = start + known.text.len();
-            if !known.text.is_empty()
-                && self.depth + known.depth <= MAX_DEPTH
-                && self.b.get(start..end) == Some(known.text.as_slice())
-            {
-                self.i = end;
-                return Ok(());
-            }
-        }
-        let depth = self.skip_deep()?;
-        let text = self.b.get(start..self.i).ok_or(Bail)?;
-        // Only an object or an array: a number may start a longer one.
-        let keep = text.len() >= KEEP_FROM && matches!(text.first(), Some(b'{' | b'['));
-        let values = &mut self.known.values;
-        if values.len() <= turn {
-            values.resize_with(turn + 1, KnownValue::default);
-        }
-        let known = &mut values[turn];
-        self.known.bytes -= known.text.len();
-        known.text.clear();
-        if keep {
-            known.text.extend_from_slice(text);
-            self.known.bytes += text.len();
-        }
-        known.depth = depth;
-        Ok(())
+        self.skip_deep().map(|_| ())
     }
 
     /// [`skip`](Json::skip), returning the deepest nesting inside the value (0 for a scalar).
@@ -553,14 +496,27 @@ impl<'a> Json<'a> {
     }
 
     /// Where the next value, a pod template, is in the text, checked and not parsed: compared
-    /// with the value [`Known`] at its turn, read only when it differs (and then known).
+    /// with the [`Known`] template, read only when it differs (and then known).
     fn template(&mut self) -> R<Option<RawJson>> {
         if self.null()? {
             return Ok(None);
         }
         self.ws();
         let start = self.i;
-        self.skip_known()?;
+        let known = &self.known;
+        let end = start + known.text.len();
+        if !known.text.is_empty()
+            && self.depth + known.depth <= MAX_DEPTH
+            && self.b.get(start..end) == Some(known.text.as_slice())
+        {
+            self.i = end;
+        } else {
+            let depth = self.skip_deep()?;
+            let text = self.b.get(start..self.i).ok_or(Bail)?;
+            self.known.text.clear();
+            self.known.text.extend_from_slice(text);
+            self.known.depth = depth;
+        }
         Ok(Some(RawJson::At(start..self.i)))
     }
 
@@ -1104,7 +1060,7 @@ mod tests {
         both_raw(text, &mut Known::default(), fast, |_, _| {})
     }
 
-    /// [`both`] given what is [`Known`] of the object's earlier versions, for a view that may hold
+    /// [`both`] given the `known` template of the object, for a view that may hold
     /// [`RawJson`]: `resolve` turns its ranges into their text.
     fn both_raw<T: DeserializeOwned + std::fmt::Debug>(
         text: &str,
@@ -1128,8 +1084,8 @@ mod tests {
         agree_known(kind, text, &mut Known::default())
     }
 
-    /// [`agree`], the object read with what is `known` of its earlier versions (which then
-    /// holds what is known of this one).
+    /// [`agree`], the object read with the `known` template of its earlier versions (which
+    /// it then holds for the next).
     fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
         let (skimmed, serde) = match kind {
             Kind::Rollout => both_raw(text, known, rollout, |v, t| {
@@ -1138,10 +1094,10 @@ mod tests {
             Kind::ReplicaSet => both_raw(text, known, replicaset, |v, t| {
                 RawJson::resolve(&mut v.spec.template, t);
             }),
-            Kind::Service => both_raw(text, known, service, |_, _| {}),
-            Kind::EndpointSlice => both_raw(text, known, slice, |_, _| {}),
-            Kind::Pod => both_raw(text, known, pod, |_, _| {}),
-            Kind::Application => both_raw(text, known, application, |_, _| {}),
+            Kind::Service => both(text, service),
+            Kind::EndpointSlice => both(text, slice),
+            Kind::Pod => both(text, pod),
+            Kind::Application => both(text, application),
             _ => return false,
         };
         match (&skimmed, &serde) {
@@ -1292,65 +1248,26 @@ mod tests {
                 raw.get(text.as_bytes()).expect("in the text").to_owned()
             })
         };
-        let held = |known: &Known| -> Vec<String> {
-            known
-                .values
-                .iter()
-                .map(|v| String::from_utf8_lossy(&v.text).into_owned())
-                .collect()
-        };
         let mut known = Known::default();
-        let t = r#"{"metadata":{"labels":{"app":"checkout","a":"1"}},"spec":{}}"#;
+        let t = r#"{"metadata":{"labels":{"a":"1"}},"spec":{}}"#;
         assert_eq!(template(&rs(t), &mut known).as_deref(), Some(t));
-        assert_eq!(held(&known), [t]);
         // The same bytes, known: the same value.
         assert_eq!(template(&rs(t), &mut known).as_deref(), Some(t));
         // Other bytes: read, and known from then on.
-        let u = r#"{"metadata":{"labels":{"app":"checkout","a":"2"}},"spec":{}}"#;
+        let u = r#"{"metadata":{"labels":{"a":"2"}},"spec":{}}"#;
         assert_eq!(template(&rs(u), &mut known).as_deref(), Some(u));
-        assert_eq!(held(&known), [u]);
-        assert_eq!(known.bytes(), u.len());
+        assert_eq!(known.text, u.as_bytes());
         // Cut short: the known bytes are there, the object around them is not: refused.
         assert_eq!(template(&rs(&u[..u.len() - 1]), &mut known), None);
-        // Only objects and arrays are kept: a number may start a longer one.
+        // A known number that starts a longer one is taken, and the digit left where a comma
+        // should be gives up: serde decides (55), never the known 5.
         let mut known = Known::default();
-        let long = "1".repeat(KEEP_FROM + 1);
-        assert_eq!(template(&rs(&long), &mut known).as_deref(), Some(&*long));
-        assert_eq!(known.bytes(), 0);
-        let longer = format!("{long}1");
+        assert_eq!(template(&rs("5"), &mut known).as_deref(), Some("5"));
+        assert_eq!(template(&rs("55"), &mut known), None);
         assert_eq!(
-            template(&rs(&longer), &mut known).as_deref(),
-            Some(&*longer)
+            template(&rs("55"), &mut Known::default()).as_deref(),
+            Some("55")
         );
-        // Small values are read again, not kept.
-        let mut known = Known::default();
-        assert_eq!(template(&rs("{}"), &mut known).as_deref(), Some("{}"));
-        assert_eq!(known.bytes(), 0);
-    }
-
-    #[test]
-    fn a_known_value_is_taken_only_at_its_own_turn() {
-        // Two skipped values (a pod's spec and status) of the same size, swapped: neither is
-        // taken for the other, and each is then known at its new turn.
-        let a = format!(r#"{{"x":"{}"}}"#, "a".repeat(KEEP_FROM));
-        let b = format!(r#"{{"x":"{}"}}"#, "b".repeat(KEEP_FROM));
-        let obj = |spec: &str, status: &str| {
-            format!(
-                r#"{{"metadata":{{"name":"p"}},"spec":{{"q":{spec}}},"status":{{"q":{status}}}}}"#
-            )
-        };
-        let mut known = Known::default();
-        let first = obj(&a, &b);
-        assert!(agree_known(&Kind::Pod, &first, &mut known));
-        assert_eq!(known.bytes(), a.len() + b.len());
-        let swapped = obj(&b, &a);
-        assert!(agree_known(&Kind::Pod, &swapped, &mut known));
-        let held: Vec<&[u8]> = known.values.iter().map(|v| v.text.as_slice()).collect();
-        assert_eq!(held, [b.as_bytes(), a.as_bytes()]);
-        // A value that is no longer valid JSON where the known one was: refused, not taken.
-        let broken = obj(&b, &a[..a.len() - 1]);
-        assert!(!agree_known(&Kind::Pod, &broken, &mut known));
-        assert!(read_with(&broken, &mut known, pod).is_none());
     }
 
     #[test]
