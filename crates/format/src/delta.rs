@@ -212,7 +212,7 @@ const MAX_CANDIDATES: usize = 8;
 
 /// Where the writer looks for the bytes of a target in its base.
 #[derive(Debug, Default)]
-pub(crate) struct Encoder {
+pub struct Encoder {
     /// A hash table of the base's boundaries by their first 8 bytes: for each slot, 1 + the
     /// index in `at` of the first boundary with that hash (0: none). Built only when a target
     /// changes the base's structure, not for values changed in place.
@@ -230,7 +230,7 @@ impl Encoder {
     /// `,`, `{` and `[`): a changed value is skipped on both sides at once; inserted or removed
     /// members are found again through an index of the base's boundaries. Any bytes rebuild
     /// exactly, JSON or not; only the size depends on the structure.
-    pub(crate) fn encode(&mut self, base: &[u8], target: &[u8], out: &mut Vec<u8>) {
+    pub fn encode(&mut self, base: &[u8], target: &[u8], out: &mut Vec<u8>) {
         out.clear();
         self.indexed = false;
         let (mut i, mut j, mut literal, mut misses) = (0usize, 0usize, 0usize, 0u32);
@@ -454,7 +454,7 @@ fn put_varint(out: &mut Vec<u8>, v: u64) {
 
 /// Rebuilds an object from `base` and the `pieces` of a delta body into `out` (cleared first).
 /// The error says what is wrong and at which byte of the pieces.
-pub(crate) fn apply(base: &[u8], pieces: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+pub fn apply(base: &[u8], pieces: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     out.clear();
     if pieces.is_empty() {
         return Err("a delta body without pieces".to_owned());

@@ -36,6 +36,11 @@ pub use reader::{End, Reader};
 pub use record::{Header, Kind, Op, Record, Redaction, Source, Timestamp, Trailer};
 pub use writer::Writer;
 
+/// Delta bodies (docs/format.md, "Delta bodies") for a reader that keeps versions of objects as
+/// the writer does: [`DeltaEncoder::encode`] writes the pieces that rebuild a target from a
+/// base, [`apply_delta`] rebuilds it.
+pub use delta::{Encoder as DeltaEncoder, apply as apply_delta};
+
 /// The eight bytes every decompressed recording starts with.
 pub const MAGIC: [u8; 8] = *b"RFORENSI";
 

@@ -403,7 +403,7 @@ fn get(shared: &Shared, kind_index: usize, namespace: &str, name: &str, p: &Para
                 table::table(k.resource(), [&**v], &meta, p.include, shared.clock.now(tl)),
             )
         }
-        Some(v) => http::json_bytes(StatusCode::OK, v.json.to_vec()),
+        Some(v) => http::json_bytes(StatusCode::OK, v.json.bytes().into_owned()),
         None => not_found(k, name),
     }
 }
@@ -561,7 +561,7 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(&v.json);
+        out.extend_from_slice(&v.json.bytes());
     }
     out.extend_from_slice(b"]}");
     http::json_bytes(StatusCode::OK, out)
@@ -593,7 +593,7 @@ fn namespaces(shared: &Arc<Shared>, name: Option<&str>, p: &Params) -> Resp {
             }));
             Version {
                 meta: crate::json::meta(&bytes).unwrap_or_default(),
-                json: Arc::from(bytes),
+                json: crate::Json::whole(&bytes),
                 index: 0,
             }
         })
@@ -605,7 +605,7 @@ fn namespaces(shared: &Arc<Shared>, name: Option<&str>, p: &Params) -> Resp {
             Some(v) if p.table => {
                 http::json_bytes(StatusCode::OK, table::table(&r, [v], &meta, p.include, now))
             }
-            Some(v) => http::json_bytes(StatusCode::OK, v.json.to_vec()),
+            Some(v) => http::json_bytes(StatusCode::OK, v.json.bytes().into_owned()),
             None => http::status(
                 StatusCode::NOT_FOUND,
                 "NotFound",
@@ -634,7 +634,7 @@ fn namespaces(shared: &Arc<Shared>, name: Option<&str>, p: &Params) -> Resp {
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(&v.json);
+                out.extend_from_slice(&v.json.bytes());
             }
             out.extend_from_slice(b"]}");
             http::json_bytes(StatusCode::OK, out)

@@ -101,6 +101,7 @@
 //! M-th watch with 410, stall a stream after N events.
 
 mod api;
+mod body;
 mod clock;
 mod error;
 mod http;
@@ -113,6 +114,7 @@ mod table;
 mod timeline;
 mod watch;
 
+pub use body::Json;
 pub use error::{Error, Result};
 pub use json::Meta;
 pub use options::{Faults, Options, Pace};
@@ -120,4 +122,6 @@ pub use resource::Resource;
 pub use selector::{FieldSelector, LabelSelector};
 pub use server::{Background, Server, kubeconfig};
 pub use table::human_duration;
-pub use timeline::{Event, EventType, KindTimeline, ObjectKey, RvMode, Timeline, TooOld, Version};
+pub use timeline::{
+    Event, EventType, Indexing, KindTimeline, ObjectKey, RvMode, Timeline, TooOld, Version,
+};

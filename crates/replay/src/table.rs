@@ -465,7 +465,7 @@ fn write_row(
     include: IncludeObject,
     now: Timestamp,
 ) {
-    let o: Value = serde_json::from_slice(&v.json).unwrap_or(Value::Null);
+    let o: Value = serde_json::from_slice(&v.json.bytes()).unwrap_or(Value::Null);
     let cells = cells(&resource.kind, &o, &v.meta, now);
     out.extend_from_slice(b"{\"cells\":");
     out.extend_from_slice(&json::to_vec(&cells));
@@ -473,13 +473,13 @@ fn write_row(
         IncludeObject::None => {}
         IncludeObject::Object => {
             out.extend_from_slice(b",\"object\":");
-            out.extend_from_slice(&v.json);
+            out.extend_from_slice(&v.json.bytes());
         }
         IncludeObject::Metadata => {
             out.extend_from_slice(
                 b",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":",
             );
-            match json::raw_metadata(&v.json) {
+            match json::raw_metadata(&v.json.bytes()) {
                 Some(m) => out.extend_from_slice(m.get().as_bytes()),
                 None => out.extend_from_slice(b"{}"),
             }
@@ -516,7 +516,6 @@ pub fn table<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn durations_read_like_kubectl() {
@@ -539,7 +538,7 @@ mod tests {
     fn a_replicaset_row_has_desired_current_ready_and_age() {
         let json = br#"{"metadata":{"name":"web-1","namespace":"n","creationTimestamp":"2026-03-14T13:00:00Z"},"spec":{"replicas":5,"template":{"spec":{"containers":[{"name":"app","image":"img:1"}]}}},"status":{"replicas":5,"readyReplicas":3}}"#;
         let v = Version {
-            json: Arc::from(&json[..]),
+            json: crate::Json::whole(json),
             meta: json::meta(json).unwrap(),
             index: 0,
         };

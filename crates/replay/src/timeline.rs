@@ -4,12 +4,13 @@
 //! Positions: position `p` is the state after the first `p` records. Positions before the
 //! timeline's base (the end of the recording's initial lists) are not served.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::sync::Arc;
 
 use rf_format::{Header, Kind, Op, Reader, Record, Timestamp, Trailer};
 
+use crate::body::{Encoder, Json};
 use crate::json::{self, Meta};
 use crate::resource::Resource;
 
@@ -26,8 +27,8 @@ pub struct ObjectKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
     /// The object's JSON as served: the recorded bytes, or with `metadata.resourceVersion`
-    /// rewritten (see [`RvMode`]).
-    pub json: Arc<[u8]>,
+    /// rewritten (see [`RvMode`]). Kept against the object's version before ([`Json`]).
+    pub json: Json,
     /// Its metadata (with the served resourceVersion).
     pub meta: Meta,
     /// Index of the record this state comes from.
@@ -225,75 +226,26 @@ pub struct Timeline {
 
 impl Timeline {
     /// Reads a whole recording; fails on any damage (see [`Timeline::new`] to serve what is
-    /// readable of a damaged one).
+    /// readable of a damaged one). Each record is kept as it is read, its object against the
+    /// same object's last one ([`Json`]): the recording is never held decoded.
     pub fn read<R: Read>(input: R) -> Result<Timeline, rf_format::Error> {
         let mut reader = Reader::new(input)?;
-        let mut records = Vec::new();
+        let mut indexing = Indexing::new(reader.header());
         while let Some(r) = reader.next_record()? {
-            records.push(r);
+            indexing.push(r);
         }
         let trailer = reader.trailer().copied();
-        Ok(Timeline::new(reader.header().clone(), records, trailer))
+        Ok(indexing.finish(reader.header().clone(), trailer))
     }
 
     /// Indexes `records` (in recording order). Records whose object is not a Kubernetes object
     /// are skipped, with a warning.
     pub fn new(header: Header, records: Vec<Record>, trailer: Option<Trailer>) -> Timeline {
-        let n = records.len();
-        let mut times = Vec::with_capacity(n);
-        let mut latest = header.started_at;
-        for r in &records {
-            latest = latest.max(r.observed_at);
-            times.push(latest);
+        let mut indexing = Indexing::new(&header);
+        for r in records {
+            indexing.push(r);
         }
-        let end = trailer.map_or(latest, |t| t.closed_at.max(latest));
-
-        // The base: after every kind's first list has ended.
-        let mut first_list_end: BTreeMap<&Kind, usize> = BTreeMap::new();
-        for (i, r) in records.iter().enumerate() {
-            if r.op == Op::ListEnd {
-                first_list_end.entry(&r.kind).or_insert(i);
-            }
-        }
-        let base = first_list_end.values().map(|i| i + 1).max().unwrap_or(0);
-
-        let mut kinds: Vec<Kind> = header.source.kinds.clone();
-        let mut namespaces: Vec<String> = header.source.namespaces.clone();
-        for r in &records {
-            if !kinds.contains(&r.kind) {
-                kinds.push(r.kind.clone());
-            }
-            if !r.namespace.is_empty() && !namespaces.contains(&r.namespace) {
-                namespaces.push(r.namespace.clone());
-            }
-        }
-        kinds.sort();
-        kinds.dedup();
-
-        // Each kind's records, moved out of `records`: a kind's builder drops each record (its
-        // object is most of the memory) once it has taken what it serves, so the recording is
-        // not held twice, decoded and indexed.
-        let mut own: Vec<Vec<(usize, Record)>> = kinds.iter().map(|_| Vec::new()).collect();
-        for (index, r) in records.into_iter().enumerate() {
-            if let Ok(k) = kinds.binary_search(&r.kind) {
-                own[k].push((index, r));
-            }
-        }
-        let mut warnings = Vec::new();
-        let kinds = kinds
-            .into_iter()
-            .zip(own)
-            .map(|(kind, own)| build_kind(&kind, own, base, &mut warnings))
-            .collect();
-        Timeline {
-            header,
-            end,
-            times,
-            base,
-            kinds,
-            namespaces,
-            warnings,
-        }
+        indexing.finish(header, trailer)
     }
 
     /// The recording's header.
@@ -363,10 +315,202 @@ impl Timeline {
     }
 }
 
+/// A record as kept until its kind is indexed: its object against the last one of the same
+/// object ([`Json`]).
+struct Kept {
+    seq: u64,
+    op: Op,
+    namespace: String,
+    name: String,
+    resource_version: String,
+    object: Json,
+}
+
+/// The bytes of the last version of each live object, by [`Record::identity_into`] key, and the
+/// [`Json`] they are: what the next version is kept or rebuilt against. Live objects only.
+#[derive(Default)]
+struct Recent {
+    by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
+    key: Vec<u8>,
+}
+
+impl Recent {
+    fn key_of(&mut self, namespace: &str, name: &str) -> &[u8] {
+        self.key.clear();
+        for part in [namespace, name] {
+            self.key
+                .extend_from_slice(&(part.len() as u64).to_le_bytes());
+            self.key.extend_from_slice(part.as_bytes());
+        }
+        &self.key
+    }
+
+    /// `json`'s bytes, rebuilt against the last version of the object when it is kept against
+    /// it; they become the last version's.
+    fn rebuild(&mut self, namespace: &str, name: &str, json: &Json) -> &[u8] {
+        self.key_of(namespace, name);
+        let bytes = match self.by_key.get(self.key.as_slice()) {
+            Some((base, base_bytes)) => json.bytes_after(base, base_bytes),
+            None => json.bytes().into_owned(),
+        };
+        self.set(json.clone(), bytes)
+    }
+
+    /// `bytes` kept against the last version of the object, if any; they become the last
+    /// version's.
+    fn keep(&mut self, namespace: &str, name: &str, bytes: Vec<u8>, encoder: &mut Encoder) -> Json {
+        self.key_of(namespace, name);
+        let json = match self.by_key.get(self.key.as_slice()) {
+            Some((base, base_bytes)) => Json::after(base, base_bytes, &bytes, encoder),
+            None => Json::whole(&bytes),
+        };
+        self.set(json.clone(), bytes);
+        json
+    }
+
+    /// Sets the last version of the object whose key was made last.
+    fn set(&mut self, json: Json, bytes: Vec<u8>) -> &[u8] {
+        let key = self.key.as_slice();
+        match self.by_key.get_mut(key) {
+            Some(slot) => *slot = (json, bytes),
+            None => {
+                self.by_key.insert(key.into(), (json, bytes));
+            }
+        }
+        self.by_key.get(key).map_or(&[], |(_, b)| b.as_slice())
+    }
+
+    fn forget(&mut self, namespace: &str, name: &str) {
+        self.key_of(namespace, name);
+        self.by_key.remove(self.key.as_slice());
+    }
+}
+
+/// A recording being indexed as it is read, one record at a time: what [`Timeline::read`] does,
+/// for a caller that reads the recording itself (and decides what to do with damage). Only the
+/// records' objects as kept ([`Json`]) are held, never the recording decoded.
+pub struct Indexing {
+    times: Vec<Timestamp>,
+    latest: Timestamp,
+    /// Each kind's first ListEnd.
+    first_list_end: BTreeMap<Kind, usize>,
+    namespaces: Vec<String>,
+    seen_namespaces: HashSet<String>,
+    by_kind: BTreeMap<Kind, (Vec<(usize, Kept)>, Recent)>,
+    encoder: Encoder,
+}
+
+impl std::fmt::Debug for Indexing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexing")
+            .field("records", &self.times.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Indexing {
+    /// Starts indexing the recording that `header` begins.
+    pub fn new(header: &Header) -> Indexing {
+        Indexing {
+            times: Vec::new(),
+            latest: header.started_at,
+            first_list_end: BTreeMap::new(),
+            namespaces: header.source.namespaces.clone(),
+            seen_namespaces: header.source.namespaces.iter().cloned().collect(),
+            by_kind: BTreeMap::new(),
+            encoder: Encoder::default(),
+        }
+    }
+
+    /// How many records were indexed.
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// True before the first record.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    /// Indexes the next record.
+    pub fn push(&mut self, r: Record) {
+        let index = self.times.len();
+        self.latest = self.latest.max(r.observed_at);
+        self.times.push(self.latest);
+        if r.op == Op::ListEnd && !self.first_list_end.contains_key(&r.kind) {
+            self.first_list_end.insert(r.kind.clone(), index);
+        }
+        if !r.namespace.is_empty() && !self.seen_namespaces.contains(&r.namespace) {
+            self.seen_namespaces.insert(r.namespace.clone());
+            self.namespaces.push(r.namespace.clone());
+        }
+        let (records, recent) = match self.by_kind.get_mut(&r.kind) {
+            Some(kind) => kind,
+            None => self.by_kind.entry(r.kind.clone()).or_default(),
+        };
+        let object = if r.object.is_empty() {
+            Json::whole(&[])
+        } else {
+            recent.keep(&r.namespace, &r.name, r.object, &mut self.encoder)
+        };
+        if matches!(r.op, Op::Deleted { .. }) {
+            recent.forget(&r.namespace, &r.name);
+        }
+        records.push((
+            index,
+            Kept {
+                seq: r.seq,
+                op: r.op,
+                namespace: r.namespace,
+                name: r.name,
+                resource_version: r.resource_version,
+                object,
+            },
+        ));
+    }
+
+    /// The timeline of the records indexed, `header` and `trailer` those of their recording.
+    pub fn finish(self, header: Header, trailer: Option<Trailer>) -> Timeline {
+        let Indexing {
+            times,
+            latest,
+            first_list_end,
+            namespaces,
+            mut by_kind,
+            ..
+        } = self;
+        let end = trailer.map_or(latest, |t| t.closed_at.max(latest));
+        // The base: after every kind's first list has ended.
+        let base = first_list_end.values().map(|i| i + 1).max().unwrap_or(0);
+        let mut kinds: Vec<Kind> = header.source.kinds.clone();
+        kinds.extend(by_kind.keys().cloned());
+        kinds.sort();
+        kinds.dedup();
+        // Kind by kind, each kind's records dropped as its builder takes what it serves.
+        let mut warnings = Vec::new();
+        let kinds = kinds
+            .into_iter()
+            .map(|kind| {
+                let own = by_kind.remove(&kind).map(|(r, _)| r).unwrap_or_default();
+                build_kind(&kind, own, base, &mut warnings)
+            })
+            .collect();
+        Timeline {
+            header,
+            end,
+            times,
+            base,
+            kinds,
+            namespaces,
+            warnings,
+        }
+    }
+}
+
 /// A record's object after validation.
 struct Obj {
     key: ObjectKey,
-    json: Arc<[u8]>,
+    json: Json,
     meta: Meta,
     index: usize,
 }
@@ -386,8 +530,8 @@ enum Item {
     ListEnd(String),
 }
 
-fn object_of(r: &Record, index: usize) -> Result<Obj, String> {
-    let mut meta = json::meta(&r.object)?;
+fn object_of(r: &Kept, bytes: &[u8], index: usize) -> Result<Obj, String> {
+    let mut meta = json::meta(bytes)?;
     if meta.name.is_empty() {
         meta.name.clone_from(&r.name);
     }
@@ -399,7 +543,7 @@ fn object_of(r: &Record, index: usize) -> Result<Obj, String> {
             namespace: meta.namespace.clone(),
             name: meta.name.clone(),
         },
-        json: Arc::from(r.object.as_slice()),
+        json: r.object.clone(),
         meta,
         index,
     })
@@ -407,7 +551,7 @@ fn object_of(r: &Record, index: usize) -> Result<Obj, String> {
 
 fn build_kind(
     kind: &Kind,
-    records: Vec<(usize, Record)>,
+    records: Vec<(usize, Kept)>,
     base: usize,
     warnings: &mut Vec<String>,
 ) -> KindTimeline {
@@ -421,6 +565,8 @@ fn build_kind(
     let mut open_group: Option<usize> = None;
     let mut skipped = 0usize;
     let mut base_world: Option<BTreeMap<ObjectKey, Obj>> = None;
+    // The bytes of each live object's last recorded version, to rebuild the next from.
+    let mut recent = Recent::default();
 
     let snapshot = |world: &BTreeMap<ObjectKey, Obj>| {
         world
@@ -486,8 +632,12 @@ fn build_kind(
                         None => continue,
                     }
                 } else {
-                    object_of(r, index).map(|o| (o, true))
+                    let bytes = recent.rebuild(&r.namespace, &r.name, &r.object);
+                    object_of(r, bytes, index).map(|o| (o, true))
                 };
+                if deleted {
+                    recent.forget(&r.namespace, &r.name);
+                }
                 let (mut obj, from_record) = match parsed {
                     Ok(x) => x,
                     Err(e) => {
@@ -515,7 +665,7 @@ fn build_kind(
                 } else {
                     match existing {
                         None => Some(EventType::Added),
-                        Some(o) if r.op == Op::Listed && o.json == obj.json => None,
+                        Some(o) if r.op == Op::Listed && o.json.bytes() == obj.json.bytes() => None,
                         Some(_) => Some(EventType::Modified),
                     }
                 };
@@ -580,32 +730,11 @@ fn build_kind(
         }
     };
 
-    let served = |obj: Obj, rewrite_to: Option<u64>| -> Arc<Version> {
-        let mut meta = obj.meta;
-        let json = match rewrite_to {
-            Some(rv) => {
-                let rv = rv.to_string();
-                match json::with_resource_version(&obj.json, &rv) {
-                    Ok(bytes) => {
-                        meta.resource_version = rv;
-                        Arc::from(bytes)
-                    }
-                    Err(_) => obj.json,
-                }
-            }
-            None => obj.json,
-        };
-        Arc::new(Version {
-            json,
-            meta,
-            index: obj.index,
-        })
-    };
-
+    let mut serving = Serving::default();
     let mut objects: BTreeMap<ObjectKey, Vec<Step>> = BTreeMap::new();
     for (key, obj) in base_world {
         let rewrite = (rv_mode == RvMode::Counter).then_some(obj.index as u64 + 2);
-        let version = served(obj, rewrite);
+        let version = serving.version(obj, rewrite);
         objects.insert(
             key,
             vec![Step {
@@ -628,7 +757,10 @@ fn build_kind(
         };
         let key = e.obj.key.clone();
         let index = e.obj.index;
-        let version = served(e.obj, rewrite);
+        let version = serving.version(e.obj, rewrite);
+        if e.kind == EventType::Deleted {
+            serving.forget(&key);
+        }
         let steps = objects.entry(key).or_default();
         let previous = steps.last().and_then(|s| s.version.clone());
         events.push(Event {
@@ -651,6 +783,51 @@ fn build_kind(
         base_rv,
         objects,
         events,
+    }
+}
+
+/// Makes the served versions of a kind's objects, in order: as recorded (sharing the recorded
+/// [`Json`]), or with their resourceVersion rewritten (each kept against the object's last
+/// served version).
+#[derive(Default)]
+struct Serving {
+    /// The last recorded bytes of each object, to rebuild the next recorded version from.
+    recorded: Recent,
+    /// The last served bytes of each object whose served versions are rewritten.
+    served: Recent,
+    encoder: Encoder,
+}
+
+impl Serving {
+    fn version(&mut self, obj: Obj, rewrite_to: Option<u64>) -> Arc<Version> {
+        let Obj {
+            key,
+            json: recorded,
+            mut meta,
+            index,
+        } = obj;
+        let json = match rewrite_to {
+            Some(rv) => {
+                let rv = rv.to_string();
+                let bytes = self.recorded.rebuild(&key.namespace, &key.name, &recorded);
+                match json::with_resource_version(bytes, &rv) {
+                    Ok(bytes) => {
+                        meta.resource_version = rv;
+                        self.served
+                            .keep(&key.namespace, &key.name, bytes, &mut self.encoder)
+                    }
+                    Err(_) => recorded,
+                }
+            }
+            None => recorded,
+        };
+        Arc::new(Version { json, meta, index })
+    }
+
+    /// The object was deleted: its versions end.
+    fn forget(&mut self, key: &ObjectKey) {
+        self.recorded.forget(&key.namespace, &key.name);
+        self.served.forget(&key.namespace, &key.name);
     }
 }
 
@@ -856,7 +1033,10 @@ mod tests {
                 (EventType::Deleted, "b", 103)
             ]
         );
-        assert_eq!(&*k.events()[0].object.json, obj("a", "101", "2").as_slice());
+        assert_eq!(
+            &*k.events()[0].object.json.bytes(),
+            obj("a", "101", "2").as_slice()
+        );
         assert_eq!(
             k.events()[0]
                 .previous
@@ -945,7 +1125,7 @@ mod tests {
         // Objects carry the counter, other bytes untouched.
         let a = k.get(6, "ns", "a").unwrap();
         assert_eq!(a.meta.resource_version, "6");
-        assert_eq!(&*a.json, obj("a", "6", "2").as_slice());
+        assert_eq!(&*a.json.bytes(), obj("a", "6", "2").as_slice());
         let b0 = k.get(4, "ns", "b").unwrap();
         assert_eq!(b0.meta.resource_version, "3");
         assert_eq!(k.applied_at(k.position_for_rv(6).unwrap()), 1);

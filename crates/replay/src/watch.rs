@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant, sleep_until};
 
 use crate::api::Params;
+use crate::body::Rebuilt;
 use crate::clock::Scope;
 use crate::http::{self, Resp};
 use crate::json;
@@ -106,6 +107,7 @@ pub fn start(shared: &Arc<Shared>, kind_index: usize, namespace: Option<&str>, p
 /// Appends the watch line of an event to `out`.
 fn event_line(
     out: &mut Vec<u8>,
+    rebuilt: &mut Rebuilt,
     shared: &Shared,
     k: &KindTimeline,
     ty: &str,
@@ -120,7 +122,7 @@ fn event_line(
         let now = shared.clock.now(&shared.timeline);
         out.extend_from_slice(&table::table(k.resource(), [v], &meta, p.include, now));
     } else {
-        out.extend_from_slice(&v.json);
+        rebuilt.write(&v.json, out);
     }
     out.extend_from_slice(b"}\n");
 }
@@ -269,6 +271,8 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
         .bookmark_interval
         .max(Duration::from_millis(10));
     let mut s = Stream::new(&shared, tx, w.deadline);
+    // The objects' versions are sent in order: each is rebuilt from the one sent before.
+    let mut rebuilt = Rebuilt::default();
     if *s.shutdown.borrow() {
         return;
     }
@@ -279,7 +283,7 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             let ns = w.scope.1.as_deref();
             for (_, v) in k.list(position, None).filter(|(_, v)| p.matches(ns, v)) {
                 match s
-                    .send_event(|out| event_line(out, &shared, k, "ADDED", v, p))
+                    .send_event(|out| event_line(out, &mut rebuilt, &shared, k, "ADDED", v, p))
                     .await
                 {
                     After::Go => {}
@@ -308,7 +312,7 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             shared.clock.advance(&w.scope, e.index + 1);
             if let Some(ty) = event_type(&w, e.kind, &e.object, e.previous.as_deref()) {
                 match s
-                    .send_event(|out| event_line(out, &shared, k, ty, &e.object, p))
+                    .send_event(|out| event_line(out, &mut rebuilt, &shared, k, ty, &e.object, p))
                     .await
                 {
                     After::Go => {}
@@ -371,7 +375,7 @@ pub fn fixed(
             let now = shared.clock.now(&shared.timeline);
             out.extend_from_slice(&table::table(resource, [v], &meta, p.include, now));
         } else {
-            out.extend_from_slice(&v.json);
+            out.extend_from_slice(&v.json.bytes());
         }
         out.extend_from_slice(b"}\n");
         lines.push(Bytes::from(out));

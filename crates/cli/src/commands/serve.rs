@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
 use rf_format::Reader;
-use rf_replay::{Faults, Options, Pace, Server, Timeline, kubeconfig};
+use rf_replay::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
 use crate::exit::Exit;
@@ -20,16 +20,17 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
         File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
     let mut reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("failed to read recording {}", path.display()))?;
-    let mut records = Vec::new();
+    // Indexed as read: the recording is never held decoded.
+    let mut indexing = Indexing::new(reader.header());
     loop {
         match reader.next_record() {
-            Ok(Some(r)) => records.push(r),
+            Ok(Some(r)) => indexing.push(r),
             Ok(None) => break,
             Err(e) if partial => {
                 eprintln!(
                     "warning: {}: {e}; serving the {} complete records before it",
                     path.display(),
-                    records.len()
+                    indexing.len()
                 );
                 break;
             }
@@ -38,17 +39,13 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
                     format!(
                         "failed to read recording {} ({} complete records before the damage; --partial serves them)",
                         path.display(),
-                        records.len()
+                        indexing.len()
                     )
                 });
             }
         }
     }
-    Ok(Timeline::new(
-        reader.header().clone(),
-        records,
-        reader.trailer().copied(),
-    ))
+    Ok(indexing.finish(reader.header().clone(), reader.trailer().copied()))
 }
 
 fn pace(args: &ServeArgs, timeline: &Timeline) -> Result<Pace> {

@@ -1,0 +1,277 @@
+//! An object's JSON as the server keeps it. The server keeps every version of every object, and
+//! most versions repeat the one before almost byte for byte: a version is kept as the pieces
+//! that rebuild it from the one before (the recording's own delta bodies, docs/format.md), with
+//! a whole one every [`KEYFRAME`] versions so that rebuilding one never walks far. On the 1M
+//! record bench file that is about a tenth of the bytes of whole versions.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use rf_format::{DeltaEncoder, apply_delta};
+
+/// A version this many steps from a whole one is kept whole.
+const KEYFRAME: u8 = 16;
+
+/// The JSON of one version of an object (cheap to clone: shared).
+#[derive(Clone)]
+pub struct Json(Arc<Node>);
+
+enum Node {
+    Whole(Box<[u8]>),
+    /// `len` bytes, rebuilt by applying `pieces` to `base`'s bytes.
+    Delta {
+        base: Json,
+        pieces: Box<[u8]>,
+        depth: u8,
+        len: usize,
+    },
+}
+
+/// What makes the pieces of a delta, with its buffers.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    encoder: DeltaEncoder,
+    pieces: Vec<u8>,
+}
+
+impl Json {
+    /// `bytes`, kept whole.
+    pub fn whole(bytes: &[u8]) -> Json {
+        Json(Arc::new(Node::Whole(bytes.into())))
+    }
+
+    /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
+    /// or whole: every [`KEYFRAME`] versions, and when the pieces would not be much smaller.
+    pub fn after(base: &Json, base_bytes: &[u8], target: &[u8], encoder: &mut Encoder) -> Json {
+        let depth = base.depth() + 1;
+        if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
+            return Json::whole(target);
+        }
+        let pieces = &mut encoder.pieces;
+        encoder.encoder.encode(base_bytes, target, pieces);
+        if pieces.len() > target.len() / 2 {
+            return Json::whole(target);
+        }
+        Json(Arc::new(Node::Delta {
+            base: base.clone(),
+            pieces: pieces.as_slice().into(),
+            depth,
+            len: target.len(),
+        }))
+    }
+
+    /// How many deltas separate it from a whole version.
+    fn depth(&self) -> u8 {
+        match &*self.0 {
+            Node::Whole(_) => 0,
+            Node::Delta { depth, .. } => *depth,
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match &*self.0 {
+            Node::Whole(b) => b.len(),
+            Node::Delta { len, .. } => *len,
+        }
+    }
+
+    /// True for an empty object (a marker's).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes: borrowed when kept whole, else rebuilt.
+    pub fn bytes(&self) -> Cow<'_, [u8]> {
+        match &*self.0 {
+            Node::Whole(b) => Cow::Borrowed(b),
+            Node::Delta { .. } => Cow::Owned(self.rebuild()),
+        }
+    }
+
+    /// Its bytes, given those of `base` when it is kept against `base` (one delta applied
+    /// instead of a walk from the last whole version): a reader going through an object's
+    /// versions in order holds the last one's bytes.
+    pub fn bytes_after(&self, base: &Json, base_bytes: &[u8]) -> Vec<u8> {
+        match &*self.0 {
+            Node::Delta {
+                base: own, pieces, ..
+            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, pieces),
+            _ => self.bytes().into_owned(),
+        }
+    }
+
+    /// True when both are the same kept version (not only the same bytes).
+    pub fn same(&self, other: &Json) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn rebuild(&self) -> Vec<u8> {
+        // The chain from this version back to its whole one, at most KEYFRAME long.
+        let mut chain: Vec<&[u8]> = Vec::with_capacity(usize::from(KEYFRAME));
+        let mut at = self;
+        let whole = loop {
+            match &*at.0 {
+                Node::Whole(b) => break b,
+                Node::Delta { base, pieces, .. } => {
+                    chain.push(pieces);
+                    at = base;
+                }
+            }
+        };
+        let mut bytes = whole.to_vec();
+        for pieces in chain.iter().rev() {
+            bytes = apply(&bytes, pieces);
+        }
+        bytes
+    }
+}
+
+/// The bytes of the versions written last, one per object, for a reader that goes through the
+/// versions of objects in order (a watch): each is rebuilt from the one before with one delta.
+#[derive(Debug, Default)]
+pub struct Rebuilt {
+    /// By the address of the version (its [`Json`] is kept with it, so the address stays its).
+    by_version: HashMap<usize, (Json, Vec<u8>)>,
+}
+
+/// Past this many objects remembered, all are forgotten (the deleted ones would otherwise stay).
+const REBUILT_OBJECTS: usize = 4096;
+
+impl Rebuilt {
+    /// Appends the bytes of `json` to `out`.
+    pub fn write(&mut self, json: &Json, out: &mut Vec<u8>) {
+        let Node::Delta { base, pieces, .. } = &*json.0 else {
+            out.extend_from_slice(&json.bytes());
+            return;
+        };
+        let bytes = match (self.by_version.remove(&address(base)), &*base.0) {
+            (Some((_, base_bytes)), _) => apply(&base_bytes, pieces),
+            (None, Node::Whole(base_bytes)) => apply(base_bytes, pieces),
+            (None, Node::Delta { .. }) => json.rebuild(),
+        };
+        out.extend_from_slice(&bytes);
+        if self.by_version.len() >= REBUILT_OBJECTS {
+            self.by_version.clear();
+        }
+        self.by_version.insert(address(json), (json.clone(), bytes));
+    }
+}
+
+fn address(json: &Json) -> usize {
+    Arc::as_ptr(&json.0) as usize
+}
+
+/// Applies pieces this server encoded: they rebuild their target from its base exactly
+/// (rf-format's contract, checked by its tests on any bytes), so failing is a bug here.
+fn apply(base: &[u8], pieces: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Err(e) = apply_delta(base, pieces, &mut out) {
+        panic!("internal error: a kept version does not rebuild: {e}");
+    }
+    out
+}
+
+impl PartialEq for Json {
+    fn eq(&self, other: &Json) -> bool {
+        self.same(other) || (self.len() == other.len() && self.bytes() == other.bytes())
+    }
+}
+
+impl Eq for Json {}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match std::str::from_utf8(&self.bytes()) {
+            Ok(s) => write!(f, "Json({s})"),
+            Err(_) => write!(f, "Json({} bytes)", self.len()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(n: usize) -> Vec<u8> {
+        format!(
+            r#"{{"metadata":{{"name":"web-1","resourceVersion":"{}","labels":{{"app":"web"}}}},"spec":{{"replicas":3,"image":"registry.example.com/web:1.{n}"}},"status":{{"ready":{}}}}}"#,
+            1000 + n,
+            n % 4
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn every_version_rebuilds_to_its_bytes_in_and_out_of_order() {
+        let mut encoder = Encoder::default();
+        let mut kept: Vec<Json> = vec![Json::whole(&version(0))];
+        for n in 1..50 {
+            let base = kept[n - 1].clone();
+            kept.push(Json::after(
+                &base,
+                &version(n - 1),
+                &version(n),
+                &mut encoder,
+            ));
+        }
+        // Mostly deltas, a whole one every KEYFRAME.
+        let deltas = kept.iter().filter(|j| j.depth() > 0).count();
+        assert!(deltas > 40, "{deltas} deltas");
+        assert!(kept.iter().all(|j| j.depth() < KEYFRAME));
+        for (n, j) in kept.iter().enumerate().rev() {
+            assert_eq!(&*j.bytes(), version(n).as_slice(), "version {n}");
+            assert_eq!(j.len(), version(n).len());
+        }
+        for n in 1..50 {
+            let after = kept[n].bytes_after(&kept[n - 1], &version(n - 1));
+            assert_eq!(after, version(n));
+            // Given another version than its base: rebuilt from its chain, still right.
+            assert_eq!(kept[n].bytes_after(&kept[0], &version(0)), version(n));
+        }
+        assert_eq!(kept[7], Json::whole(&version(7)));
+        assert_ne!(kept[7], kept[8]);
+    }
+
+    #[test]
+    fn a_reader_in_order_writes_every_version() {
+        let mut encoder = Encoder::default();
+        let mut kept: Vec<Json> = vec![Json::whole(&version(0))];
+        for n in 1..40 {
+            let base = kept[n - 1].clone();
+            kept.push(Json::after(
+                &base,
+                &version(n - 1),
+                &version(n),
+                &mut encoder,
+            ));
+        }
+        let mut rebuilt = Rebuilt::default();
+        // In order, from the middle of a chain, skipping some, and one twice.
+        for n in [5, 6, 7, 9, 10, 10, 11, 30, 31, 39, 0] {
+            let mut out = b"x".to_vec();
+            rebuilt.write(&kept[n], &mut out);
+            assert_eq!(&out[1..], version(n).as_slice(), "version {n}");
+        }
+        // One remembered per run of versions sent in order (7, 11, 31, 39), not one per version.
+        assert_eq!(rebuilt.by_version.len(), 4);
+    }
+
+    #[test]
+    fn unlike_bytes_are_kept_whole() {
+        let mut encoder = Encoder::default();
+        let a = Json::whole(b"{\"a\":1}");
+        let b = Json::after(
+            &a,
+            b"{\"a\":1}",
+            b"[\"entirely\",\"different\"]",
+            &mut encoder,
+        );
+        assert_eq!(b.depth(), 0);
+        let empty = Json::after(&a, b"{\"a\":1}", b"", &mut encoder);
+        assert!(empty.is_empty());
+        assert_eq!(&*empty.bytes(), b"");
+    }
+}
