@@ -43,7 +43,7 @@ impl Json {
     }
 
     /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
-    /// or whole: every [`KEYFRAME`] versions, and when the pieces would not be much smaller.
+    /// or whole: every 16 versions, and when the pieces would not be much smaller.
     pub fn after(base: &Json, base_bytes: &[u8], target: &[u8], encoder: &mut Encoder) -> Json {
         let depth = base.depth() + 1;
         if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
