@@ -204,11 +204,11 @@ mod tests {
         .into_bytes()
     }
 
-    #[test]
-    fn every_version_rebuilds_to_its_bytes_in_and_out_of_order() {
+    /// Versions 0 to `n - 1`, each kept after the one before.
+    fn chain(n: usize) -> Vec<Json> {
         let mut encoder = Encoder::default();
         let mut kept: Vec<Json> = vec![Json::whole(&version(0))];
-        for n in 1..50 {
+        for n in 1..n {
             let base = kept[n - 1].clone();
             kept.push(Json::after(
                 &base,
@@ -217,6 +217,12 @@ mod tests {
                 &mut encoder,
             ));
         }
+        kept
+    }
+
+    #[test]
+    fn every_version_rebuilds_to_its_bytes_in_and_out_of_order() {
+        let kept = chain(50);
         // Mostly deltas, a whole one every KEYFRAME.
         let deltas = kept.iter().filter(|j| j.depth() > 0).count();
         assert!(deltas > 40, "{deltas} deltas");
@@ -237,17 +243,7 @@ mod tests {
 
     #[test]
     fn a_reader_in_order_writes_every_version() {
-        let mut encoder = Encoder::default();
-        let mut kept: Vec<Json> = vec![Json::whole(&version(0))];
-        for n in 1..40 {
-            let base = kept[n - 1].clone();
-            kept.push(Json::after(
-                &base,
-                &version(n - 1),
-                &version(n),
-                &mut encoder,
-            ));
-        }
+        let kept = chain(40);
         let mut rebuilt = Rebuilt::default();
         // In order, from the middle of a chain, skipping some, and one twice.
         for n in [5, 6, 7, 9, 10, 10, 11, 30, 31, 39, 0] {
