@@ -127,7 +127,7 @@ impl Params {
 
     /// True when an object matches the namespace and selectors.
     pub fn matches(&self, namespace: Option<&str>, v: &Version) -> bool {
-        namespace.is_none_or(|ns| v.meta.namespace == ns)
+        namespace.is_none_or(|ns| &*v.meta.namespace == ns)
             && self.labels.matches(&v.meta.labels)
             && self.fields.matches(&v.meta)
     }
@@ -601,7 +601,7 @@ fn namespaces(shared: &Arc<Shared>, name: Option<&str>, p: &Params) -> Resp {
     let now = shared.clock.now(&shared.timeline);
     let meta = json!({"resourceVersion": "1"});
     match name {
-        Some(name) => match all.iter().find(|v| v.meta.name == name) {
+        Some(name) => match all.iter().find(|v| &*v.meta.name == name) {
             Some(v) if p.table => {
                 http::json_bytes(StatusCode::OK, table::table(&r, [v], &meta, p.include, now))
             }

@@ -9,29 +9,50 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The metadata fields selectors and tables need.
+/// The metadata fields selectors and tables need. The server keeps every version of every
+/// object, and most keep their name, namespace, uid, creation time and labels: those are shared
+/// between the versions of an object that have the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
     /// `metadata.name`.
     #[serde(default)]
-    pub name: String,
+    pub name: Arc<str>,
     /// `metadata.namespace`; empty when absent.
     #[serde(default)]
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// `metadata.uid`; empty when absent.
     #[serde(default)]
-    pub uid: String,
+    pub uid: Arc<str>,
     /// `metadata.resourceVersion` as written in the object; empty when absent.
     #[serde(default)]
     pub resource_version: String,
-    /// `metadata.labels`, shared between the versions of an object that have the same (the
-    /// server keeps every version of every object: most keep their labels).
+    /// `metadata.labels`.
     #[serde(default, deserialize_with = "shared")]
     pub labels: Arc<BTreeMap<String, String>>,
     /// `metadata.creationTimestamp` (RFC 3339), when present.
     #[serde(default)]
-    pub creation_timestamp: Option<String>,
+    pub creation_timestamp: Option<Arc<str>>,
+}
+
+impl Meta {
+    /// Shares with `earlier` (the object's version before) whatever of it is the same.
+    pub fn share_with(&mut self, earlier: &Meta) {
+        fn share<T: ?Sized + PartialEq>(mine: &mut Arc<T>, theirs: &Arc<T>) {
+            if !Arc::ptr_eq(mine, theirs) && **mine == **theirs {
+                *mine = Arc::clone(theirs);
+            }
+        }
+        share(&mut self.name, &earlier.name);
+        share(&mut self.namespace, &earlier.namespace);
+        share(&mut self.uid, &earlier.uid);
+        share(&mut self.labels, &earlier.labels);
+        if let (Some(mine), Some(theirs)) =
+            (&mut self.creation_timestamp, &earlier.creation_timestamp)
+        {
+            share(mine, theirs);
+        }
+    }
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -181,10 +202,28 @@ mod tests {
     }
 
     #[test]
+    fn a_version_shares_what_it_has_of_the_one_before() {
+        let before = meta(br#"{"metadata":{"name":"a","namespace":"n","uid":"u1","creationTimestamp":"2026-03-14T13:00:00Z","labels":{"app":"web"},"resourceVersion":"1"}}"#).unwrap();
+        let mut next = meta(br#"{"metadata":{"name":"a","namespace":"n","uid":"u2","creationTimestamp":"2026-03-14T13:00:00Z","labels":{"app":"web"},"resourceVersion":"2"}}"#).unwrap();
+        let read = next.clone();
+        next.share_with(&before);
+        assert!(Arc::ptr_eq(&next.name, &before.name));
+        assert!(Arc::ptr_eq(&next.namespace, &before.namespace));
+        assert!(Arc::ptr_eq(&next.labels, &before.labels));
+        assert!(Arc::ptr_eq(
+            next.creation_timestamp.as_ref().unwrap(),
+            before.creation_timestamp.as_ref().unwrap()
+        ));
+        // A new uid (the object was recreated) is its own; nothing read changes.
+        assert!(!Arc::ptr_eq(&next.uid, &before.uid));
+        assert_eq!(next, read);
+    }
+
+    #[test]
     fn meta_reads_labels_and_tolerates_nulls() {
         let m = meta(br#"{"metadata":{"name":"a","namespace":"n","labels":null}}"#).unwrap();
-        assert_eq!(m.name, "a");
-        assert_eq!(m.namespace, "n");
+        assert_eq!(&*m.name, "a");
+        assert_eq!(&*m.namespace, "n");
         assert!(m.labels.is_empty());
         assert!(meta(b"{}").is_err());
         assert!(meta(b"not json").is_err());

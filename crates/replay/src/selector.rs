@@ -169,10 +169,10 @@ impl FieldSelector {
     pub fn matches(&self, meta: &Meta) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let actual = match field {
-                Field::Name => &meta.name,
-                Field::Namespace => &meta.namespace,
+                Field::Name => &*meta.name,
+                Field::Namespace => &*meta.namespace,
             };
-            (actual == value) == *equal
+            (actual == value.as_str()) == *equal
         })
     }
 }

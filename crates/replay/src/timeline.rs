@@ -533,15 +533,15 @@ enum Item {
 fn object_of(r: &Kept, bytes: &[u8], index: usize) -> Result<Obj, String> {
     let mut meta = json::meta(bytes)?;
     if meta.name.is_empty() {
-        meta.name.clone_from(&r.name);
+        meta.name = Arc::from(r.name.as_str());
     }
     if meta.namespace.is_empty() {
-        meta.namespace.clone_from(&r.namespace);
+        meta.namespace = Arc::from(r.namespace.as_str());
     }
     Ok(Obj {
         key: ObjectKey {
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
+            namespace: meta.namespace.to_string(),
+            name: meta.name.to_string(),
         },
         json: r.object.clone(),
         meta,
@@ -652,13 +652,9 @@ fn build_kind(
                     }
                 };
                 let existing = world.get(&obj.key);
-                // Every version is kept: the labels of one that has its predecessor's are theirs.
+                // Every version is kept: what it has of its predecessor's metadata is theirs.
                 if let Some(o) = existing {
-                    if !Arc::ptr_eq(&o.meta.labels, &obj.meta.labels)
-                        && o.meta.labels == obj.meta.labels
-                    {
-                        obj.meta.labels = Arc::clone(&o.meta.labels);
-                    }
+                    obj.meta.share_with(&o.meta);
                 }
                 let event = if deleted {
                     existing.map(|_| EventType::Deleted)
@@ -1023,7 +1019,7 @@ mod tests {
         let ev: Vec<_> = k
             .events()
             .iter()
-            .map(|e| (e.kind, e.object.meta.name.as_str(), e.rv))
+            .map(|e| (e.kind, &*e.object.meta.name, e.rv))
             .collect();
         assert_eq!(
             ev,
@@ -1160,7 +1156,7 @@ mod tests {
         let ev: Vec<_> = k
             .events()
             .iter()
-            .map(|e| (e.kind, e.object.meta.name.as_str(), e.rv))
+            .map(|e| (e.kind, &*e.object.meta.name, e.rv))
             .collect();
         assert_eq!(
             ev,
