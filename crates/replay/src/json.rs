@@ -156,6 +156,125 @@ pub fn json_string(s: &str) -> String {
 /// The object with `metadata.resourceVersion` set to `rv`; every other member keeps its place and
 /// its bytes.
 pub fn with_resource_version(object: &[u8], rv: &str) -> Result<Vec<u8>, String> {
+    // The API server's layout: the version's bytes replaced where they are, the same bytes as
+    // below without parsing every member (serve rewrites every version in counter mode).
+    if let Some(span) = compact_rv_span(object) {
+        let mut out = Vec::with_capacity(object.len() + rv.len());
+        out.extend_from_slice(&object[..span.start]);
+        write_json_string(&mut out, rv);
+        out.extend_from_slice(&object[span.end..]);
+        return Ok(out);
+    }
+    rewritten_resource_version(object, rv)
+}
+
+/// Where the string of the first `metadata.resourceVersion` of the first `metadata` is (quotes
+/// included), when the object is written as the API server writes it: no whitespace between the
+/// tokens of the object and of its metadata, and no escape in their keys. Those are what
+/// [`rewritten_resource_version`] would write again differently (it drops such whitespace and
+/// writes keys unescaped), so for any other object: `None`, and that one decides. The object
+/// is otherwise taken as valid JSON (serve has read it with serde).
+fn compact_rv_span(b: &[u8]) -> Option<std::ops::Range<usize>> {
+    /// The end of the string starting at `i` (a quote), past its closing quote.
+    fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
+        i += 1;
+        loop {
+            match *b.get(i)? {
+                b'"' => return Some(i + 1),
+                b'\\' => i += 2,
+                _ => i += 1,
+            }
+        }
+    }
+    /// The end of the value starting at `i` (its first byte, not whitespace).
+    fn value_end(b: &[u8], i: usize) -> Option<usize> {
+        match *b.get(i)? {
+            b'"' => string_end(b, i),
+            b'{' | b'[' => {
+                let (mut depth, mut i) = (1usize, i + 1);
+                while depth > 0 {
+                    match *b.get(i)? {
+                        b'"' => i = string_end(b, i)?,
+                        b'{' | b'[' => {
+                            depth += 1;
+                            i += 1;
+                        }
+                        b'}' | b']' => {
+                            depth -= 1;
+                            i += 1;
+                        }
+                        _ => i += 1,
+                    }
+                }
+                Some(i)
+            }
+            b' ' | b'\n' | b'\r' | b'\t' | b',' | b'}' | b']' => None,
+            // A number or a literal: to the next delimiter.
+            _ => {
+                let len = b[i..]
+                    .iter()
+                    .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))?;
+                Some(i + len)
+            }
+        }
+    }
+    /// The members of the object starting at `i`, compact, keys unescaped: calls `member` with
+    /// each key and where its value starts (it returns where the value ends); the end of the
+    /// object.
+    fn members(
+        b: &[u8],
+        i: usize,
+        mut member: impl FnMut(&[u8], usize) -> Option<usize>,
+    ) -> Option<usize> {
+        if b.get(i) != Some(&b'{') {
+            return None;
+        }
+        let mut i = i + 1;
+        if b.get(i) == Some(&b'}') {
+            return Some(i + 1);
+        }
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = string_end(b, i)?;
+            let key = &b[i + 1..key_end - 1];
+            if key.contains(&b'\\') || b.get(key_end) != Some(&b':') {
+                return None;
+            }
+            i = member(key, key_end + 1)?;
+            match b.get(i)? {
+                b',' => i += 1,
+                b'}' => return Some(i + 1),
+                _ => return None,
+            }
+        }
+    }
+    // The first resourceVersion of the first metadata, whatever its value.
+    let mut first: Option<std::ops::Range<usize>> = None;
+    let mut metadata_seen = false;
+    let end = members(b, 0, |key, at| {
+        if key != b"metadata" || metadata_seen {
+            return value_end(b, at);
+        }
+        metadata_seen = true;
+        members(b, at, |key, at| {
+            let end = value_end(b, at)?;
+            if key == b"resourceVersion" && first.is_none() {
+                first = Some(at..end);
+            }
+            Some(end)
+        })
+    })?;
+    // The whole text is the object (nothing after it, as the writer below leaves nothing).
+    (end == b.len()).then_some(())?;
+    // A version that is not a string is replaced by one there too; left to the other.
+    first.filter(|span| b.get(span.start) == Some(&b'"'))
+}
+
+/// [`with_resource_version`] by parsing: the object's members and its metadata's, written
+/// again with the version set (added when missing).
+fn rewritten_resource_version(object: &[u8], rv: &str) -> Result<Vec<u8>, String> {
     let mut top: Members =
         serde_json::from_slice(object).map_err(|e| format!("not a JSON object: {e}"))?;
     let rv_raw = RawValue::from_string(json_string(rv)).map_err(|e| e.to_string())?;
@@ -217,6 +336,40 @@ mod tests {
         // A new uid (the object was recreated) is its own; nothing read changes.
         assert!(!Arc::ptr_eq(&next.uid, &before.uid));
         assert_eq!(next, read);
+    }
+
+    #[test]
+    fn the_version_is_rewritten_in_place_as_the_parsing_rewriter_writes_it() {
+        let cases: &[&[u8]] = &[
+            br#"{"kind":"Pod","metadata":{"name":"a","resourceVersion":"7","labels":{"z":"1"}},"spec":{"b": 1, "a": [2, {"c":"}]"}]}}"#,
+            br#"{"metadata":{"resourceVersion":"7"}}"#,
+            br#"{"metadata":{"name":"a"}}"#,
+            br#"{"metadata":{"resourceVersion":7,"resourceVersion":"8"}}"#,
+            br#"{"metadata":{"resourceVersion":"7","resourceVersion":"8"},"metadata":{"resourceVersion":"9"}}"#,
+            br#"{"spec":{"metadata":{"resourceVersion":"1"}},"metadata":{"resourceVersion":"2"}}"#,
+            br#"{"a":""metadata":{"resourceVersion":"1"}","metadata":{"resourceVersion":"2"}}"#,
+            br#"{"metadata":{"resourceVersion":"7"} }"#,
+            br#"{"metadata": {"resourceVersion":"7"}}"#,
+            br#"{"metadata":{"resourceVersion" :"7"}}"#,
+            br#"{"metadata":{"resourceVersion":"7" ,"name":"a"}}"#,
+            br#" {"metadata":{"resourceVersion":"7"}}"#,
+            br#"{"metadata":{"resourceVersion":"7"}} "#,
+            br#"{"metadat\u0061":{"resourceVersion":"7"}}"#,
+            br#"{"metadata":{"resource\u0056ersion":"7"}}"#,
+            br#"{"metadata":{"resourceVersion":"7\"x"},"n":-1.5e3,"t":true,"z":null}"#,
+            br#"{"metadata":null}"#,
+            br#"{}"#,
+            b"[1]",
+        ];
+        for case in cases {
+            let fast = with_resource_version(case, "42");
+            let slow = rewritten_resource_version(case, "42");
+            assert_eq!(fast, slow, "{}", String::from_utf8_lossy(case));
+        }
+        // The API server's layout takes the fast path.
+        let span = compact_rv_span(cases[0]).expect("the fast path");
+        assert_eq!(&cases[0][span], br#""7""#);
+        assert_eq!(compact_rv_span(cases[7]), None);
     }
 
     #[test]
