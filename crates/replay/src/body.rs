@@ -121,11 +121,12 @@ impl Json {
                 }
             }
         };
-        let mut bytes = whole.to_vec();
+        // The first delta applied to the whole version where it is, not to a copy.
+        let mut bytes: Option<Vec<u8>> = None;
         for pieces in chain.iter().rev() {
-            bytes = apply(&bytes, pieces);
+            bytes = Some(apply(bytes.as_deref().unwrap_or(whole), pieces));
         }
-        bytes
+        bytes.unwrap_or_else(|| whole.to_vec())
     }
 }
 
@@ -147,10 +148,9 @@ impl Rebuilt {
             out.extend_from_slice(&json.bytes());
             return;
         };
-        let bytes = match (self.by_version.remove(&address(base)), &*base.0) {
-            (Some((_, base_bytes)), _) => apply(&base_bytes, pieces),
-            (None, Node::Whole(base_bytes)) => apply(base_bytes, pieces),
-            (None, Node::Delta { .. }) => json.rebuild(),
+        let bytes = match self.by_version.remove(&address(base)) {
+            Some((_, base_bytes)) => apply(&base_bytes, pieces),
+            None => json.rebuild(),
         };
         out.extend_from_slice(&bytes);
         if self.by_version.len() >= REBUILT_OBJECTS {

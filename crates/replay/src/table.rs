@@ -465,7 +465,9 @@ fn write_row(
     include: IncludeObject,
     now: Timestamp,
 ) {
-    let o: Value = serde_json::from_slice(&v.json.bytes()).unwrap_or(Value::Null);
+    // Rebuilt once (a kept version may be a delta) for the cells and the object.
+    let bytes = v.json.bytes();
+    let o: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let cells = cells(&resource.kind, &o, &v.meta, now);
     out.extend_from_slice(b"{\"cells\":");
     out.extend_from_slice(&json::to_vec(&cells));
@@ -473,13 +475,13 @@ fn write_row(
         IncludeObject::None => {}
         IncludeObject::Object => {
             out.extend_from_slice(b",\"object\":");
-            out.extend_from_slice(&v.json.bytes());
+            out.extend_from_slice(&bytes);
         }
         IncludeObject::Metadata => {
             out.extend_from_slice(
                 b",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":",
             );
-            match json::raw_metadata(&v.json.bytes()) {
+            match json::raw_metadata(&bytes) {
                 Some(m) => out.extend_from_slice(m.get().as_bytes()),
                 None => out.extend_from_slice(b"{}"),
             }

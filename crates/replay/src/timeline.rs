@@ -661,7 +661,7 @@ fn build_kind(
                 } else {
                     match existing {
                         None => Some(EventType::Added),
-                        Some(o) if r.op == Op::Listed && o.json.bytes() == obj.json.bytes() => None,
+                        Some(o) if r.op == Op::Listed && o.json == obj.json => None,
                         Some(_) => Some(EventType::Modified),
                     }
                 };
