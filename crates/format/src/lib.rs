@@ -33,7 +33,9 @@ mod writer;
 
 pub use error::{Error, Result};
 pub use reader::{End, Reader};
-pub use record::{Header, Kind, Op, Record, Redaction, Source, Timestamp, Trailer};
+pub use record::{
+    Header, Kind, Op, Record, Redaction, Source, Timestamp, Trailer, push_object_key,
+};
 pub use writer::Writer;
 
 /// Delta bodies (docs/format.md, "Delta bodies") for a reader that keeps versions of objects as

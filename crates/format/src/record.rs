@@ -239,10 +239,6 @@ impl Record {
     /// string: each part length-prefixed, so that no two objects share one. A reused buffer
     /// makes it a key for tables of objects without an allocation per lookup.
     pub fn identity_into(&self, key: &mut Vec<u8>) {
-        fn part(key: &mut Vec<u8>, s: &str) {
-            key.extend_from_slice(&(s.len() as u64).to_le_bytes());
-            key.extend_from_slice(s.as_bytes());
-        }
         key.clear();
         match &self.kind {
             Kind::Other {
@@ -251,15 +247,27 @@ impl Record {
                 kind,
             } => {
                 key.push(u8::MAX);
-                part(key, group);
-                part(key, version);
-                part(key, kind);
+                push_part(key, group);
+                push_part(key, version);
+                push_part(key, kind);
             }
             known => key.push(known.known_index().unwrap_or(0) as u8),
         }
-        part(key, &self.namespace);
-        part(key, &self.name);
+        push_object_key(key, &self.namespace, &self.name);
     }
+}
+
+/// Appends an object's namespace and name to `key`, each length-prefixed so that no two objects
+/// share one: the end of [`Record::identity_into`], for tables of one kind's objects.
+pub fn push_object_key(key: &mut Vec<u8>, namespace: &str, name: &str) {
+    push_part(key, namespace);
+    push_part(key, name);
+}
+
+/// Appends `s` to `key`, length-prefixed.
+fn push_part(key: &mut Vec<u8>, s: &str) {
+    key.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    key.extend_from_slice(s.as_bytes());
 }
 
 /// How values that could hold secrets were treated when recording.

@@ -326,7 +326,7 @@ struct Kept {
     object: Json,
 }
 
-/// The bytes of the last version of each live object, by [`Record::identity_into`] key, and the
+/// The bytes of the last version of each live object, by [`rf_format::push_object_key`], and the
 /// [`Json`] they are: what the next version is kept or rebuilt against. Live objects only.
 #[derive(Default)]
 struct Recent {
@@ -335,14 +335,9 @@ struct Recent {
 }
 
 impl Recent {
-    fn key_of(&mut self, namespace: &str, name: &str) -> &[u8] {
+    fn key_of(&mut self, namespace: &str, name: &str) {
         self.key.clear();
-        for part in [namespace, name] {
-            self.key
-                .extend_from_slice(&(part.len() as u64).to_le_bytes());
-            self.key.extend_from_slice(part.as_bytes());
-        }
-        &self.key
+        rf_format::push_object_key(&mut self.key, namespace, name);
     }
 
     /// `json`'s bytes, rebuilt against the last version of the object when it is kept against
