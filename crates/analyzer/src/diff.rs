@@ -5,10 +5,12 @@
 //! regard to key order, lists of named items (containers, env, ports, volumes) by name, `null`
 //! equal to absent, and the `rollouts-pod-template-hash` label ignored.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The label every ReplicaSet of a Rollout carries on its pod template; never a difference.
@@ -110,6 +112,272 @@ pub fn template_diff(a: &Value, b: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     diff_value(&mut Path::default(), Some(a), Some(b), &mut out);
     out
+}
+
+/// [`template_diff`] of two templates given as JSON text known to be JSON (a template is kept
+/// only when it parsed): the same changes; `None` only if a value within does not parse.
+///
+/// Both texts are walked together, one level at a time, and the walk goes down only where
+/// they differ: two templates of one rollout are the same but for a few values (a checksum
+/// annotation, an image), and building both whole, every key and string allocated, was most of
+/// what comparing them cost. Wherever the texts are not two objects or two arrays, the values
+/// there are built and compared by [`template_diff`]'s own rules.
+pub(crate) fn diff_json(a: &str, b: &str) -> Option<Vec<Change>> {
+    let mut out = Vec::new();
+    diff_raw(
+        &mut Path::default(),
+        Some(trimmed(a)),
+        Some(trimmed(b)),
+        &mut out,
+    )?;
+    Some(out)
+}
+
+/// Whether two templates given as JSON text known to be JSON are equal as JSON values (`==` of
+/// their built [`Value`]s: key order aside, `null` unlike absent, the hash label included).
+/// Equal texts are equal values without a look inside.
+pub(crate) fn same_json(a: &str, b: &str) -> Option<bool> {
+    equal_raw(trimmed(a), trimmed(b))
+}
+
+/// [`diff_json`] of any text: `None` when one is not JSON.
+#[cfg(test)]
+fn template_diff_text(a: &str, b: &str) -> Option<Vec<Change>> {
+    diff_json(whole(a)?, whole(b)?)
+}
+
+/// [`same_json`] of any text: `None` when one is not JSON.
+#[cfg(test)]
+fn same_template_text(a: &str, b: &str) -> Option<bool> {
+    equal_raw(whole(a)?, whole(b)?)
+}
+
+/// `text` without JSON whitespace around it.
+pub(crate) fn trimmed(text: &str) -> &str {
+    text.trim_matches([' ', '\t', '\n', '\r'])
+}
+
+/// `text` without the whitespace around it, when it is one JSON value (checked whole, as
+/// building its [`Value`] would).
+#[cfg(test)]
+fn whole(text: &str) -> Option<&str> {
+    if crate::skim::valid(text).is_none() {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+    }
+    Some(trimmed(text))
+}
+
+/// The first byte of a value's text: `{`, `[`, `"`, `n`, ...
+pub(crate) fn opener(v: &str) -> u8 {
+    v.bytes().next().unwrap_or(0)
+}
+
+/// The members of an object's text, their values as text, sorted by key; the last of a
+/// repeated key wins, as in a [`Value`].
+pub(crate) fn members(text: &str) -> Option<Members<'_>> {
+    let Some(written) = crate::skim::raw_members(text) else {
+        // An escaped key: serde unescapes it.
+        let built: BTreeMap<String, &RawValue> = serde_json::from_str(text).ok()?;
+        return Some(
+            built
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), v.get()))
+                .collect(),
+        );
+    };
+    let mut sorted: Vec<(Cow<'_, str>, &str)> = written
+        .into_iter()
+        .rev()
+        .map(|(k, v)| (Cow::Borrowed(k), v))
+        .collect();
+    // Stable, from the last written: of a repeated key, the one written last comes first.
+    sorted.sort_by(|x, y| x.0.cmp(&y.0));
+    sorted.dedup_by(|later, kept| later.0 == kept.0);
+    Some(sorted)
+}
+
+pub(crate) fn member<'t>(members: &[(Cow<'_, str>, &'t str)], key: &str) -> Option<&'t str> {
+    members
+        .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+        .ok()
+        .map(|i| members[i].1)
+}
+
+/// The text of each item of an array's text.
+pub(crate) fn items(text: &str) -> Option<Vec<&str>> {
+    match crate::skim::raw_items(text) {
+        Some(items) => Some(items),
+        None => {
+            let built: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+            Some(built.into_iter().map(RawValue::get).collect())
+        }
+    }
+}
+
+fn value(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok()
+}
+
+/// [`diff_value`] over values as text. `None` when a value does not parse, which cannot happen
+/// within text checked whole.
+fn diff_raw(
+    path: &mut Path,
+    a: Option<&str>,
+    b: Option<&str>,
+    out: &mut Vec<Change>,
+) -> Option<()> {
+    let (a, b) = (a.filter(|v| *v != "null"), b.filter(|v| *v != "null"));
+    match (a, b) {
+        (None, None) => return Some(()),
+        (Some(x), Some(y)) if x == y => return Some(()),
+        (Some(x), Some(y)) if opener(x) == b'{' && opener(y) == b'{' => {
+            return diff_members(path, &members(x)?, &members(y)?, out);
+        }
+        (Some(x), Some(y)) if opener(x) == b'[' && opener(y) == b'[' => {
+            let (x, y) = (items(x)?, items(y)?);
+            if let (Some(nx), Some(ny)) = (raw_names_of(&x)?, raw_names_of(&y)?) {
+                let mut names: Vec<&str> = nx.iter().chain(&ny).map(|(n, _)| n.as_ref()).collect();
+                names.sort_unstable();
+                names.dedup();
+                for name in names {
+                    path.0.push(Segment::Named(name.to_owned()));
+                    // Named items are objects, their members read already.
+                    let done = match (named(&nx, name), named(&ny, name)) {
+                        (Some((tx, mx)), Some((ty, my))) if tx != ty => {
+                            diff_members(path, mx, my, out)
+                        }
+                        (a, b) => diff_raw(path, a.map(|(t, _)| t), b.map(|(t, _)| t), out),
+                    };
+                    path.0.pop();
+                    done?;
+                }
+            } else {
+                for i in 0..x.len().max(y.len()) {
+                    path.0.push(Segment::Index(i));
+                    let done = diff_raw(path, x.get(i).copied(), y.get(i).copied(), out);
+                    path.0.pop();
+                    done?;
+                }
+            }
+            return Some(());
+        }
+        _ => {}
+    }
+    // Not two objects or two arrays: by the rules of the built values.
+    let x = match a {
+        Some(a) => Some(value(a)?),
+        None => None,
+    };
+    let y = match b {
+        Some(b) => Some(value(b)?),
+        None => None,
+    };
+    diff_value(path, x.as_ref(), y.as_ref(), out);
+    Some(())
+}
+
+/// [`diff_map`] over two objects' members ([`members`]).
+fn diff_members(
+    path: &mut Path,
+    x: &Members<'_>,
+    y: &Members<'_>,
+    out: &mut Vec<Change>,
+) -> Option<()> {
+    let labels = at_labels(path);
+    let mut keys: Vec<&str> = x.iter().chain(y).map(|(k, _)| k.as_ref()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        if labels && key == HASH_LABEL {
+            continue;
+        }
+        path.0.push(Segment::Key(key.to_owned()));
+        let done = diff_raw(path, member(x, key), member(y, key), out);
+        path.0.pop();
+        done?;
+    }
+    Some(())
+}
+
+/// An object's members as [`members`] reads them.
+type Members<'t> = Vec<(Cow<'t, str>, &'t str)>;
+
+/// A named item: its name, and its text and members.
+type Named<'t> = (Cow<'t, str>, (&'t str, Members<'t>));
+
+/// The text and members of the item named `name`.
+fn named<'n, 't>(items: &'n [Named<'t>], name: &str) -> Option<(&'t str, &'n Members<'t>)> {
+    items
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, (text, members))| (*text, members))
+}
+
+/// [`item_name`] of an item's text: its `name` member when that is a string, with the item's
+/// members.
+fn raw_item_name(text: &str) -> Option<Option<Named<'_>>> {
+    if opener(text) != b'{' {
+        return Some(None);
+    }
+    let members = members(text)?;
+    let Some(name) = member(&members, "name").filter(|n| opener(n) == b'"') else {
+        return Some(None);
+    };
+    let name = match crate::skim::raw_string(name) {
+        Some(name) => name,
+        None => Cow::Owned(serde_json::from_str::<String>(name).ok()?),
+    };
+    Some(Some((name, (text, members))))
+}
+
+/// [`names_of`] of items' text: `Some(None)` when they are not all distinctly named.
+fn raw_names_of<'t>(xs: &[&'t str]) -> Option<Option<Vec<Named<'t>>>> {
+    let mut names = Vec::with_capacity(xs.len());
+    for x in xs {
+        match raw_item_name(x)? {
+            Some(n) => names.push(n),
+            None => return Some(None),
+        }
+    }
+    let mut sorted: Vec<&str> = names.iter().map(|(n, _)| n.as_ref()).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Some((sorted.len() == names.len()).then_some(names))
+}
+
+/// `==` of the [`Value`]s of two values' text, built only where the texts differ and are not
+/// two objects or two arrays.
+fn equal_raw(a: &str, b: &str) -> Option<bool> {
+    if a == b {
+        return Some(true);
+    }
+    match (opener(a), opener(b)) {
+        (b'{', b'{') => {
+            let (x, y) = (members(a)?, members(b)?);
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for ((k, v), (l, w)) in x.iter().zip(&y) {
+                if k != l || !equal_raw(v, w)? {
+                    return Some(false);
+                }
+            }
+            Some(true)
+        }
+        (b'[', b'[') => {
+            let (x, y) = (items(a)?, items(b)?);
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            for (v, w) in x.iter().zip(&y) {
+                if !equal_raw(v, w)? {
+                    return Some(false);
+                }
+            }
+            Some(true)
+        }
+        _ => Some(value(a)? == value(b)?),
+    }
 }
 
 /// The string values of the object at `pointer` in `v` (labels, annotations, a selector):
@@ -324,6 +592,206 @@ mod tests {
         let d = template_diff(&json!({"metadata": {}}), &labelled);
         let paths: Vec<String> = d.iter().map(|c| c.path.to_string()).collect();
         assert_eq!(paths, ["metadata.labels.app"]);
+    }
+
+    /// A small deterministic generator for the comparisons below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.next() % 100 < percent
+        }
+    }
+
+    /// `v` as JSON text the way no serializer writes it but a parser reads it: members in any
+    /// order, some keys escaped, some repeated (an earlier decoy that the last one overrides),
+    /// whitespace here and there.
+    fn write(v: &Value, rng: &mut Rng, out: &mut String) {
+        let space = |rng: &mut Rng, out: &mut String| {
+            if rng.chance(10) {
+                out.push_str(if rng.chance(50) { " " } else { "\n  " });
+            }
+        };
+        match v {
+            Value::Object(m) => {
+                let mut members: Vec<(&String, &Value)> = m.iter().collect();
+                if rng.chance(50) {
+                    for i in (1..members.len()).rev() {
+                        members.swap(i, rng.below(i + 1));
+                    }
+                }
+                out.push('{');
+                let mut first = true;
+                for (k, v) in members {
+                    let decoy = rng.chance(3);
+                    for value in [decoy.then_some(&Value::Null), Some(v)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if !first {
+                            out.push(',');
+                        }
+                        first = false;
+                        space(rng, out);
+                        let key = serde_json::to_string(k).unwrap();
+                        match key.as_bytes().get(1) {
+                            Some(c) if c.is_ascii_alphanumeric() && rng.chance(5) => {
+                                out.push_str(&format!("\"\\u{:04x}{}", c, &key[2..]));
+                            }
+                            _ => out.push_str(&key),
+                        }
+                        space(rng, out);
+                        out.push(':');
+                        write(value, rng, out);
+                    }
+                }
+                space(rng, out);
+                out.push('}');
+            }
+            Value::Array(xs) => {
+                out.push('[');
+                for (i, x) in xs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    space(rng, out);
+                    write(x, rng, out);
+                }
+                out.push(']');
+            }
+            scalar => {
+                space(rng, out);
+                out.push_str(&scalar.to_string());
+            }
+        }
+    }
+
+    fn base() -> Value {
+        json!({
+            "metadata": {
+                "labels": {"app": "web", (HASH_LABEL): "5d98c7bf64", "tier": "api"},
+                "annotations": {"checksum/config": "abc", "prometheus.io/port": "9090"},
+                "creationTimestamp": null
+            },
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "web:1", "ports": [{"name": "http", "containerPort": 8080}],
+                     "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+                     "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}}},
+                    {"name": "sidecar", "image": "envoy:1", "args": ["--a", "--b"]}
+                ],
+                "initContainers": [{"name": "init", "image": "busybox:1"}],
+                "volumes": [{"name": "config", "configMap": {"name": "web-config"}}],
+                "terminationGracePeriodSeconds": 30,
+                "tolerations": [{"key": "k", "operator": "Exists"}, {"key": "j", "effect": "NoSchedule"}]
+            }
+        })
+    }
+
+    /// Some node of `v`, reached by a random walk.
+    fn somewhere<'v>(v: &'v mut Value, rng: &mut Rng) -> &'v mut Value {
+        let mut pointer = String::new();
+        let mut at = &*v;
+        for _ in 0..rng.below(6) {
+            match at {
+                Value::Object(m) if !m.is_empty() => {
+                    let (k, next) = m.iter().nth(rng.below(m.len())).unwrap();
+                    pointer.push('/');
+                    pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    at = next;
+                }
+                Value::Array(xs) if !xs.is_empty() => {
+                    let i = rng.below(xs.len());
+                    pointer.push_str(&format!("/{i}"));
+                    at = &xs[i];
+                }
+                _ => break,
+            }
+        }
+        v.pointer_mut(&pointer).expect("the walk's own path")
+    }
+
+    fn mutate(v: &mut Value, rng: &mut Rng) {
+        let node = somewhere(v, rng);
+        match (rng.below(10), node) {
+            (0, n) => *n = Value::Null,
+            (1, n) => *n = json!("changed"),
+            (2, n) => *n = json!(1.5),
+            (3, Value::Object(m)) if !m.is_empty() => {
+                let k = m.keys().nth(rng.below(m.len())).cloned().unwrap();
+                m.remove(&k);
+            }
+            (4, Value::Object(m)) => {
+                m.insert("added".into(), json!({"name": "x", "v": [1, 2]}));
+            }
+            (5, Value::Array(xs)) if xs.len() > 1 => {
+                let last = xs.len() - 1;
+                xs.swap(0, last);
+            }
+            (6, Value::Array(xs)) => xs.push(json!({"name": "app"})),
+            (7, Value::Object(m)) => {
+                m.insert("name".into(), json!(7));
+            }
+            (8, n) => *n = json!([]),
+            (_, n) => *n = json!({}),
+        }
+    }
+
+    #[test]
+    fn the_text_walk_finds_what_the_built_values_show() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut compared = 0;
+        for round in 0..4000 {
+            let mut a = base();
+            for _ in 0..rng.below(3) {
+                mutate(&mut a, &mut rng);
+            }
+            let mut b = a.clone();
+            if let Some(Value::Object(labels)) = b.pointer_mut("/metadata/labels") {
+                if rng.chance(50) {
+                    labels.insert(HASH_LABEL.into(), json!(format!("h{round}")));
+                }
+            }
+            for _ in 0..rng.below(4) {
+                mutate(&mut b, &mut rng);
+            }
+            let (mut ta, mut tb) = (String::new(), String::new());
+            write(&a, &mut rng, &mut ta);
+            write(&b, &mut rng, &mut tb);
+            let va: Value = serde_json::from_str(&ta).expect("written JSON parses");
+            let vb: Value = serde_json::from_str(&tb).expect("written JSON parses");
+            assert_eq!((&va, &vb), (&a, &b), "{ta}\n{tb}");
+            assert_eq!(
+                template_diff_text(&ta, &tb),
+                Some(template_diff(&va, &vb)),
+                "{ta}\n{tb}"
+            );
+            assert_eq!(same_template_text(&ta, &tb), Some(va == vb), "{ta}\n{tb}");
+            compared += usize::from(va != vb);
+        }
+        // Most pairs differ: the walk went down somewhere.
+        assert!(compared > 3000, "{compared}");
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_no_comparison() {
+        let good = r#"{"a":1}"#;
+        for bad in ["{", r#"{"a":1} x"#, r#"{"a":01}"#, "", r#"{"a":"\x"}"#] {
+            assert_eq!(template_diff_text(good, bad), None, "{bad}");
+            assert_eq!(template_diff_text(bad, good), None, "{bad}");
+            assert_eq!(same_template_text(bad, bad), None, "{bad}");
+        }
+        assert_eq!(template_diff_text(good, good), Some(Vec::new()));
+        assert_eq!(same_template_text(good, " {\"a\" : 1} "), Some(true));
     }
 
     #[test]

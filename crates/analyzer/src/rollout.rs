@@ -235,17 +235,19 @@ pub(crate) struct Transition<'a> {
     pub jump: Option<&'a StepJump>,
 }
 
-/// A pod template kept as its JSON text (a few hundred bytes to a few kilobytes; parsed it
-/// takes several times that), parsed again only when two templates are compared. Only text
-/// that parsed is kept. Cloning shares the text.
+/// A pod template kept as its JSON text (a few hundred bytes to a few kilobytes; built it
+/// takes several times that), compared as text ([`crate::diff::diff_json`]): only where two
+/// differ are their values built. Only text that is JSON is kept. Cloning shares the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Template(Arc<str>);
 
 impl Template {
-    /// The template of `raw`, and `raw` parsed; `None` when it does not parse.
-    fn parse_new(raw: &str) -> Option<(Template, Value)> {
-        let v = serde_json::from_str::<Value>(raw).ok()?;
-        Some((Template(Arc::from(raw)), v))
+    /// The template of `raw`; `None` when it is not JSON.
+    fn new(raw: &str) -> Option<Template> {
+        if crate::skim::valid(raw).is_none() {
+            serde_json::from_str::<serde::de::IgnoredAny>(raw).ok()?;
+        }
+        Some(Template(Arc::from(raw)))
     }
 
     /// The template of `raw`, and the string values of its `metadata.labels` (the pod labels),
@@ -261,31 +263,9 @@ impl Template {
         Some((Template(Arc::from(raw)), labels))
     }
 
-    /// The template parsed.
-    pub fn parse(&self) -> Option<Value> {
-        serde_json::from_str(&self.0).ok()
-    }
-
     pub fn text(&self) -> &str {
         &self.0
     }
-}
-
-/// [`crate::diff::template_diff`] of `a` and `b`, `a` parsed from `held` when it holds it;
-/// `held` then holds `b`, parsed. `None` when one does not parse.
-fn parsed_diff(
-    held: &mut Option<(Template, Value)>,
-    a: &Template,
-    b: &Template,
-) -> Option<Vec<crate::diff::Change>> {
-    let old = match held.take() {
-        Some((t, v)) if t == *a => v,
-        _ => a.parse()?,
-    };
-    let new = b.parse()?;
-    let changes = crate::diff::template_diff(&old, &new);
-    *held = Some((b.clone(), new));
-    Some(changes)
 }
 
 /// True when `status.observedGeneration` (a string) names `metadata.generation`, both absent
@@ -387,14 +367,9 @@ pub(crate) struct RolloutTrack {
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
-    /// `last_template` parsed, when it was parsed (the old side of the next spec change's diff).
-    last_parsed: Option<Value>,
     /// The last comparison of two templates: the detectors that compare a revision change's
     /// templates ask for the same one in turn.
     compared: RefCell<Option<(Template, Template, Vec<crate::diff::Change>)>>,
-    /// The new template of the last comparison, parsed: a rollout's revision changes chain
-    /// (the new template of one is the old one of the next), so each is parsed once.
-    parsed: RefCell<Option<(Template, Value)>>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -442,9 +417,7 @@ impl RolloutTrack {
             traffic: Vec::new(),
             traffic_last: BTreeMap::new(),
             pending_reset: None,
-            last_parsed: None,
             compared: RefCell::new(None),
-            parsed: RefCell::new(None),
         }
     }
 
@@ -500,7 +473,7 @@ impl RolloutTrack {
                 return Some(changes.clone());
             }
         }
-        let changes = parsed_diff(&mut self.parsed.borrow_mut(), a, b)?;
+        let changes = crate::diff::diff_json(a.text(), b.text())?;
         *self.compared.borrow_mut() = Some((a.clone(), b.clone(), changes.clone()));
         Some(changes)
     }
@@ -633,7 +606,6 @@ impl RolloutTrack {
         self.progress.clear();
         self.template_changes.clear();
         self.last_template = None;
-        self.last_parsed = None;
         self.spec_templates.clear();
         self.restarts.clear();
         self.restarts_total = 0;
@@ -667,23 +639,27 @@ impl RolloutTrack {
         };
         // The same bytes as the last template: the same template (it parsed then), the same
         // images.
-        let (template, parsed) = match &self.last_template {
-            Some(last) if last.text() == raw => (last.clone(), None),
-            _ => match Template::parse_new(raw) {
-                Some((t, v)) => (t, Some(v)),
+        let (template, new_text) = match &self.last_template {
+            Some(last) if last.text() == raw => (last.clone(), false),
+            _ => match Template::new(raw) {
+                Some(t) => (t, true),
                 None => return,
             },
         };
         if spec_changed {
-            let old = match (&self.last_template, &parsed) {
-                (Some(old), Some(_)) => self.last_parsed.take().or_else(|| old.parse()),
-                _ => None,
-            };
-            let (template_changed, diff) = match (&self.last_template, &parsed, &old) {
-                (_, None, _) => (false, Vec::new()),
-                (Some(_), Some(new), Some(old)) if old == new => (false, Vec::new()),
-                (Some(_), Some(new), Some(old)) => (true, crate::diff::template_diff(old, new)),
-                _ => (true, Vec::new()),
+            let (template_changed, diff) = match (&self.last_template, new_text) {
+                (_, false) => (false, Vec::new()),
+                // A difference is a change; none may still be one (the hash label, a `null`
+                // where nothing was), which only the values' equality tells.
+                (Some(old), true) => match crate::diff::diff_json(old.text(), raw) {
+                    Some(diff) if !diff.is_empty() => (true, diff),
+                    Some(_) => (
+                        crate::diff::same_json(old.text(), raw) != Some(true),
+                        Vec::new(),
+                    ),
+                    None => (true, Vec::new()),
+                },
+                (None, true) => (true, Vec::new()),
             };
             let only_annotations = !diff.is_empty() && crate::diff::only_annotations(&diff);
             let paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
@@ -706,9 +682,8 @@ impl RolloutTrack {
                 }
             }
         }
-        if let Some(v) = parsed {
-            self.images = template_images(&v);
-            self.last_parsed = Some(v);
+        if new_text {
+            self.images = template_images_text(raw);
         }
         self.last_template = Some(template);
     }
@@ -1140,7 +1115,44 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
     c
 }
 
-/// Every container and init container image of a pod template.
+/// [`template_images`] of a template given as JSON text, read without building it: the
+/// containers' `image` strings, in order, each once.
+pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
+    use crate::diff::{items, member, members, opener};
+    /// The member `key` of the object `text` (`None` when `text` is not an object: a JSON
+    /// pointer through it finds nothing); `Err` when it does not parse.
+    fn at<'t>(text: Option<&'t str>, key: &str) -> Result<Option<&'t str>, ()> {
+        match text {
+            Some(t) if opener(t) == b'{' => Ok(member(&members(t).ok_or(())?, key)),
+            _ => Ok(None),
+        }
+    }
+    let images = || -> Result<Vec<String>, ()> {
+        let spec = at(Some(raw.trim_matches([' ', '\t', '\n', '\r'])), "spec")?;
+        let mut images: Vec<String> = Vec::new();
+        for list in ["containers", "initContainers"] {
+            let list = match at(spec, list)? {
+                Some(l) if opener(l) == b'[' => items(l).ok_or(())?,
+                _ => Vec::new(),
+            };
+            for item in list {
+                let Some(image) = at(Some(item), "image")?.filter(|i| opener(i) == b'"') else {
+                    continue;
+                };
+                let image: String = serde_json::from_str(image).map_err(|_| ())?;
+                if !images.contains(&image) {
+                    images.push(image);
+                }
+            }
+        }
+        Ok(images)
+    };
+    images().unwrap_or_default()
+}
+
+/// Every container and init container image of a pod template, read from the built value: what
+/// [`template_images_text`] must find.
+#[cfg(test)]
 pub(crate) fn template_images(template: &Value) -> Vec<String> {
     let mut images = Vec::new();
     for list in ["containers", "initContainers"] {
@@ -1194,44 +1206,56 @@ mod tests {
         Template(Arc::from(text))
     }
 
-    fn held_text(held: &Option<(Template, Value)>) -> Option<&str> {
-        held.as_ref().map(|(t, _)| t.text())
-    }
-
     #[test]
-    fn chained_comparisons_reuse_the_parsed_new_template() {
-        let (a, b, c) = (
-            template(r#"{"n":"a"}"#),
-            template(r#"{"n":"b"}"#),
-            template(r#"{"n":"c"}"#),
-        );
-        let mut held = None;
-        let changes = parsed_diff(&mut held, &a, &b).expect("both parse");
+    fn a_comparison_is_kept_for_the_detectors_that_ask_for_it_again() {
+        let track = RolloutTrack::new("ns", "web", false);
+        let (a, b) = (template(r#"{"n":"a"}"#), template(r#"{"n":"b"}"#));
+        let changes = track.template_diff(&a, &b).expect("both parse");
         assert_eq!(changes.len(), 1);
-        assert_eq!(held_text(&held), Some(r#"{"n":"b"}"#));
-        // A held value is what is compared: one that differs from its text shows it.
-        if let Some((_, v)) = held.as_mut() {
-            v["n"] = "held".into();
-        }
-        let changes = parsed_diff(&mut held, &b, &c).expect("both parse");
-        assert_eq!(changes[0].old, Some("held".into()));
-        assert_eq!(held_text(&held), Some(r#"{"n":"c"}"#));
-        // Not the held one: parsed from its text.
-        let changes = parsed_diff(&mut held, &a, &c).expect("both parse");
         assert_eq!(changes[0].old, Some("a".into()));
         // Equal text in another allocation is the same template.
-        let changes = parsed_diff(&mut held, &template(r#"{"n":"c"}"#), &c).expect("parse");
-        assert!(changes.is_empty());
+        let again = track
+            .template_diff(&template(r#"{"n":"a"}"#), &b)
+            .expect("both parse");
+        assert_eq!(again, changes);
+        assert!(track.template_diff(&b, &b).expect("parses").is_empty());
     }
 
     #[test]
-    fn a_template_that_does_not_parse_is_no_comparison() {
-        let mut held = None;
+    fn a_template_that_does_not_parse_is_no_template_and_no_comparison() {
+        assert!(Template::new("{not json").is_none());
+        assert!(Template::new(r#"{"n":"a"} x"#).is_none());
+        assert_eq!(
+            Template::new(r#"{"n":"a"}"#).map(|t| t.text().to_owned()),
+            Some(r#"{"n":"a"}"#.to_owned())
+        );
+        let track = RolloutTrack::new("ns", "web", false);
         let (good, bad) = (template(r#"{"n":"a"}"#), template("{not json"));
-        assert!(parsed_diff(&mut held, &good, &bad).is_none());
-        assert!(parsed_diff(&mut held, &bad, &good).is_none());
-        assert!(held.is_none());
-        assert!(parsed_diff(&mut held, &good, &good).is_some());
-        assert_eq!(held_text(&held), Some(r#"{"n":"a"}"#));
+        assert!(track.template_diff(&good, &bad).is_none());
+        assert!(track.template_diff(&bad, &good).is_none());
+    }
+
+    #[test]
+    fn images_read_from_text_are_the_images_of_the_built_template() {
+        let cases = [
+            r#"{"spec":{"containers":[{"name":"a","image":"x:1"},{"name":"b","image":"y:2"}],"initContainers":[{"image":"x:1"},{"image":"z:3"}]}}"#,
+            r#" { "spec" : { "containers" : [ { "image" : "a\u0062:1" } ] } } "#,
+            r#"{"spec":{"containers":[{"image":5},{"image":null},{},"s",["x"],{"image":"ok"}]}}"#,
+            r#"{"spec":{"containers":{"image":"x"}}}"#,
+            r#"{"spec":["x"]}"#,
+            r#"{"spec":null}"#,
+            r#"[{"containers":[{"image":"x"}]}]"#,
+            r#"{"spec":{"containers":[{"image":"x","image":"y"}]}}"#,
+            r#"{"spec":{"containers":[{"image":"x"}],"containers":[{"image":"y"}]}}"#,
+            r#"{"spec":{"initContainers":[{"image":"i"}],"containers":[{"image":"c"}]}}"#,
+            r#"{"metadata":{}}"#,
+            "not json",
+        ];
+        for raw in cases {
+            let built = serde_json::from_str::<Value>(raw)
+                .map(|v| template_images(&v))
+                .unwrap_or_default();
+            assert_eq!(template_images_text(raw), built, "{raw}");
+        }
     }
 }

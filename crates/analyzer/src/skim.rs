@@ -822,6 +822,48 @@ pub(crate) fn template_labels(text: &str) -> Option<BTreeMap<String, String>> {
     })
 }
 
+/// Whether `text` is one JSON value, checked as serde would; `None` where serde must decide.
+pub(crate) fn valid(text: &str) -> Option<()> {
+    read(text, Json::skip)
+}
+
+/// The members of the JSON object `text` as keys and the text of their values, in the order
+/// written; `None` when it is not an object, or where serde must decide (an escaped key).
+pub(crate) fn raw_members(text: &str) -> Option<Vec<(&str, &str)>> {
+    read(text, |j| {
+        let mut members = Vec::new();
+        j.object(|j, key| {
+            j.ws();
+            let start = j.i;
+            j.skip()?;
+            members.push((key, j.s.get(start..j.i).ok_or(Bail)?));
+            Ok(())
+        })?;
+        Ok(members)
+    })
+}
+
+/// The text of each item of the JSON array `text`; `None` when it is not an array, or where
+/// serde must decide.
+pub(crate) fn raw_items(text: &str) -> Option<Vec<&str>> {
+    read(text, |j| {
+        let mut items = Vec::new();
+        j.array(|j| {
+            j.ws();
+            let start = j.i;
+            j.skip()?;
+            items.push(j.s.get(start..j.i).ok_or(Bail)?);
+            Ok(())
+        })?;
+        Ok(items)
+    })
+}
+
+/// The JSON string `text`, unescaped; `None` when it is not one.
+pub(crate) fn raw_string(text: &str) -> Option<Cow<'_, str>> {
+    read(text, Json::str)
+}
+
 /// A map's string values (`null` reads as empty; other values are skipped; a later duplicate
 /// replaces an earlier one, as in serde's map).
 fn string_values(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
