@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::finding::{Evidence, Subject};
 use crate::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
-use crate::view::{ReplicaSetView, RolloutView, Step};
+use crate::view::{ReplicaSetView, RolloutView, Step, Str};
 
 /// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
 const KEEP_DELETED: usize = 4;
@@ -30,7 +30,7 @@ pub(crate) struct At {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Snapshot {
     pub pos: At,
-    pub actor: Option<String>,
+    pub actor: Option<Str>,
     pub state: RolloutState,
 }
 
@@ -46,22 +46,22 @@ impl std::ops::Deref for Snapshot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RolloutState {
     pub generation: Option<i64>,
-    pub observed_generation: Option<String>,
-    pub pod_hash: Option<String>,
-    pub step_hash: Option<String>,
+    pub observed_generation: Option<Str>,
+    pub pod_hash: Option<Str>,
+    pub step_hash: Option<Str>,
     pub step_index: i64,
     pub steps_len: usize,
-    pub stable_rs: Option<String>,
-    pub phase: Option<String>,
-    pub message: Option<String>,
-    pub pause_reasons: Vec<String>,
+    pub stable_rs: Option<Str>,
+    pub phase: Option<Str>,
+    pub message: Option<Str>,
+    pub pause_reasons: Vec<Str>,
     pub controller_pause: bool,
     pub abort: bool,
     pub promote_full: bool,
     pub spec_paused: bool,
-    pub progressing_reason: Option<String>,
+    pub progressing_reason: Option<Str>,
     pub canary_weight: Option<i64>,
-    pub revision: Option<String>,
+    pub revision: Option<Str>,
 }
 
 impl Snapshot {
@@ -117,7 +117,7 @@ impl Snapshot {
                 .remove("rollout.argoproj.io/revision"),
         };
         let actor = match record_actor {
-            Some(a) => Some(a.to_owned()),
+            Some(a) => Some(Str::new(a)),
             None => v.metadata.take_last_manager(!spec_changed),
         };
         Snapshot { pos, actor, state }
@@ -175,7 +175,7 @@ pub(crate) enum RevisionClass {
 pub(crate) struct SpecChange {
     pub pos: At,
     pub generation: Option<i64>,
-    pub actor: Option<String>,
+    pub actor: Option<Str>,
     pub template_changed: bool,
     /// The template changed, and only in annotations.
     pub only_annotations: bool,
@@ -186,8 +186,8 @@ pub(crate) struct SpecChange {
 /// A change of `status.currentPodHash`.
 #[derive(Clone, Debug)]
 pub(crate) struct RevisionChange {
-    pub from: String,
-    pub to: String,
+    pub from: Str,
+    pub to: Str,
     pub class: RevisionClass,
     /// What the old revision reached.
     pub old_progress: Progress,
@@ -203,8 +203,8 @@ pub(crate) struct RevisionChange {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Restart {
     pub pos: At,
-    pub from: String,
-    pub to: String,
+    pub from: Str,
+    pub to: Str,
 }
 
 impl Restart {
@@ -291,15 +291,15 @@ fn generation_observed(generation: Option<i64>, observed: Option<&str>) -> bool 
 /// One ReplicaSet of a rollout, as last seen.
 #[derive(Clone, Debug)]
 pub(crate) struct RsTrack {
-    pub name: String,
-    pub hash: Option<String>,
-    pub owner_uid: Option<String>,
+    pub name: Str,
+    pub hash: Option<Str>,
+    pub owner_uid: Option<Str>,
     pub created: Option<At>,
     pub last: At,
     pub replicas: i64,
     pub status_replicas: i64,
     pub ready: i64,
-    pub deadline: Option<String>,
+    pub deadline: Option<Str>,
     pub deleted: bool,
     /// The latest pod template, for diffs, and a digest of its bytes (parsed again only when
     /// they change: ephemeral metadata can relabel a ReplicaSet's template).
@@ -324,15 +324,15 @@ impl RsTrack {
 pub(crate) struct RolloutTrack {
     pub namespace: String,
     pub name: String,
-    pub uid: String,
+    pub uid: Str,
     pub last: Option<Snapshot>,
     pub steps: Vec<Step>,
-    pub progress: BTreeMap<String, Progress>,
+    pub progress: BTreeMap<Str, Progress>,
     pub template_changes: VecDeque<SpecChange>,
     last_template: Option<Template>,
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
-    pub spec_templates: BTreeMap<String, Template>,
-    pub replicasets: BTreeMap<String, RsTrack>,
+    pub spec_templates: BTreeMap<Str, Template>,
+    pub replicasets: BTreeMap<Str, RsTrack>,
     /// Restarts of the canary, in order: the first and the latest, [`KEEP_RESTARTS`] in all
     /// (the evidence of `restart-churn`, so only what that evidence names is kept, not the
     /// renders of each change). A rollout restarting all day holds no more than that.
@@ -340,7 +340,7 @@ pub(crate) struct RolloutTrack {
     /// How many restarts there were, kept or not.
     pub restarts_total: usize,
     /// When each pod-template hash last stopped being the current one.
-    pub superseded_at: BTreeMap<String, At>,
+    pub superseded_at: BTreeMap<Str, At>,
     pub gap_pending: bool,
     pub deleted: bool,
     pub timeline: Vec<TimelineEntry>,
@@ -361,7 +361,7 @@ pub(crate) struct RolloutTrack {
     /// Container images of the last template seen (containers and init containers).
     pub images: Vec<String>,
     /// The ReplicaSet of the last `observe_replicaset`, and whether that record deleted it.
-    pub last_rs_change: Option<(String, bool)>,
+    pub last_rs_change: Option<(Str, bool)>,
     /// Endpoint membership of the Services routing to it, per change (with timelines on).
     pub traffic: Vec<crate::timeline::TrafficEntry>,
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
@@ -389,7 +389,7 @@ impl RolloutTrack {
         RolloutTrack {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
-            uid: String::new(),
+            uid: Str::default(),
             last: None,
             steps: Vec::new(),
             progress: BTreeMap::new(),
@@ -428,8 +428,8 @@ impl RolloutTrack {
     /// The name of the ReplicaSet with this hash: the one seen, or the controller's naming.
     pub fn rs_name(&self, hash: &str) -> String {
         self.rs_by_hash(hash)
-            .map(|rs| rs.name.clone())
-            .unwrap_or_else(|| format!("{}-{}", self.name, hash))
+            .map(|rs| &rs.name)
+            .map_or_else(|| format!("{}-{}", self.name, hash), |n| n.to_string())
     }
 
     pub fn rs_by_hash(&self, hash: &str) -> Option<&RsTrack> {
@@ -520,8 +520,8 @@ impl RolloutTrack {
             self.steps = view.steps().to_vec();
         }
         let canary = view.spec.strategy.canary.as_ref();
-        fn service(s: Option<&String>) -> Option<&str> {
-            s.map(String::as_str).filter(|s| !s.is_empty())
+        fn service(s: Option<&Str>) -> Option<&str> {
+            s.map(Str::as_str).filter(|s| !s.is_empty())
         }
         let canary_service = service(canary.and_then(|c| c.canary_service.as_ref()));
         if self.canary_service.as_deref() != canary_service {
@@ -702,7 +702,7 @@ impl RolloutTrack {
         match (&prev.pod_hash, &cur.pod_hash) {
             (Some(from), Some(to)) if from != to => {
                 let old_progress = self.progress.get(from).cloned().unwrap_or_default();
-                let is_stable = |h: &String| {
+                let is_stable = |h: &Str| {
                     cur.stable_rs.as_ref() == Some(h) || prev.stable_rs.as_ref() == Some(h)
                 };
                 self.pending_reset = None;
@@ -882,13 +882,13 @@ impl RolloutTrack {
         if is_new && added {
             entry.created = Some(pos);
         }
-        entry.hash = view.hash().map(str::to_owned);
-        entry.owner_uid = view.rollout_owner().map(|(_, uid)| uid.to_owned());
+        entry.hash = view.hash().map(Str::new);
+        entry.owner_uid = view.rollout_owner().map(|(_, uid)| Str::new(uid));
         entry.last = pos;
         entry.replicas = replicas;
         entry.status_replicas = status_replicas;
         entry.ready = ready;
-        entry.deadline = view.scale_down_deadline().map(str::to_owned);
+        entry.deadline = view.scale_down_deadline().map(Str::new);
         let deleted_now = deleted && !entry.deleted;
         entry.deleted = deleted;
         if ready > 0 && !deleted {
@@ -923,7 +923,7 @@ impl RolloutTrack {
     /// Forgets what only deleted revisions needed, keeping the newest few, so that what a
     /// rollout holds follows its live ReplicaSets and not how many releases it has seen.
     fn compact(&mut self) {
-        let mut deleted: Vec<(At, String)> = self
+        let mut deleted: Vec<(At, Str)> = self
             .replicasets
             .values()
             .filter(|rs| rs.deleted)
@@ -944,8 +944,7 @@ impl RolloutTrack {
             keep.extend(last.pod_hash.as_deref());
             keep.extend(last.stable_rs.as_deref());
         }
-        let keep: std::collections::BTreeSet<String> =
-            keep.into_iter().map(str::to_owned).collect();
+        let keep: std::collections::BTreeSet<Str> = keep.into_iter().map(Str::new).collect();
         self.spec_templates.retain(|h, _| keep.contains(h));
         self.progress.retain(|h, _| keep.contains(h));
         self.superseded_at.retain(|h, _| keep.contains(h));
@@ -956,7 +955,7 @@ impl RolloutTrack {
         pos: At,
         source: &str,
         changes: Vec<String>,
-        actor: Option<String>,
+        actor: Option<Str>,
         touched: Option<&str>,
     ) {
         if !self.keep_timeline {
@@ -984,7 +983,7 @@ impl RolloutTrack {
             .collect();
         let mut pause = s.pause_reasons.clone();
         if s.spec_paused {
-            pause.push("spec.paused".to_owned());
+            pause.push(Str::new("spec.paused"));
         }
         self.timeline.push(TimelineEntry {
             at: pos.at,
@@ -1013,7 +1012,7 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
         return vec!["first seen".to_owned()];
     };
     let mut c = Vec::new();
-    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".to_owned());
+    let opt = |o: &Option<Str>| o.as_deref().unwrap_or("-").to_owned();
     if prev.generation != cur.generation {
         c.push(format!(
             "generation {} -> {}",
@@ -1064,7 +1063,7 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
         c.push(format!("phase {} -> {}", opt(&prev.phase), opt(&cur.phase)));
     }
     if prev.pause_reasons != cur.pause_reasons {
-        let show = |r: &[String]| {
+        let show = |r: &[Str]| {
             if r.is_empty() {
                 "none".to_owned()
             } else {
@@ -1186,7 +1185,7 @@ pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<&str> {
     }
     meta.labels
         .get("app.kubernetes.io/instance")
-        .map(String::as_str)
+        .map(Str::as_str)
         .filter(|s| !s.is_empty())
 }
 

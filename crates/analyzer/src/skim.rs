@@ -26,7 +26,7 @@ use crate::view::{
     Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView, Kept,
     KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
     PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
-    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights,
+    ServiceSpec, ServiceView, Skipped, Step, Str, Strategy, TargetRef, WeightDest, Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -360,11 +360,15 @@ impl<'a> Json<'a> {
             .map_err(|_| Bail)
     }
 
-    fn string(&mut self) -> R<String> {
-        self.str().map(Cow::into_owned)
+    /// A string, inline when short ([`Str`]).
+    fn string(&mut self) -> R<Str> {
+        self.str().map(|s| match s {
+            Cow::Borrowed(s) => Str::new(s),
+            Cow::Owned(s) => Str::from(s),
+        })
     }
 
-    fn opt_string(&mut self) -> R<Option<String>> {
+    fn opt_string(&mut self) -> R<Option<Str>> {
         if self.null()? {
             return Ok(None);
         }
@@ -414,11 +418,11 @@ impl<'a> Json<'a> {
     }
 
     /// `lenient_string` of the views: a string, or an integer as its digits; `null` as `None`.
-    fn lenient_string(&mut self) -> R<Option<String>> {
+    fn lenient_string(&mut self) -> R<Option<Str>> {
         match self.peek()? {
             b'n' => self.literal(b"null").map(|()| None),
             b'"' => self.string().map(Some),
-            b'-' | b'0'..=b'9' => self.int().map(|i| Some(i.to_string())),
+            b'-' | b'0'..=b'9' => self.int().map(|i| Some(Str::from(i.to_string()))),
             _ => Err(Bail),
         }
     }
@@ -638,7 +642,7 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
         Ok(())
     })?;
     // Borrowed until here: only the last writers are copied.
-    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, m.into_owned()));
+    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, Str::from(m)));
     last.main = own(main);
     last.status = own(status);
     Ok(last)
@@ -766,10 +770,10 @@ fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
         })?;
         if type_ == "Progressing" {
             kept.push(Condition {
-                type_: type_.into_owned(),
-                status: status.into_owned(),
-                reason: reason.map(Cow::into_owned),
-                message: message.map(Cow::into_owned),
+                type_: type_.into(),
+                status: status.into(),
+                reason: reason.map(Str::from),
+                message: message.map(Str::from),
             });
         }
         Ok(())
@@ -876,7 +880,7 @@ fn string_values(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
             out.remove(key);
             return j.skip();
         }
-        out.insert(key.to_owned(), j.string()?);
+        out.insert(key.to_owned(), j.string()?.into());
         Ok(())
     })?;
     Ok(out)
@@ -926,7 +930,7 @@ fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
         "selector" => s.selector => j.opt(|j| {
             let mut m = BTreeMap::new();
             j.object(|j, key| {
-                m.insert(key.to_owned(), j.string()?);
+                m.insert(key.to_owned(), j.string()?.into());
                 Ok(())
             })?;
             Ok(m)
@@ -1012,9 +1016,9 @@ fn ready(j: &mut Json<'_>) -> R<Vec<PodCondition>> {
         })?;
         if type_ == "Ready" {
             kept.push(PodCondition {
-                type_: type_.into_owned(),
-                status: status.into_owned(),
-                last_transition_time: since.map(Cow::into_owned),
+                type_: type_.into(),
+                status: status.into(),
+                last_transition_time: since.map(Str::from),
             });
         }
         Ok(())

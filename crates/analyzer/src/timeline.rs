@@ -3,6 +3,8 @@
 use rf_format::Timestamp;
 use serde::Serialize;
 
+use crate::view::Str;
+
 use crate::finding::{Subject, serialize_time};
 
 /// Entries kept per rollout before the timeline is cut (the report says so); keeps memory bounded
@@ -25,9 +27,9 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReplicaSetState {
     /// Its name.
-    pub name: String,
+    pub name: Str,
     /// Its pod-template-hash.
-    pub hash: String,
+    pub hash: Str,
     /// Its role at that moment.
     pub role: Role,
     /// `spec.replicas`.
@@ -51,27 +53,27 @@ pub struct TimelineEntry {
     /// What changed, in words (`step 1 -> 0`, `rs checkout-api-5d98c7bf64 replicas 0 -> 1`).
     pub changes: Vec<String>,
     /// Who made the change, when known (record actor or managedFields manager).
-    pub actor: Option<String>,
+    pub actor: Option<Str>,
     /// `metadata.generation`.
     pub generation: Option<i64>,
     /// `status.observedGeneration`.
-    pub observed_generation: Option<String>,
+    pub observed_generation: Option<Str>,
     /// `status.currentPodHash`.
-    pub pod_hash: Option<String>,
+    pub pod_hash: Option<Str>,
     /// `status.stableRS`.
-    pub stable_rs: Option<String>,
+    pub stable_rs: Option<Str>,
     /// `status.currentStepIndex` (absent = 0).
     pub step_index: i64,
     /// Number of canary steps.
     pub step_count: usize,
     /// `status.phase`.
-    pub phase: Option<String>,
+    pub phase: Option<Str>,
     /// Reasons of `status.pauseConditions`, plus `spec.paused` when set.
-    pub pause: Vec<String>,
+    pub pause: Vec<Str>,
     /// `status.abort`.
     pub abort: bool,
     /// `status.message`.
-    pub message: Option<String>,
+    pub message: Option<Str>,
     /// The rollout's ReplicaSets that have replicas, or just changed.
     pub replicasets: Vec<ReplicaSetState>,
 }

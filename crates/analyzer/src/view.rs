@@ -13,6 +13,10 @@ use serde_json::value::RawValue;
 
 use crate::time::parse_rfc3339;
 
+/// A string held inline up to 24 bytes: most strings a view reads (names, hashes, phases,
+/// reasons, timestamps) are that short, and each was an allocation per record.
+pub(crate) type Str = compact_str::CompactString;
+
 /// A scalar read without building a `serde_json::Value` (these run for every record).
 enum Scalar {
     Null,
@@ -67,11 +71,11 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 }
 
 /// Reads a string, a number or a bool as a string; `null` as `None`.
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str>, D::Error> {
     Ok(match d.deserialize_any(ScalarVisitor)? {
         Scalar::Null => None,
-        Scalar::Str(s) | Scalar::Other(s) => Some(s),
-        Scalar::Int(i) => Some(i.to_string()),
+        Scalar::Str(s) | Scalar::Other(s) => Some(s.into()),
+        Scalar::Int(i) => Some(Str::from(i.to_string())),
     })
 }
 
@@ -150,9 +154,9 @@ impl<'de> Deserialize<'de> for RawJson {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Meta<M = Skipped> {
-    pub name: String,
+    pub name: Str,
     // No `namespace`: the record's is the object's, and no detector reads it here.
-    pub uid: String,
+    pub uid: Str,
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,
     /// Only the [`KEPT_LABELS`].
@@ -164,7 +168,7 @@ pub(crate) struct Meta<M = Skipped> {
     pub owner_references: Vec<OwnerRef>,
     /// Reduced while parsing to the last writer of the object and of its status (Rollouts).
     pub managed_fields: M,
-    pub deletion_timestamp: Option<String>,
+    pub deletion_timestamp: Option<Str>,
 }
 
 /// A field not read: skipped by the parser without being built.
@@ -180,7 +184,7 @@ impl<'de> Deserialize<'de> for Skipped {
 impl Meta<LastManagers> {
     /// The manager that wrote last, by `managedFields[].time`, taken out of the view: the one
     /// that wrote the subresource when `status` is true, the main resource otherwise.
-    pub fn take_last_manager(&mut self, status: bool) -> Option<String> {
+    pub fn take_last_manager(&mut self, status: bool) -> Option<Str> {
         let last = if status {
             &mut self.managed_fields.status
         } else {
@@ -245,7 +249,7 @@ const _: () = assert!(KEPT_LABELS.len() <= KEPT_MAX && KEPT_ANNOTATIONS.len() <=
 /// of the list. Every object's metadata has one of each: a map per object, with its keys
 /// copied, was a tenth of what parsing allocated.
 pub(crate) struct Kept<K> {
-    values: [Option<String>; KEPT_MAX],
+    values: [Option<Str>; KEPT_MAX],
     keys: std::marker::PhantomData<K>,
 }
 
@@ -264,22 +268,22 @@ impl<K: KeptKeys> Kept<K> {
     }
 
     /// The value of `key`, if it is one of `K`'s keys and the object has it.
-    pub fn get(&self, key: &str) -> Option<&String> {
+    pub fn get(&self, key: &str) -> Option<&Str> {
         self.values[Self::index(key)?].as_ref()
     }
 
     /// Takes the value of `key` out.
-    pub fn remove(&mut self, key: &str) -> Option<String> {
+    pub fn remove(&mut self, key: &str) -> Option<Str> {
         self.values[Self::index(key)?].take()
     }
 
     /// Where the value of `key` goes, if `key` is one of `K`'s keys.
-    pub fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+    pub fn slot(&mut self, key: &str) -> Option<&mut Option<Str>> {
         Some(&mut self.values[Self::index(key)?])
     }
 
     /// The keys present and their values, in the order of `K`'s list.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &String)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Str)> + '_ {
         K::KEYS
             .iter()
             .zip(&self.values)
@@ -321,7 +325,7 @@ impl<'de, K: KeptKeys> Visitor<'de> for KeptVisitor<K> {
         while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
             match kept.slot(&key) {
                 Some(slot) => {
-                    if let Some(v) = a.next_value::<Option<String>>()? {
+                    if let Some(v) = a.next_value::<Option<Str>>()? {
                         *slot = Some(v);
                     }
                 }
@@ -339,8 +343,8 @@ impl<'de, K: KeptKeys> Visitor<'de> for KeptVisitor<K> {
 /// wins.
 #[derive(Debug, Default)]
 pub(crate) struct LastManagers {
-    pub main: Option<(i64, String)>,
-    pub status: Option<(i64, String)>,
+    pub main: Option<(i64, Str)>,
+    pub status: Option<(i64, Str)>,
 }
 
 /// One `metadata.managedFields[]` entry, borrowed where it can be.
@@ -389,7 +393,7 @@ impl<'de> Deserialize<'de> for LastManagers {
                         &mut last.main
                     };
                     if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
-                        *slot = Some((t.0, m.manager.into_owned()));
+                        *slot = Some((t.0, Str::from(m.manager)));
                     }
                 }
                 Ok(last)
@@ -403,9 +407,9 @@ impl<'de> Deserialize<'de> for LastManagers {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct OwnerRef {
-    pub kind: String,
-    pub name: String,
-    pub uid: String,
+    pub kind: Str,
+    pub name: Str,
+    pub uid: Str,
     pub controller: Option<bool>,
 }
 
@@ -440,7 +444,7 @@ impl Step {
 #[serde(default)]
 struct PauseBody {
     #[serde(deserialize_with = "lenient_string")]
-    duration: Option<String>,
+    duration: Option<Str>,
 }
 
 impl<'de> Deserialize<'de> for Step {
@@ -524,8 +528,8 @@ impl<'de> serde::de::DeserializeSeed<'de> for ScalarSeed {
 pub(crate) struct Canary {
     pub steps: Option<Vec<Step>>,
     pub traffic_routing: Option<serde::de::IgnoredAny>,
-    pub canary_service: Option<String>,
-    pub stable_service: Option<String>,
+    pub canary_service: Option<Str>,
+    pub stable_service: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -549,18 +553,18 @@ pub(crate) struct RolloutSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PauseCondition {
-    pub reason: String,
-    pub start_time: Option<String>,
+    pub reason: Str,
+    pub start_time: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Condition {
     #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub type_: Str,
+    pub status: Str,
+    pub reason: Option<Str>,
+    pub message: Option<Str>,
 }
 
 /// A [`Condition`] as parsed, borrowing its strings: only the kept ones are copied.
@@ -588,10 +592,10 @@ fn progressing_conditions<'de, D: Deserializer<'de>>(
         all.into_iter()
             .filter(|c| c.type_ == "Progressing")
             .map(|c| Condition {
-                type_: c.type_.into_owned(),
-                status: c.status.into_owned(),
-                reason: c.reason.map(Cow::into_owned),
-                message: c.message.map(Cow::into_owned),
+                type_: c.type_.into(),
+                status: c.status.into(),
+                reason: c.reason.map(Str::from),
+                message: c.message.map(Str::from),
             })
             .collect(),
     ))
@@ -616,9 +620,9 @@ fn ready_conditions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PodCondition>
         .into_iter()
         .filter(|c| c.type_ == "Ready")
         .map(|c| PodCondition {
-            type_: c.type_.into_owned(),
-            status: c.status.into_owned(),
-            last_transition_time: c.last_transition_time.map(Cow::into_owned),
+            type_: c.type_.into(),
+            status: c.status.into(),
+            last_transition_time: c.last_transition_time.map(Str::from),
         })
         .collect())
 }
@@ -641,7 +645,7 @@ pub(crate) struct Weights {
 pub(crate) struct CanaryStatus {
     /// Legacy (< v0.8) place of the stable hash.
     #[serde(rename = "stableRS")]
-    pub stable_rs: Option<String>,
+    pub stable_rs: Option<Str>,
     pub weights: Option<Weights>,
 }
 
@@ -649,15 +653,15 @@ pub(crate) struct CanaryStatus {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct RolloutStatus {
     #[serde(deserialize_with = "lenient_string")]
-    pub observed_generation: Option<String>,
-    pub current_pod_hash: Option<String>,
-    pub current_step_hash: Option<String>,
+    pub observed_generation: Option<Str>,
+    pub current_pod_hash: Option<Str>,
+    pub current_step_hash: Option<Str>,
     #[serde(deserialize_with = "lenient_int")]
     pub current_step_index: Option<i64>,
     #[serde(rename = "stableRS")]
-    pub stable_rs: Option<String>,
-    pub phase: Option<String>,
-    pub message: Option<String>,
+    pub stable_rs: Option<Str>,
+    pub phase: Option<Str>,
+    pub message: Option<Str>,
     pub pause_conditions: Option<Vec<PauseCondition>>,
     pub controller_pause: Option<bool>,
     pub abort: Option<bool>,
@@ -738,7 +742,7 @@ impl ReplicaSetView {
         self.metadata
             .labels
             .get(crate::diff::HASH_LABEL)
-            .map(String::as_str)
+            .map(Str::as_str)
     }
 
     /// The Rollout controlling this RS: (name, uid).
@@ -754,7 +758,7 @@ impl ReplicaSetView {
         self.metadata
             .annotations
             .get("scale-down-deadline")
-            .map(String::as_str)
+            .map(Str::as_str)
     }
 }
 
@@ -787,7 +791,7 @@ impl EndpointSliceView {
         self.metadata
             .labels
             .get("kubernetes.io/service-name")
-            .map(String::as_str)
+            .map(Str::as_str)
             .filter(|s| !s.is_empty())
     }
 }
@@ -795,7 +799,7 @@ impl EndpointSliceView {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Endpoint {
-    pub addresses: Vec<String>,
+    pub addresses: Vec<Str>,
     pub conditions: EndpointConditions,
     pub target_ref: Option<TargetRef>,
 }
@@ -810,8 +814,8 @@ pub(crate) struct EndpointConditions {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct TargetRef {
-    pub kind: String,
-    pub name: String,
+    pub kind: Str,
+    pub name: Str,
 }
 
 /// A `v1` Pod: its revision, readiness and the images it runs.
@@ -833,8 +837,8 @@ pub(crate) struct PodSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Container {
-    pub name: String,
-    pub image: String,
+    pub name: Str,
+    pub image: Str,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -850,18 +854,18 @@ pub(crate) struct PodStatus {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodCondition {
     #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub last_transition_time: Option<String>,
+    pub type_: Str,
+    pub status: Str,
+    pub last_transition_time: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct ContainerStatus {
-    pub name: String,
-    pub image: String,
+    pub name: Str,
+    pub image: Str,
     #[serde(rename = "imageID")]
-    pub image_id: String,
+    pub image_id: Str,
 }
 
 impl PodView {
@@ -905,24 +909,24 @@ pub(crate) struct AppStatus {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppSync {
-    pub status: Option<String>,
+    pub status: Option<Str>,
     #[serde(deserialize_with = "lenient_string")]
-    pub revision: Option<String>,
+    pub revision: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppHealth {
-    pub status: Option<String>,
+    pub status: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct AppHistory {
     #[serde(deserialize_with = "lenient_string")]
-    pub revision: Option<String>,
-    pub revisions: Option<Vec<String>>,
-    pub deployed_at: Option<String>,
+    pub revision: Option<Str>,
+    pub revisions: Option<Vec<Str>>,
+    pub deployed_at: Option<Str>,
     #[serde(deserialize_with = "lenient_int")]
     pub id: Option<i64>,
 }
@@ -931,8 +935,9 @@ impl AppHistory {
     /// The revision deployed (multi-source apps list several: joined).
     pub fn revision(&self) -> Option<String> {
         self.revision
-            .clone()
+            .as_deref()
             .filter(|r| !r.is_empty())
+            .map(str::to_owned)
             .or_else(|| self.revisions.as_ref().map(|r| r.join("+")))
     }
 }
@@ -940,9 +945,9 @@ impl AppHistory {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppResource {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
+    pub kind: Str,
+    pub namespace: Str,
+    pub name: Str,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::diff::HASH_LABEL;
 use crate::prepare::Parsed;
 use crate::rollout::{At, RolloutTrack};
 use crate::time::parse_rfc3339;
+use crate::view::Str;
 
 type Key = (String, String);
 
@@ -29,8 +30,8 @@ pub(crate) struct ServiceObj {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EndpointObj {
     /// `targetRef.name` when it is a Pod.
-    pub pod: Option<String>,
-    pub address: String,
+    pub pod: Option<Str>,
+    pub address: Str,
     pub ready: bool,
 }
 
@@ -45,8 +46,8 @@ pub(crate) struct SliceObj {
 /// One container of a Pod: the image asked for and the digest that ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PodImage {
-    pub container: String,
-    pub image: String,
+    pub container: Str,
+    pub image: Str,
     /// `sha256:...` from `status.containerStatuses[].imageID`, once pulled.
     pub digest: Option<String>,
 }
@@ -54,8 +55,8 @@ pub(crate) struct PodImage {
 /// A Pod: its revision, readiness and images.
 #[derive(Debug, Clone)]
 pub(crate) struct PodObj {
-    pub hash: Option<String>,
-    pub owner: Option<String>,
+    pub hash: Option<Str>,
+    pub owner: Option<Str>,
     pub ready: bool,
     pub ready_since: Option<Timestamp>,
     pub images: Vec<PodImage>,
@@ -74,9 +75,9 @@ pub(crate) struct Sync {
 pub(crate) struct AppObj {
     pub namespace: String,
     pub name: String,
-    pub sync: Option<String>,
-    pub health: Option<String>,
-    pub revision: Option<String>,
+    pub sync: Option<Str>,
+    pub health: Option<Str>,
+    pub revision: Option<Str>,
     /// The last few syncs, oldest first.
     pub history: Vec<Sync>,
     /// The Rollouts it manages (`status.resources[]`): (namespace, name).
@@ -265,7 +266,7 @@ impl Namespace {
                 })
                 .collect();
             let hash = v.metadata.labels.remove(HASH_LABEL);
-            let owner = v.owner_replicaset().map(str::to_owned);
+            let owner = v.owner_replicaset().map(Str::new);
             // Indexed by hash once, not again on every record of the pod.
             let old_hash = old.and_then(|o| o.hash.as_deref());
             if old_hash != hash.as_deref() {
@@ -410,7 +411,7 @@ impl World {
                 .resources
                 .iter()
                 .filter(|r| r.kind == "Rollout")
-                .map(|r| (r.namespace.clone(), r.name.clone()))
+                .map(|r| (r.namespace.to_string(), r.name.to_string()))
                 .collect();
             // Argo CD rewrites an Application's status at every refresh; the rollouts it lists
             // rarely change, and only then is it indexed again.
@@ -597,7 +598,7 @@ pub(crate) fn revision<'a>(
         if let Some(owner) = &p.owner {
             if let Some(h) = track
                 .replicasets
-                .get(owner)
+                .get(owner.as_str())
                 .and_then(|rs| rs.hash.as_deref())
             {
                 return Some(h);
@@ -720,9 +721,9 @@ pub(crate) fn membership(
                     revision(track, p, world.pod(&track.namespace, p))
                         .unwrap_or_default()
                         .to_owned(),
-                    p.clone(),
+                    p.to_string(),
                 ),
-                None => (String::new(), e.address.clone()),
+                None => (String::new(), e.address.to_string()),
             };
             by.entry(rev).or_default().push(who);
         }
@@ -898,8 +899,8 @@ mod tests {
                     for label in hashes {
                         for owner in owners {
                             let pod = PodObj {
-                                hash: label.map(str::to_owned),
-                                owner: owner.map(str::to_owned),
+                                hash: label.map(Str::new),
+                                owner: owner.map(Str::new),
                                 ready: true,
                                 ready_since: None,
                                 images: Vec::new(),

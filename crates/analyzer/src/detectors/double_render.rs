@@ -135,7 +135,7 @@ impl DoubleRender {
         let who = |c: &SpecChange| {
             c.actor
                 .clone()
-                .unwrap_or_else(|| "an unknown writer".to_owned())
+                .unwrap_or_else(|| "an unknown writer".into())
         };
         let explanation = format!(
             "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and a canary restarted at step 0. This is the re-render race.",

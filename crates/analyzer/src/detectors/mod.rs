@@ -399,8 +399,8 @@ mod tests {
             RolloutTrack::new("ns", "b", false),
         );
         let change = |n: usize| RevisionChange {
-            from: format!("gone{n}"),
-            to: format!("gone{}", n + 1),
+            from: format!("gone{n}").into(),
+            to: format!("gone{}", n + 1).into(),
             class: RevisionClass::Restart,
             old_progress: Progress::default(),
             render: None,

@@ -36,13 +36,13 @@ impl Detector for NoRollbackHistory {
         let key = (track.namespace.clone(), track.name.clone());
         if let (Some(old), Some(new)) = (&t.prev.stable_rs, &t.cur.stable_rs) {
             if old != new {
-                self.previous_stable.insert(key.clone(), old.clone());
+                self.previous_stable.insert(key.clone(), old.to_string());
             }
         }
         if track.revision_history_limit != Some(0)
             || !self
                 .fired_limit
-                .insert((key.0.clone(), key.1.clone(), track.uid.clone()))
+                .insert((key.0.clone(), key.1.clone(), track.uid.to_string()))
         {
             return;
         }
@@ -85,11 +85,11 @@ impl Detector for NoRollbackHistory {
         }
         if !self
             .fired_rs
-            .insert((track.namespace.clone(), name.clone()))
+            .insert((track.namespace.clone(), name.to_string()))
         {
             return;
         }
-        let phase = cur.phase.clone().unwrap_or_else(|| "unknown".to_owned());
+        let phase = cur.phase.as_deref().unwrap_or("unknown").to_owned();
         out.push(
             Finding::new(
                 Rule::NoRollbackHistory,

@@ -24,6 +24,7 @@ use crate::detectors::Detector;
 use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack, RsTrack};
 use crate::time::{human_duration, parse_rfc3339, rfc3339};
+use crate::view::Str;
 
 /// How long a ReplicaSet may stay up after it stopped being current or stable before it counts
 /// as orphaned: the controller scales it down within a few syncs.
@@ -105,7 +106,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
         ""
     };
     let subject = Subject::new(Kind::ReplicaSet, &track.namespace, &rs.name);
-    let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "none".to_owned());
+    let opt = |o: &Option<Str>| o.as_deref().unwrap_or("none").to_owned();
     let summary = format!(
         "ReplicaSet {} still runs {replicas} pod(s) although it is neither the current ({}) nor the stable ({}) revision",
         rs.name,

@@ -90,7 +90,7 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
                         short(e.pod_hash.as_deref()),
                         short(e.stable_rs.as_deref()),
                         format!("{}/{}", e.step_index, e.step_count),
-                        e.phase.clone().unwrap_or_default(),
+                        e.phase.as_deref().unwrap_or_default().to_owned(),
                         e.pause.join(",") + if e.abort { " ABORT" } else { "" },
                         replicasets(&e.replicasets),
                     ]);

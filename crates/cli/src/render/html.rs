@@ -509,15 +509,15 @@ fn replicaset_series(t: &Timeline) -> RsSeries {
     let mut points: BTreeMap<String, Vec<(Timestamp, i64, i64, Role)>> = BTreeMap::new();
     for e in &t.entries {
         for r in &e.replicasets {
-            if !points.contains_key(&r.name) {
-                order.push((r.name.clone(), r.hash.clone()));
-                points.insert(r.name.clone(), Vec::new());
+            if !points.contains_key(r.name.as_str()) {
+                order.push((r.name.to_string(), r.hash.to_string()));
+                points.insert(r.name.to_string(), Vec::new());
             }
         }
         // An entry lists the ReplicaSets with replicas or that just changed: one it does not
         // list has none.
         for (name, series) in points.iter_mut() {
-            let (replicas, ready, role) = match e.replicasets.iter().find(|r| &r.name == name) {
+            let (replicas, ready, role) = match e.replicasets.iter().find(|r| r.name == name) {
                 Some(r) => (r.replicas, r.ready, r.role),
                 None => (
                     0,
@@ -829,18 +829,28 @@ fn chart(
     let pod: Vec<(f64, String)> = t
         .entries
         .iter()
-        .map(|e| (axis.x(e.at), e.pod_hash.clone().unwrap_or_default()))
+        .map(|e| {
+            (
+                axis.x(e.at),
+                e.pod_hash.as_deref().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
     let stable: Vec<(f64, String)> = t
         .entries
         .iter()
-        .map(|e| (axis.x(e.at), e.stable_rs.clone().unwrap_or_default()))
+        .map(|e| {
+            (
+                axis.x(e.at),
+                e.stable_rs.as_deref().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
     let phase: Vec<(f64, String)> = t
         .entries
         .iter()
         .map(|e| {
-            let mut p = e.phase.clone().unwrap_or_default();
+            let mut p = e.phase.as_deref().unwrap_or_default().to_owned();
             if e.abort {
                 p.push_str(" (aborted)");
             }
@@ -1730,19 +1740,19 @@ mod tests {
             actor: None,
             generation: Some(1),
             observed_generation: None,
-            pod_hash: Some(hash.to_owned()),
-            stable_rs: Some("aaaa".to_owned()),
+            pod_hash: Some(hash.into()),
+            stable_rs: Some("aaaa".into()),
             step_index: step,
             step_count: 4,
-            phase: Some("Progressing".to_owned()),
+            phase: Some("Progressing".into()),
             pause: Vec::new(),
             abort: false,
             message: None,
             replicasets: rs
                 .iter()
                 .map(|&(h, replicas, ready)| ReplicaSetState {
-                    name: format!("app-{h}"),
-                    hash: h.to_owned(),
+                    name: format!("app-{h}").into(),
+                    hash: h.into(),
                     role: if h == hash { Role::New } else { Role::Other },
                     replicas,
                     ready,
@@ -1855,7 +1865,7 @@ mod tests {
         let mut f = finding(evil, 10, "\"><img src=x onerror=alert(2)>");
         f.remedy.commands.push("echo '</pre><b>x</b>'".to_owned());
         let mut e = entry(0, "aaaa", 0, &[("aaaa", 1, 1)]);
-        e.phase = Some("<i>Paused</i>".to_owned());
+        e.phase = Some("<i>Paused</i>".into());
         let t = Timeline {
             rollout: rollout(evil),
             entries: vec![e, entry(10, "<b>", 1, &[("<b>", 1, 1)])],

@@ -301,7 +301,7 @@ fn timeline(w: &mut dyn Write, t: &Timeline, clock: Clock, files: usize) -> io::
     )?;
     writeln!(w, "|---|---|---|---|---|---|---|")?;
     for e in t.entries.iter().take(shown) {
-        let mut phase = e.phase.clone().unwrap_or_else(|| "-".to_owned());
+        let mut phase = e.phase.as_deref().unwrap_or("-").to_owned();
         if !e.pause.is_empty() {
             phase.push_str(&format!(" (paused: {})", e.pause.join(", ")));
         }
