@@ -218,6 +218,12 @@ fn value(text: &str) -> Option<Value> {
     serde_json::from_str(text).ok()
 }
 
+/// Two values' text that hold no change: the same text, or `null` and absent in any mix (the
+/// walk would find nothing there, and need not build a path to look).
+fn unchanged(a: Option<&str>, b: Option<&str>) -> bool {
+    a == b || (a.is_none_or(|v| v == "null") && b.is_none_or(|v| v == "null"))
+}
+
 /// [`diff_value`] over values as text. `None` when a value does not parse, which cannot happen
 /// within text checked whole.
 fn diff_raw(
@@ -240,9 +246,13 @@ fn diff_raw(
                 names.sort_unstable();
                 names.dedup();
                 for name in names {
+                    let (a, b) = (named(&nx, name), named(&ny, name));
+                    if unchanged(a.map(|(t, _)| t), b.map(|(t, _)| t)) {
+                        continue;
+                    }
                     path.0.push(Segment::Named(name.to_owned()));
                     // Named items are objects, their members read already.
-                    let done = match (named(&nx, name), named(&ny, name)) {
+                    let done = match (a, b) {
                         (Some((tx, mx)), Some((ty, my))) if tx != ty => {
                             diff_members(path, mx, my, out)
                         }
@@ -291,8 +301,12 @@ fn diff_members(
         if labels && key == HASH_LABEL {
             continue;
         }
+        let (a, b) = (member(x, key), member(y, key));
+        if unchanged(a, b) {
+            continue;
+        }
         path.0.push(Segment::Key(key.to_owned()));
-        let done = diff_raw(path, member(x, key), member(y, key), out);
+        let done = diff_raw(path, a, b, out);
         path.0.pop();
         done?;
     }
