@@ -203,7 +203,7 @@ impl Detector for CanaryNotInEndpoints {
         };
         let promoted = cur.stable_rs.as_deref() == Some(hash);
         let named = track.canary_service.is_some() || track.stable_service.is_some();
-        let services: Vec<(&str, Route)> = s
+        let services = s
             .world
             .services_in(ns)
             // A lookup, before the walk over the rollout's ReplicaSets that `route` is.
@@ -213,16 +213,13 @@ impl Detector for CanaryNotInEndpoints {
                 Route::Canary => !promoted,
                 Route::Stable => promoted,
                 Route::Selects => !named,
-            })
-            .collect();
-        // Only a Service that should route to the revision needs its pods.
-        let ready_since = if services.is_empty() {
-            None
-        } else {
-            ready_since(s.world, track, hash)
-        };
+            });
+        // Only a Service that should route to the revision needs its pods: looked at once, for
+        // the first such Service (this runs at every record that touches the rollout).
+        let mut ready: Option<Option<At>> = None;
         for (service, _) in services {
-            let Some(ready_since) = ready_since else {
+            let Some(ready_since) = *ready.get_or_insert_with(|| ready_since(s.world, track, hash))
+            else {
                 continue;
             };
             if serves_revision(s.world, track, service, hash) {
