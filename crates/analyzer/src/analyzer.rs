@@ -17,7 +17,7 @@ use crate::report::{
 use crate::rollout::{At, RolloutTrack, Transition};
 use crate::time::rfc3339;
 use crate::timeline::Timeline;
-use crate::view::{ReplicaSetView, RolloutView};
+use crate::view::{ReplicaSetView, RolloutView, Str};
 use crate::world::{Touched, World};
 
 /// Adds `n` to the count of `key` (copied only the first time).
@@ -518,9 +518,10 @@ impl Analyzer {
     }
 
     /// Applies a ReplicaSet record; returns the rollout that owns it.
-    fn on_replicaset(&mut self, rec: &Record, view: &ReplicaSetView, pos: At) -> Option<String> {
+    fn on_replicaset(&mut self, rec: &Record, view: &ReplicaSetView, pos: At) -> Option<Str> {
+        // Held inline when short, as a rollout's name mostly is: this runs for every record.
         let owner = match view.rollout_owner() {
-            Some((name, _)) => name.to_owned(),
+            Some((name, _)) => Str::new(name),
             None => {
                 // Released from its rollout (no owner): still the rollout's by name and label.
                 let hash = view.hash()?;
@@ -528,7 +529,7 @@ impl Analyzer {
                 if !self.tracks.contains(&rec.namespace, name) {
                     return None;
                 }
-                name.to_owned()
+                Str::new(name)
             }
         };
         let deleted = matches!(rec.op, Op::Deleted { .. });
@@ -537,11 +538,11 @@ impl Analyzer {
             if let Some(m) = self.rs_owner.get_mut(&rec.namespace) {
                 m.remove(&rec.name);
             }
-        } else if self.rs_owner(&rec.namespace, &rec.name) != Some(&owner) {
+        } else if self.rs_owner(&rec.namespace, &rec.name).map(String::as_str) != Some(&owner) {
             self.rs_owner
                 .entry(rec.namespace.clone())
                 .or_default()
-                .insert(rec.name.clone(), owner.clone());
+                .insert(rec.name.clone(), owner.to_string());
         }
         let track = self.track(&rec.namespace, &owner)?;
         track.observe_replicaset(view, &rec.object, pos, deleted, added);
@@ -565,7 +566,12 @@ impl Analyzer {
                     .and_then(|p| p.owner.as_ref())
                     .and_then(|rs| self.rs_owner(namespace, rs));
                 match by_owner {
-                    Some(r) => vec![(namespace.clone(), r.clone())],
+                    // The usual case, at every Pod record: one rollout, its name held inline.
+                    Some(r) => {
+                        let rollout = Str::new(r);
+                        self.look_at(namespace, &rollout, Some(&touched), pos, false);
+                        return;
+                    }
                     // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
                     // with a revision of that hash or name.
                     None => self

@@ -106,15 +106,16 @@ impl AppObj {
     }
 }
 
-/// What a record changed in the world.
+/// What a record changed in the world. One is made at most Service, EndpointSlice and Pod
+/// records: its names are held inline when short.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Touched {
     /// A Pod whose revision, readiness or images changed (or that appeared or went).
-    Pod { namespace: String, name: String },
+    Pod { namespace: Str, name: Str },
     /// A Service's selector, or the endpoints of a Service.
-    Service { namespace: String },
+    Service { namespace: Str },
     /// An Application.
-    App { namespace: String, name: String },
+    App { namespace: Str, name: Str },
 }
 
 /// Syncs kept per Application.
@@ -168,7 +169,7 @@ impl Namespace {
             }
         }
         Some(Touched::Service {
-            namespace: rec.namespace.clone(),
+            namespace: Str::new(&rec.namespace),
         })
     }
 
@@ -219,7 +220,7 @@ impl Namespace {
             }
         }
         Some(Touched::Service {
-            namespace: rec.namespace.clone(),
+            namespace: Str::new(&rec.namespace),
         })
     }
 
@@ -299,8 +300,8 @@ impl Namespace {
             }
         }
         Some(Touched::Pod {
-            namespace: rec.namespace.clone(),
-            name: rec.name.clone(),
+            namespace: Str::new(&rec.namespace),
+            name: Str::new(&rec.name),
         })
     }
 }
@@ -449,8 +450,8 @@ impl World {
             );
         }
         Some(Touched::App {
-            namespace: rec.namespace.clone(),
-            name: rec.name.clone(),
+            namespace: Str::new(&rec.namespace),
+            name: Str::new(&rec.name),
         })
     }
 
