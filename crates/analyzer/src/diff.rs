@@ -161,10 +161,7 @@ pub(crate) fn trimmed(text: &str) -> &str {
 /// building its [`Value`] would).
 #[cfg(test)]
 fn whole(text: &str) -> Option<&str> {
-    if crate::skim::valid(text).is_none() {
-        serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
-    }
-    Some(trimmed(text))
+    crate::skim::is_json(text).then(|| trimmed(text))
 }
 
 /// The first byte of a value's text: `{`, `[`, `"`, `n`, ...
@@ -212,6 +209,11 @@ pub(crate) fn items(text: &str) -> Option<Vec<&str>> {
             Some(built.into_iter().map(RawValue::get).collect())
         }
     }
+}
+
+/// The string whose JSON text is `text`, unescaped.
+pub(crate) fn string(text: &str) -> Option<Cow<'_, str>> {
+    crate::skim::raw_string(text).or_else(|| serde_json::from_str(text).ok().map(Cow::Owned))
 }
 
 fn value(text: &str) -> Option<Value> {
@@ -337,11 +339,7 @@ fn raw_item_name(text: &str) -> Option<Option<Named<'_>>> {
     let Some(name) = member(&members, "name").filter(|n| opener(n) == b'"') else {
         return Some(None);
     };
-    let name = match crate::skim::raw_string(name) {
-        Some(name) => name,
-        None => Cow::Owned(serde_json::from_str::<String>(name).ok()?),
-    };
-    Some(Some((name, (text, members))))
+    Some(Some((string(name)?, (text, members))))
 }
 
 /// [`names_of`] of items' text: `Some(None)` when they are not all distinctly named.
@@ -608,22 +606,11 @@ mod tests {
         assert_eq!(paths, ["metadata.labels.app"]);
     }
 
-    /// A small deterministic generator for the comparisons below.
-    struct Rng(u64);
+    /// The project's deterministic generator, with a percentage.
+    type Rng = rf_scenarios::SplitMix;
 
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn chance(&mut self, percent: u64) -> bool {
-            self.next() % 100 < percent
-        }
+    fn chance(rng: &mut Rng, percent: usize) -> bool {
+        rng.below(100) < percent
     }
 
     /// `v` as JSON text the way no serializer writes it but a parser reads it: members in any
@@ -631,14 +618,14 @@ mod tests {
     /// whitespace here and there.
     fn write(v: &Value, rng: &mut Rng, out: &mut String) {
         let space = |rng: &mut Rng, out: &mut String| {
-            if rng.chance(10) {
-                out.push_str(if rng.chance(50) { " " } else { "\n  " });
+            if chance(rng, 10) {
+                out.push_str(if chance(rng, 50) { " " } else { "\n  " });
             }
         };
         match v {
             Value::Object(m) => {
                 let mut members: Vec<(&String, &Value)> = m.iter().collect();
-                if rng.chance(50) {
+                if chance(rng, 50) {
                     for i in (1..members.len()).rev() {
                         members.swap(i, rng.below(i + 1));
                     }
@@ -646,7 +633,7 @@ mod tests {
                 out.push('{');
                 let mut first = true;
                 for (k, v) in members {
-                    let decoy = rng.chance(3);
+                    let decoy = chance(rng, 3);
                     for value in [decoy.then_some(&Value::Null), Some(v)]
                         .into_iter()
                         .flatten()
@@ -658,7 +645,7 @@ mod tests {
                         space(rng, out);
                         let key = serde_json::to_string(k).unwrap();
                         match key.as_bytes().get(1) {
-                            Some(c) if c.is_ascii_alphanumeric() && rng.chance(5) => {
+                            Some(c) if c.is_ascii_alphanumeric() && chance(rng, 5) => {
                                 out.push_str(&format!("\"\\u{:04x}{}", c, &key[2..]));
                             }
                             _ => out.push_str(&key),
@@ -762,7 +749,7 @@ mod tests {
 
     #[test]
     fn the_text_walk_finds_what_the_built_values_show() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
         let mut compared = 0;
         for round in 0..4000 {
             let mut a = base();
@@ -771,7 +758,7 @@ mod tests {
             }
             let mut b = a.clone();
             if let Some(Value::Object(labels)) = b.pointer_mut("/metadata/labels") {
-                if rng.chance(50) {
+                if chance(&mut rng, 50) {
                     labels.insert(HASH_LABEL.into(), json!(format!("h{round}")));
                 }
             }

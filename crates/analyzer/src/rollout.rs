@@ -244,10 +244,7 @@ pub(crate) struct Template(Arc<str>);
 impl Template {
     /// The template of `raw`; `None` when it is not JSON.
     fn new(raw: &str) -> Option<Template> {
-        if crate::skim::valid(raw).is_none() {
-            serde_json::from_str::<serde::de::IgnoredAny>(raw).ok()?;
-        }
-        Some(Template(Arc::from(raw)))
+        crate::skim::is_json(raw).then(|| Template(Arc::from(raw)))
     }
 
     /// The template of `raw`, and the string values of its `metadata.labels` (the pod labels),
@@ -1117,7 +1114,7 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
 /// [`template_images`] of a template given as JSON text, read without building it: the
 /// containers' `image` strings, in order, each once.
 pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
-    use crate::diff::{items, member, members, opener};
+    use crate::diff::{items, member, members, opener, string, trimmed};
     /// The member `key` of the object `text` (`None` when `text` is not an object: a JSON
     /// pointer through it finds nothing); `Err` when it does not parse.
     fn at<'t>(text: Option<&'t str>, key: &str) -> Result<Option<&'t str>, ()> {
@@ -1127,7 +1124,7 @@ pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
         }
     }
     let images = || -> Result<Vec<String>, ()> {
-        let spec = at(Some(raw.trim_matches([' ', '\t', '\n', '\r'])), "spec")?;
+        let spec = at(Some(trimmed(raw)), "spec")?;
         let mut images: Vec<String> = Vec::new();
         for list in ["containers", "initContainers"] {
             let list = match at(spec, list)? {
@@ -1138,9 +1135,9 @@ pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
                 let Some(image) = at(Some(item), "image")?.filter(|i| opener(i) == b'"') else {
                     continue;
                 };
-                let image: String = serde_json::from_str(image).map_err(|_| ())?;
-                if !images.contains(&image) {
-                    images.push(image);
+                let image = string(image).ok_or(())?;
+                if !images.iter().any(|i| *i == image) {
+                    images.push(image.into_owned());
                 }
             }
         }

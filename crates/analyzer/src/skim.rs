@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use compact_str::ToCompactString;
 use serde::de::IgnoredAny;
 
 use crate::time::parse_rfc3339;
@@ -410,10 +411,15 @@ impl<'a> Json<'a> {
 
     /// A string, inline when short ([`Str`]).
     fn string(&mut self) -> R<Str> {
-        self.str().map(|s| match s {
-            Cow::Borrowed(s) => Str::new(s),
-            Cow::Owned(s) => Str::from(s),
-        })
+        self.str().map(Str::from)
+    }
+
+    /// The next value's text, checked and skipped.
+    fn raw(&mut self) -> R<&'a str> {
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        self.s.get(start..self.i).ok_or(Bail)
     }
 
     fn opt_string(&mut self) -> R<Option<Str>> {
@@ -470,7 +476,7 @@ impl<'a> Json<'a> {
         match self.peek()? {
             b'n' => self.literal(b"null").map(|()| None),
             b'"' => self.string().map(Some),
-            b'-' | b'0'..=b'9' => self.int().map(|i| Some(Str::from(i.to_string()))),
+            b'-' | b'0'..=b'9' => self.int().map(|i| Some(i.to_compact_string())),
             _ => Err(Bail),
         }
     }
@@ -874,9 +880,10 @@ pub(crate) fn template_labels(text: &str) -> Option<BTreeMap<String, String>> {
     })
 }
 
-/// Whether `text` is one JSON value, checked as serde would; `None` where serde must decide.
-pub(crate) fn valid(text: &str) -> Option<()> {
-    read(text, Json::skip)
+/// Whether `text` is one JSON value: checked by this reader, and by serde where this reader
+/// gives up.
+pub(crate) fn is_json(text: &str) -> bool {
+    read(text, Json::skip).is_some() || serde_json::from_str::<IgnoredAny>(text).is_ok()
 }
 
 /// The members of the JSON object `text` as keys and the text of their values, in the order
@@ -885,10 +892,7 @@ pub(crate) fn raw_members(text: &str) -> Option<Vec<(&str, &str)>> {
     read(text, |j| {
         let mut members = Vec::new();
         j.object(|j, key| {
-            j.ws();
-            let start = j.i;
-            j.skip()?;
-            members.push((key, j.s.get(start..j.i).ok_or(Bail)?));
+            members.push((key, j.raw()?));
             Ok(())
         })?;
         Ok(members)
@@ -901,10 +905,7 @@ pub(crate) fn raw_items(text: &str) -> Option<Vec<&str>> {
     read(text, |j| {
         let mut items = Vec::new();
         j.array(|j| {
-            j.ws();
-            let start = j.i;
-            j.skip()?;
-            items.push(j.s.get(start..j.i).ok_or(Bail)?);
+            items.push(j.raw()?);
             Ok(())
         })?;
         Ok(items)

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use compact_str::ToCompactString;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -75,7 +76,7 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str>, D::Err
     Ok(match d.deserialize_any(ScalarVisitor)? {
         Scalar::Null => None,
         Scalar::Str(s) | Scalar::Other(s) => Some(s.into()),
-        Scalar::Int(i) => Some(Str::from(i.to_string())),
+        Scalar::Int(i) => Some(i.to_compact_string()),
     })
 }
 
