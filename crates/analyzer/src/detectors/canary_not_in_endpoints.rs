@@ -214,17 +214,18 @@ impl Detector for CanaryNotInEndpoints {
                 Route::Stable => promoted,
                 Route::Selects => !named,
             });
-        // Only a Service that should route to the revision needs its pods: looked at once, for
-        // the first such Service (this runs at every record that touches the rollout).
+        // This runs at every record that touches the rollout, and almost always the Service
+        // serves the revision: that is asked first, and stops at the first such endpoint. The
+        // revision's ready pods are looked at only for a Service that does not, once.
         let mut ready: Option<Option<At>> = None;
         for (service, _) in services {
+            if serves_revision(s.world, track, service, hash) {
+                continue;
+            }
             let Some(ready_since) = *ready.get_or_insert_with(|| ready_since(s.world, track, hash))
             else {
                 continue;
             };
-            if serves_revision(s.world, track, service, hash) {
-                continue;
-            }
             let key = (
                 ns.to_owned(),
                 track.name.clone(),

@@ -24,10 +24,7 @@ pub fn report(
 ) -> anyhow::Result<()> {
     match format {
         ReportFormat::Table => analyze_table(w, report, style)?,
-        ReportFormat::Json => {
-            serde_json::to_writer_pretty(&mut *w, report)?;
-            writeln!(w)?;
-        }
+        ReportFormat::Json => json(w, report)?,
         // A maintained serde YAML serializer rather than our own emitter: it quotes exactly the
         // strings YAML would otherwise read as another type (`"1.42.0"`, `"null"`, `"yes"`), so
         // the YAML parses back to the JSON report's values (tested).
@@ -48,15 +45,24 @@ pub fn packed_report(
 ) -> anyhow::Result<()> {
     let full = report.with_packed(packed);
     match format {
-        ReportFormat::Json => {
-            serde_json::to_writer_pretty(&mut *w, &full)?;
-            writeln!(w)?;
-        }
+        ReportFormat::Json => json(w, &full)?,
         ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, &full)?,
         ReportFormat::Table | ReportFormat::Markdown | ReportFormat::Html => {
             anyhow::bail!("internal error: a {format:?} report is written from decoded findings")
         }
     }
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON and a newline. The serializer writes a few bytes at a time
+/// (a key, a quote, an indent): into a buffer of its own type, each is a copy, where through
+/// `dyn Write` each was a call (a report of 20,000 findings is 43 MB of JSON, written after the
+/// last record, while nothing else runs).
+fn json(w: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut buffered = io::BufWriter::with_capacity(64 * 1024, w);
+    serde_json::to_writer_pretty(&mut buffered, value)?;
+    writeln!(buffered)?;
+    buffered.flush()?;
     Ok(())
 }
 
