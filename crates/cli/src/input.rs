@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use rf_analyzer::{Analyzer, FileEnd, Prepared};
-use rf_format::{End, MemberIndex, Reader, Timestamp};
+use rf_format::{End, Reader, Timestamp};
 
 use crate::args::Window;
 use crate::timespec::TimeSpec;
@@ -39,11 +39,9 @@ impl std::fmt::Display for Damage {
 
 /// Opens one recording and reads its header.
 pub fn open(path: &Path) -> Result<Recording> {
-    let mut file =
+    let file =
         File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
-    // A file that cannot seek (a pipe) or has no index is read member by member.
-    let index = MemberIndex::find(&mut file).ok().flatten();
-    let reader = Reader::with_index(BufReader::new(file), index)
+    let reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("failed to read recording {}", path.display()))?;
     Ok(Recording {
         path: path.to_owned(),

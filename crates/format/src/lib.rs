@@ -27,13 +27,11 @@
 mod codec;
 mod delta;
 mod error;
-mod index;
 mod reader;
 mod record;
 mod writer;
 
 pub use error::{Error, Result};
-pub use index::MemberIndex;
 pub use reader::{End, Reader};
 pub use record::{
     Header, Kind, Op, Record, Redaction, Source, Timestamp, Trailer, push_object_key,

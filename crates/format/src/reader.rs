@@ -8,7 +8,6 @@ use flate2::{Crc, Decompress, FlushDecompress, Status};
 use crate::codec::{self, Body};
 use crate::delta::{self, Bases};
 use crate::error::{Error, Result};
-use crate::index::MemberIndex;
 use crate::record::{Header, Kind, Record, Trailer};
 use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
 
@@ -60,15 +59,6 @@ impl<R: Read> fmt::Debug for Reader<R> {
 impl<R: Read> Reader<R> {
     /// Checks that `inner` is a recording and reads its header.
     pub fn new(inner: R) -> Result<Self> {
-        Self::with_index(inner, None)
-    }
-
-    /// Like [`Reader::new`], with the member index of the recording (from
-    /// [`MemberIndex::find`]): the members it names are inflated whole, each at once, which
-    /// takes about half the time of inflating them piece by piece. The records read are the
-    /// same: each member is checked (header, CRC-32, length) before its bytes are used, and
-    /// from the first that does not check as the index says, the file is read as without one.
-    pub fn with_index(inner: R, index: Option<MemberIndex>) -> Result<Self> {
         let mut buffered = BufReader::with_capacity(64 * 1024, inner);
         let head = buffered
             .fill_buf()
@@ -83,7 +73,7 @@ impl<R: Read> Reader<R> {
             )));
         }
         let mut reader = Reader {
-            src: Gzip::new(buffered, index),
+            src: Gzip::new(buffered),
             header: Header::new("", crate::Timestamp(0), crate::Source::default()),
             version: 0,
             offset: 0,
@@ -163,12 +153,6 @@ impl<R: Read> Reader<R> {
     /// Records read so far.
     pub fn records_read(&self) -> u64 {
         self.records
-    }
-
-    /// Gzip members inflated whole so far, as the member index named them
-    /// ([`Reader::with_index`]).
-    pub fn members_read_whole(&self) -> usize {
-        self.src.whole_count
     }
 
     /// Decompressed bytes read so far.
@@ -523,13 +507,7 @@ fn hex_prefix(bytes: &[u8]) -> String {
 /// Anywhere else the end of the input is an `UnexpectedEof` error; damaged data is an
 /// `InvalidData` error. Both say at which compressed byte the member in question starts.
 struct Gzip<R: BufRead> {
-    inner: Replay<R>,
-    /// Members inflated whole, as long as the member index holds ([`Whole`]).
-    whole: Option<Box<Whole>>,
-    /// Members ended so far.
-    members: usize,
-    /// Of them, those inflated whole.
-    whole_count: usize,
+    inner: R,
     phase: Phase,
     inflate: Decompress,
     crc: Crc,
@@ -547,7 +525,7 @@ struct Gzip<R: BufRead> {
     foot: [u8; 8],
     foot_len: usize,
     /// Inflated bytes not yet returned: `out[out_pos..out_len]`.
-    out: Vec<u8>,
+    out: Box<[u8]>,
     out_pos: usize,
     out_len: usize,
     /// An error met while inflating bytes that are still in `out`: reported once they are read.
@@ -582,22 +560,9 @@ const SYNC_MARKER: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 const EMPTY_FINAL_BLOCK: [u8; 2] = [0x03, 0x00];
 
 impl<R: BufRead> Gzip<R> {
-    fn new(inner: R, index: Option<MemberIndex>) -> Self {
+    fn new(inner: R) -> Self {
         Gzip {
-            inner: Replay {
-                back: Vec::new(),
-                at: 0,
-                inner,
-            },
-            whole: index.map(|index| {
-                Box::new(Whole {
-                    lengths: index.lengths,
-                    packed: Vec::new(),
-                    inflater: libdeflater::Decompressor::new(),
-                })
-            }),
-            members: 0,
-            whole_count: 0,
+            inner,
             phase: Phase::Header,
             inflate: Decompress::new(false),
             crc: Crc::new(),
@@ -608,7 +573,7 @@ impl<R: BufRead> Gzip<R> {
             head: Vec::new(),
             foot: [0; 8],
             foot_len: 0,
-            out: vec![0; 64 * 1024],
+            out: vec![0; 64 * 1024].into_boxed_slice(),
             out_pos: 0,
             out_len: 0,
             deferred: None,
@@ -758,151 +723,8 @@ impl<R: BufRead> Gzip<R> {
         }
         self.foot_len = 0;
         self.member_start = self.pos;
-        self.members += 1;
         self.phase = Phase::Header;
         Ok(())
-    }
-
-    /// Inflates the next member whole, when the member index names it: true when done (its
-    /// bytes are in `out`, and the next member is next). False when it is to be read as without
-    /// an index: none named, or too long to inflate whole, or it does not check as the index
-    /// says (a damaged file: the streaming reader then finds what and where, and no member is
-    /// inflated whole after it). Whatever was read of it is read again.
-    fn inflate_whole(&mut self) -> io::Result<bool> {
-        let Some(whole) = self.whole.as_deref_mut() else {
-            return Ok(false);
-        };
-        let Some(len) = whole.lengths.get(self.members).map(|&l| l as usize) else {
-            // Past the members listed: the index member and the locator, read as any member.
-            self.whole = None;
-            return Ok(false);
-        };
-        if len as u64 > WHOLE_LIMIT {
-            // Read as without an index, then the next one whole.
-            return Ok(false);
-        }
-        whole.packed.clear();
-        whole.packed.resize(len, 0);
-        let mut got = 0;
-        while got < len {
-            match self.inner.read(&mut whole.packed[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        whole.packed.truncate(got);
-        let checked =
-            got == len && matches!(header_len(&whole.packed), Ok(Some(h)) if h + 10 <= len);
-        let isize = match whole.packed.last_chunk::<4>() {
-            Some(&l) if checked => u32::from_le_bytes(l) as usize,
-            _ => return Ok(self.read_again(true)),
-        };
-        if isize as u64 > WHOLE_LIMIT {
-            return Ok(self.read_again(false));
-        }
-        if self.out.len() < isize {
-            self.out.resize(isize, 0);
-        }
-        let whole = self
-            .whole
-            .as_deref_mut()
-            .ok_or_else(|| io::Error::other("no index"))?;
-        match whole
-            .inflater
-            .gzip_decompress(&whole.packed, &mut self.out[..isize])
-        {
-            // libdeflate checked the CRC-32 and ISIZE after the deflate data; the length at the
-            // end of the bytes the index gives says the member ends there.
-            Ok(n) if n == isize => {
-                self.pos += len as u64;
-                self.member_start = self.pos;
-                self.members += 1;
-                self.whole_count += 1;
-                self.out_pos = 0;
-                self.out_len = n;
-                Ok(true)
-            }
-            _ => Ok(self.read_again(true)),
-        }
-    }
-
-    /// Puts the bytes [`Gzip::inflate_whole`] read back to be read again, member by member; with
-    /// `stop`, no member is inflated whole from now on. Returns false.
-    fn read_again(&mut self, stop: bool) -> bool {
-        if let Some(whole) = self.whole.as_deref_mut() {
-            self.inner.put_back(&whole.packed);
-            whole.packed.clear();
-        }
-        if stop {
-            self.whole = None;
-        }
-        false
-    }
-}
-
-/// The longest member inflated whole, compressed or not: twice what the writer puts in one
-/// before its last frame. A longer one (a frame of many MiB) is inflated piece by piece.
-const WHOLE_LIMIT: u64 = 2 * crate::Writer::<io::Sink>::MEMBER_LIMIT;
-
-/// What reads the members of an indexed recording whole.
-struct Whole {
-    /// The compressed length of each member, from the first.
-    lengths: Vec<u32>,
-    /// The member being inflated.
-    packed: Vec<u8>,
-    inflater: libdeflater::Decompressor,
-}
-
-/// A [`BufRead`] that gives bytes put back before the rest of its input.
-struct Replay<R> {
-    back: Vec<u8>,
-    at: usize,
-    inner: R,
-}
-
-impl<R: BufRead> Replay<R> {
-    /// Makes `bytes` the next bytes read, before any not read yet.
-    fn put_back(&mut self, bytes: &[u8]) {
-        let rest = self.back.split_off(self.at);
-        self.back.clear();
-        self.back.extend_from_slice(bytes);
-        self.back.extend_from_slice(&rest);
-        self.at = 0;
-    }
-}
-
-impl<R: BufRead> Read for Replay<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.at < self.back.len() {
-            let n = buf.len().min(self.back.len() - self.at);
-            buf[..n].copy_from_slice(&self.back[self.at..self.at + n]);
-            self.consume(n);
-            return Ok(n);
-        }
-        self.inner.read(buf)
-    }
-}
-
-impl<R: BufRead> BufRead for Replay<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.at < self.back.len() {
-            return Ok(&self.back[self.at..]);
-        }
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, n: usize) {
-        if self.at < self.back.len() {
-            self.at += n;
-            if self.at >= self.back.len() {
-                self.back.clear();
-                self.at = 0;
-            }
-        } else {
-            self.inner.consume(n);
-        }
     }
 }
 
@@ -916,11 +738,7 @@ impl<R: BufRead> Gzip<R> {
                 return Err(e);
             }
             match self.phase {
-                Phase::Header => {
-                    if !(self.head.is_empty() && self.inflate_whole()?) {
-                        self.read_header()?;
-                    }
-                }
+                Phase::Header => self.read_header()?,
                 Phase::Body => self.inflate_some()?,
                 Phase::Trailer => self.read_trailer()?,
                 Phase::End => return Ok(&[]),

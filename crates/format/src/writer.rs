@@ -15,7 +15,6 @@ use zlib_rs::{Deflate, DeflateFlush, Status};
 use crate::codec::{self, Body};
 use crate::delta::{Bases, Encoder};
 use crate::error::{Error, Result};
-use crate::index::Lengths;
 use crate::record::{Header, Record, Timestamp, Trailer};
 use crate::{FORMAT_VERSION, MAGIC, MAX_FRAME_LEN};
 
@@ -56,8 +55,6 @@ pub struct Writer<W: Write> {
     bases: Bases,
     encoder: Encoder,
     pieces: Vec<u8>,
-    /// The compressed length of each member closed, for the member index.
-    lengths: Lengths,
 }
 
 impl<W: Write> fmt::Debug for Writer<W> {
@@ -131,7 +128,6 @@ impl<W: Write> Writer<W> {
             bases: Bases::default(),
             encoder: Encoder::default(),
             pieces: Vec::new(),
-            lengths: Lengths::default(),
         };
         let mut preamble = Vec::with_capacity(12);
         preamble.extend_from_slice(&MAGIC);
@@ -214,9 +210,8 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes the end-of-recording marker and the [`Trailer`] saying recording stopped at
-    /// `closed_at` (never earlier than the last record), closes the last member, appends the
-    /// member index ([`MemberIndex`](crate::MemberIndex): two members with no content, which
-    /// every gzip reader reads as nothing), flushes and returns the writer.
+    /// `closed_at` (never earlier than the last record), closes the last member, flushes and
+    /// returns the writer.
     pub fn finish_at(mut self, closed_at: Timestamp) -> Result<W> {
         self.write_raw(&0u32.to_le_bytes())?;
         let trailer = Trailer {
@@ -225,15 +220,6 @@ impl<W: Write> Writer<W> {
         };
         self.write_frame("trailer", &trailer)?;
         self.close_member()?;
-        if let (Some(index), State::Idle(w)) = (self.lengths.members(), &mut self.state) {
-            if let Err(source) = w.write_all(&index) {
-                self.state = State::Poisoned;
-                return Err(Error::Io {
-                    offset: self.raw_bytes,
-                    source,
-                });
-            }
-        }
         self.flush()?;
         match std::mem::replace(&mut self.state, State::Poisoned) {
             State::Idle(w) => Ok(w),
@@ -274,7 +260,6 @@ impl<W: Write> Writer<W> {
                 self.gz
                     .finish(&mut w)
                     .map_err(|source| Error::Io { offset, source })?;
-                self.lengths.push(self.gz.written);
                 self.state = State::Idle(w);
             }
             State::Poisoned => return Err(Error::Poisoned),
@@ -349,8 +334,6 @@ struct Gz {
     xfl: u8,
     crc: Crc,
     out: Box<[u8]>,
-    /// Compressed bytes of the open (or last) member written so far.
-    written: u64,
 }
 
 impl Gz {
@@ -378,7 +361,6 @@ impl Gz {
             // zlib asks for more than six bytes of room at a sync flush, or a flush that fills
             // the buffer exactly adds another flush marker each time round.
             out: vec![0; out.max(64)].into_boxed_slice(),
-            written: 0,
         }
     }
 
@@ -386,7 +368,6 @@ impl Gz {
     fn begin<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.deflate.reset();
         self.crc.reset();
-        self.written = 10;
         w.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, self.xfl, 0xff])
     }
 
@@ -415,7 +396,6 @@ impl Gz {
             };
             rest = next;
             w.write_all(produced)?;
-            self.written += produced.len() as u64;
             let done = match flush {
                 DeflateFlush::NoFlush => rest.is_empty(),
                 DeflateFlush::Finish => status == Status::StreamEnd,
@@ -439,9 +419,7 @@ impl Gz {
     fn finish<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.deflate(w, &[], DeflateFlush::Finish)?;
         w.write_all(&self.crc.sum().to_le_bytes())?;
-        w.write_all(&self.crc.amount().to_le_bytes())?;
-        self.written += 8;
-        Ok(())
+        w.write_all(&self.crc.amount().to_le_bytes())
     }
 }
 

@@ -437,26 +437,15 @@ fn raw_bytes_start_with_the_magic_and(version: u32) {
     assert!(ends_with_marker_and_trailer);
 }
 
-/// The committed files were written before the member index; today's writer follows the two
-/// members with the index's two (docs/format.md, "Member index"), which list them.
 #[test]
 fn the_sync_recordings_are_two_gzip_members_with_a_sync_flush() {
-    for (what, rfr, indexed) in [
-        ("v1-sync.rfr", read_golden("v1-sync.rfr"), false),
-        ("v2.rfr", read_golden("v2.rfr"), false),
-        ("today", write_fixed(1), true),
-        ("today", write_fixed(2), true),
+    for (what, rfr) in [
+        ("v1-sync.rfr", read_golden("v1-sync.rfr")),
+        ("v2.rfr", read_golden("v2.rfr")),
+        ("today", write_fixed(1)),
+        ("today", write_fixed(2)),
     ] {
         let ends = member_ends(&rfr);
-        let index = rf_format::MemberIndex::find(&mut std::io::Cursor::new(&rfr)).unwrap();
-        assert_eq!(index.is_some(), indexed, "{what}");
-        let ends = if indexed {
-            assert_eq!(ends.len(), 4, "{what}: {ends:?}");
-            assert_eq!(index.unwrap().len(), 2, "{what}");
-            &ends[..2]
-        } else {
-            &ends[..]
-        };
         assert_eq!(ends.len(), 2, "{what}: {ends:?}");
         assert!(
             rfr[ends[0]..].windows(4).any(|w| w == [0, 0, 0xff, 0xff]),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
-use rf_format::{MemberIndex, Reader};
+use rf_format::Reader;
 use rf_replay::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
@@ -16,10 +16,9 @@ use crate::timespec::TimeSpec;
 
 /// Reads the whole recording; damage is an error unless `--partial`.
 fn load(path: &Path, partial: bool) -> Result<Timeline> {
-    let mut file =
+    let file =
         File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
-    let index = MemberIndex::find(&mut file).ok().flatten();
-    let mut reader = Reader::with_index(BufReader::new(file), index)
+    let mut reader = Reader::new(BufReader::new(file))
         .with_context(|| format!("failed to read recording {}", path.display()))?;
     // Indexed as read: the recording is never held decoded.
     let mut indexing = Indexing::new(reader.header());
