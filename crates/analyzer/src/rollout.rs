@@ -893,14 +893,19 @@ impl RolloutTrack {
         } else {
             entry.ready_since = None;
         }
-        if let Some(raw) = view.spec.template.as_ref().and_then(|r| r.get(object)) {
-            let digest = view.template_digest;
-            if entry.template.is_none() || digest != entry.template_digest {
-                if let Some((template, labels)) = Template::with_labels(raw) {
-                    entry.pod_labels = labels;
-                    entry.template = Some(template);
-                    entry.template_digest = digest;
-                }
+        // Its text is looked at (and checked as UTF-8) only when it is new.
+        let digest = view.template_digest;
+        if entry.template.is_none() || digest != entry.template_digest {
+            if let Some((template, labels)) = view
+                .spec
+                .template
+                .as_ref()
+                .and_then(|r| r.get(object))
+                .and_then(Template::with_labels)
+            {
+                entry.pod_labels = labels;
+                entry.template = Some(template);
+                entry.template_digest = digest;
             }
         }
         if role == Role::Other && self.last.is_some() {
