@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::skim::Structure;
+
 /// The label every ReplicaSet of a Rollout carries on its pod template; never a difference.
 pub const HASH_LABEL: &str = "rollouts-pod-template-hash";
 
@@ -123,14 +125,37 @@ pub fn template_diff(a: &Value, b: &Value) -> Vec<Change> {
 /// what comparing them cost. Wherever the texts are not two objects or two arrays, the values
 /// there are built and compared by [`template_diff`]'s own rules.
 pub(crate) fn diff_json(a: &str, b: &str) -> Option<Vec<Change>> {
+    let (a, b) = (trimmed(a), trimmed(b));
     let mut out = Vec::new();
-    diff_raw(
-        &mut Path::default(),
-        Some(trimmed(a)),
-        Some(trimmed(b)),
-        &mut out,
-    )?;
+    if a == b {
+        return Some(out);
+    }
+    let sides = Sides([Structure::of(a), Structure::of(b)]);
+    diff_raw(&sides, &mut Path::default(), Some(a), Some(b), &mut out)?;
     Some(out)
+}
+
+/// The two texts a comparison walks, with their [`Structure`] where it was found: the members
+/// and items of each level are read through it, not by scanning the level again.
+struct Sides<'t>([Option<Structure<'t>>; 2]);
+
+impl<'t> Sides<'t> {
+    /// [`members`] of `text`, a value within one of the two texts.
+    fn members(&self, text: &'t str) -> Option<Members<'t>> {
+        match self.0.iter().flatten().find_map(|s| s.members(text)) {
+            Some(written) => Some(sorted(written)),
+            None => members(text),
+        }
+    }
+
+    /// [`items`] of `text`, a value within one of the two texts.
+    fn items(&self, text: &'t str) -> Option<Vec<&'t str>> {
+        self.0
+            .iter()
+            .flatten()
+            .find_map(|s| s.items(text))
+            .or_else(|| items(text))
+    }
 }
 
 /// Whether two templates given as JSON text known to be JSON are equal as JSON values (`==` of
@@ -182,7 +207,12 @@ pub(crate) fn members(text: &str) -> Option<Members<'_>> {
                 .collect(),
         );
     };
-    let mut sorted: Vec<(Cow<'_, str>, &str)> = written
+    Some(sorted(written))
+}
+
+/// Members as written, sorted by key; the last of a repeated key wins.
+fn sorted<'t>(written: Vec<(&'t str, &'t str)>) -> Members<'t> {
+    let mut sorted: Vec<(Cow<'t, str>, &'t str)> = written
         .into_iter()
         .rev()
         .map(|(k, v)| (Cow::Borrowed(k), v))
@@ -190,7 +220,7 @@ pub(crate) fn members(text: &str) -> Option<Members<'_>> {
     // Stable, from the last written: of a repeated key, the one written last comes first.
     sorted.sort_by(|x, y| x.0.cmp(&y.0));
     sorted.dedup_by(|later, kept| later.0 == kept.0);
-    Some(sorted)
+    sorted
 }
 
 pub(crate) fn member<'t>(members: &[(Cow<'_, str>, &'t str)], key: &str) -> Option<&'t str> {
@@ -228,10 +258,11 @@ fn unchanged(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// [`diff_value`] over values as text. `None` when a value does not parse, which cannot happen
 /// within text checked whole.
-fn diff_raw(
+fn diff_raw<'t>(
+    sides: &Sides<'t>,
     path: &mut Path,
-    a: Option<&str>,
-    b: Option<&str>,
+    a: Option<&'t str>,
+    b: Option<&'t str>,
     out: &mut Vec<Change>,
 ) -> Option<()> {
     let (a, b) = (a.filter(|v| *v != "null"), b.filter(|v| *v != "null"));
@@ -239,11 +270,11 @@ fn diff_raw(
         (None, None) => return Some(()),
         (Some(x), Some(y)) if x == y => return Some(()),
         (Some(x), Some(y)) if opener(x) == b'{' && opener(y) == b'{' => {
-            return diff_members(path, &members(x)?, &members(y)?, out);
+            return diff_members(sides, path, &sides.members(x)?, &sides.members(y)?, out);
         }
         (Some(x), Some(y)) if opener(x) == b'[' && opener(y) == b'[' => {
-            let (x, y) = (items(x)?, items(y)?);
-            if let (Some(nx), Some(ny)) = (raw_names_of(&x)?, raw_names_of(&y)?) {
+            let (x, y) = (sides.items(x)?, sides.items(y)?);
+            if let (Some(nx), Some(ny)) = (raw_names_of(sides, &x)?, raw_names_of(sides, &y)?) {
                 let mut names: Vec<&str> = nx.iter().chain(&ny).map(|(n, _)| n.as_ref()).collect();
                 names.sort_unstable();
                 names.dedup();
@@ -256,9 +287,9 @@ fn diff_raw(
                     // Named items are objects, their members read already.
                     let done = match (a, b) {
                         (Some((tx, mx)), Some((ty, my))) if tx != ty => {
-                            diff_members(path, mx, my, out)
+                            diff_members(sides, path, mx, my, out)
                         }
-                        (a, b) => diff_raw(path, a.map(|(t, _)| t), b.map(|(t, _)| t), out),
+                        (a, b) => diff_raw(sides, path, a.map(|(t, _)| t), b.map(|(t, _)| t), out),
                     };
                     path.0.pop();
                     done?;
@@ -266,7 +297,7 @@ fn diff_raw(
             } else {
                 for i in 0..x.len().max(y.len()) {
                     path.0.push(Segment::Index(i));
-                    let done = diff_raw(path, x.get(i).copied(), y.get(i).copied(), out);
+                    let done = diff_raw(sides, path, x.get(i).copied(), y.get(i).copied(), out);
                     path.0.pop();
                     done?;
                 }
@@ -289,10 +320,11 @@ fn diff_raw(
 }
 
 /// [`diff_map`] over two objects' members ([`members`]).
-fn diff_members(
+fn diff_members<'t>(
+    sides: &Sides<'t>,
     path: &mut Path,
-    x: &Members<'_>,
-    y: &Members<'_>,
+    x: &Members<'t>,
+    y: &Members<'t>,
     out: &mut Vec<Change>,
 ) -> Option<()> {
     let labels = at_labels(path);
@@ -308,7 +340,7 @@ fn diff_members(
             continue;
         }
         path.0.push(Segment::Key(key.to_owned()));
-        let done = diff_raw(path, a, b, out);
+        let done = diff_raw(sides, path, a, b, out);
         path.0.pop();
         done?;
     }
@@ -331,11 +363,11 @@ fn named<'n, 't>(items: &'n [Named<'t>], name: &str) -> Option<(&'t str, &'n Mem
 
 /// [`item_name`] of an item's text: its `name` member when that is a string, with the item's
 /// members.
-fn raw_item_name(text: &str) -> Option<Option<Named<'_>>> {
+fn raw_item_name<'t>(sides: &Sides<'t>, text: &'t str) -> Option<Option<Named<'t>>> {
     if opener(text) != b'{' {
         return Some(None);
     }
-    let members = members(text)?;
+    let members = sides.members(text)?;
     let Some(name) = member(&members, "name").filter(|n| opener(n) == b'"') else {
         return Some(None);
     };
@@ -343,10 +375,10 @@ fn raw_item_name(text: &str) -> Option<Option<Named<'_>>> {
 }
 
 /// [`names_of`] of items' text: `Some(None)` when they are not all distinctly named.
-fn raw_names_of<'t>(xs: &[&'t str]) -> Option<Option<Vec<Named<'t>>>> {
+fn raw_names_of<'t>(sides: &Sides<'t>, xs: &[&'t str]) -> Option<Option<Vec<Named<'t>>>> {
     let mut names = Vec::with_capacity(xs.len());
     for x in xs {
-        match raw_item_name(x)? {
+        match raw_item_name(sides, x)? {
             Some(n) => names.push(n),
             None => return Some(None),
         }
@@ -781,6 +813,59 @@ mod tests {
         }
         // Most pairs differ: the walk went down somewhere.
         assert!(compared > 3000, "{compared}");
+    }
+
+    /// Every object and array within `text` (a value's text, within the whole), depth first.
+    fn parts<'t>(text: &'t str, out: &mut Vec<&'t str>) {
+        match opener(text) {
+            b'{' => {
+                out.push(text);
+                for (_, v) in members(text).expect("an object") {
+                    parts(v, out);
+                }
+            }
+            b'[' => {
+                out.push(text);
+                for v in items(text).expect("an array") {
+                    parts(v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_structure_reads_every_level_as_a_scan_does() {
+        let mut rng = Rng::new(7);
+        let mut read = 0;
+        for _ in 0..1000 {
+            let mut v = base();
+            for _ in 0..rng.below(6) {
+                mutate(&mut v, &mut rng);
+            }
+            let mut text = String::new();
+            write(&v, &mut rng, &mut text);
+            let text = trimmed(&text);
+            let sides = Sides([Structure::of(text), None]);
+            assert!(sides.0[0].is_some(), "{text}");
+            let mut all = Vec::new();
+            parts(text, &mut all);
+            for part in all {
+                match opener(part) {
+                    b'{' => assert_eq!(sides.members(part), members(part), "{part}"),
+                    _ => assert_eq!(sides.items(part), items(part), "{part}"),
+                }
+                read += 1;
+            }
+            // A slice of another text is read by scanning it.
+            let copy = text.to_owned();
+            assert_eq!(sides.members(&copy), members(&copy));
+        }
+        assert!(read > 10_000, "{read}");
+        // Brackets or strings that do not match up: no structure.
+        for bad in ["{", "[}", r#"{"a":"}"#, "]", r#"{"a":[1}]"#] {
+            assert!(Structure::of(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

@@ -899,6 +899,143 @@ pub(crate) fn raw_members(text: &str) -> Option<Vec<(&str, &str)>> {
     })
 }
 
+/// Where each object and array of a text known to be one JSON value closes, found in one pass:
+/// the members of an object within it, or the items of an array, are then read by passing over
+/// each value with a lookup where [`raw_members`] and [`raw_items`] scan (and check) it. For
+/// the comparison of two templates, which reads a level of each at a time: each level was
+/// scanned again for every level it is read under.
+#[derive(Debug)]
+pub(crate) struct Structure<'t> {
+    text: &'t str,
+    /// At the offset of each `{` and `[`, the offset of its `}` or `]`.
+    close: Vec<u32>,
+}
+
+impl<'t> Structure<'t> {
+    /// The structure of `text`, which must be JSON (a template, checked when it was kept); `None`
+    /// when its brackets or strings do not match up, or it is longer than offsets hold.
+    pub fn of(text: &'t str) -> Option<Self> {
+        let b = text.as_bytes();
+        u32::try_from(b.len()).ok()?;
+        let mut close = vec![0u32; b.len()];
+        let mut open: Vec<usize> = Vec::with_capacity(16);
+        let mut i = 0;
+        while let Some(&c) = b.get(i) {
+            match c {
+                b'"' => {
+                    i = string_end(b, i + 1).ok()?.0;
+                }
+                b'{' | b'[' => open.push(i),
+                b'}' | b']' => {
+                    let at = open.pop()?;
+                    if b[at] + 2 != c {
+                        return None;
+                    }
+                    close[at] = i as u32;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        open.is_empty().then_some(Structure { text, close })
+    }
+
+    /// Where `part` (a slice of the text) starts in it, if it is one.
+    fn offset(&self, part: &str) -> Option<usize> {
+        let at = (part.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize)?;
+        (at + part.len() <= self.text.len()).then_some(at)
+    }
+
+    /// Where the value at `i` ends (exclusive).
+    fn value_end(&self, i: usize) -> Option<usize> {
+        let b = self.text.as_bytes();
+        match *b.get(i)? {
+            b'{' | b'[' => Some(*self.close.get(i)? as usize + 1).filter(|&e| e > i + 1),
+            b'"' => Some(string_end(b, i + 1).ok()?.0 + 1),
+            _ => {
+                let mut e = i;
+                while let Some(c) = b.get(e) {
+                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    e += 1;
+                }
+                (e > i).then_some(e)
+            }
+        }
+    }
+
+    /// [`raw_members`] of `part`, a slice of the text that is an object of it: the same
+    /// members; `None` where it gives up (an escaped key) or `part` is not one of its objects.
+    pub fn members(&self, part: &'t str) -> Option<Vec<(&'t str, &'t str)>> {
+        let (b, s) = (self.text.as_bytes(), self.text);
+        let start = self.offset(part)?;
+        if b.get(start) != Some(&b'{') {
+            return None;
+        }
+        let end = *self.close.get(start)? as usize;
+        if end + 1 != start + part.len() {
+            return None;
+        }
+        let mut members = Vec::new();
+        let mut i = ws(b, start + 1);
+        if i == end {
+            return Some(members);
+        }
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let (key_end, escaped) = string_end(b, i + 1).ok()?;
+            if escaped {
+                return None;
+            }
+            let key = s.get(i + 1..key_end)?;
+            i = ws(b, key_end + 1);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            i = ws(b, i + 1);
+            let value_end = self.value_end(i)?;
+            members.push((key, s.get(i..value_end)?));
+            i = ws(b, value_end);
+            match b.get(i) {
+                Some(b',') => i = ws(b, i + 1),
+                Some(b'}') if i == end => return Some(members),
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`raw_items`] of `part`, a slice of the text that is an array of it.
+    pub fn items(&self, part: &'t str) -> Option<Vec<&'t str>> {
+        let (b, s) = (self.text.as_bytes(), self.text);
+        let start = self.offset(part)?;
+        if b.get(start) != Some(&b'[') {
+            return None;
+        }
+        let end = *self.close.get(start)? as usize;
+        if end + 1 != start + part.len() {
+            return None;
+        }
+        let mut items = Vec::new();
+        let mut i = ws(b, start + 1);
+        if i == end {
+            return Some(items);
+        }
+        loop {
+            let value_end = self.value_end(i)?;
+            items.push(s.get(i..value_end)?);
+            i = ws(b, value_end);
+            match b.get(i) {
+                Some(b',') => i = ws(b, i + 1),
+                Some(b']') if i == end => return Some(items),
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// The text of each item of the JSON array `text`; `None` when it is not an array, or where
 /// serde must decide.
 pub(crate) fn raw_items(text: &str) -> Option<Vec<&str>> {
