@@ -137,11 +137,16 @@ pub(crate) fn diff_json(a: &str, b: &str) -> Option<Vec<Change>> {
 
 /// The two texts a comparison walks, with their [`Structure`] where it was found: the members
 /// and items of each level are read through it, not by scanning the level again.
-struct Sides<'t>([Option<Structure<'t>>; 2]);
+pub(crate) struct Sides<'t>([Option<Structure<'t>>; 2]);
 
 impl<'t> Sides<'t> {
+    /// One text, to read levels of.
+    pub fn of(text: &'t str) -> Self {
+        Sides([Structure::of(text), None])
+    }
+
     /// [`members`] of `text`, a value within one of the two texts.
-    fn members(&self, text: &'t str) -> Option<Members<'t>> {
+    pub fn members(&self, text: &'t str) -> Option<Members<'t>> {
         match self.0.iter().flatten().find_map(|s| s.members(text)) {
             Some(written) => Some(sorted(written)),
             None => members(text),
@@ -149,7 +154,7 @@ impl<'t> Sides<'t> {
     }
 
     /// [`items`] of `text`, a value within one of the two texts.
-    fn items(&self, text: &'t str) -> Option<Vec<&'t str>> {
+    pub fn items(&self, text: &'t str) -> Option<Vec<&'t str>> {
         self.0
             .iter()
             .flatten()

@@ -1119,21 +1119,25 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
 /// [`template_images`] of a template given as JSON text, read without building it: the
 /// containers' `image` strings, in order, each once.
 pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
-    use crate::diff::{items, member, members, opener, string, trimmed};
+    use crate::diff::{Sides, member, opener, string, trimmed};
     /// The member `key` of the object `text` (`None` when `text` is not an object: a JSON
     /// pointer through it finds nothing); `Err` when it does not parse.
-    fn at<'t>(text: Option<&'t str>, key: &str) -> Result<Option<&'t str>, ()> {
+    fn at<'t>(sides: &Sides<'t>, text: Option<&'t str>, key: &str) -> Result<Option<&'t str>, ()> {
         match text {
-            Some(t) if opener(t) == b'{' => Ok(member(&members(t).ok_or(())?, key)),
+            Some(t) if opener(t) == b'{' => Ok(member(&sides.members(t).ok_or(())?, key)),
             _ => Ok(None),
         }
     }
+    let raw = trimmed(raw);
+    // Each level read through the template's structure, not scanned again.
+    let sides = Sides::of(raw);
+    let at = |text, key| at(&sides, text, key);
     let images = || -> Result<Vec<String>, ()> {
-        let spec = at(Some(trimmed(raw)), "spec")?;
+        let spec = at(Some(raw), "spec")?;
         let mut images: Vec<String> = Vec::new();
         for list in ["containers", "initContainers"] {
             let list = match at(spec, list)? {
-                Some(l) if opener(l) == b'[' => items(l).ok_or(())?,
+                Some(l) if opener(l) == b'[' => sides.items(l).ok_or(())?,
                 _ => Vec::new(),
             };
             for item in list {

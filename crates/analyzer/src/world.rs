@@ -124,7 +124,7 @@ const KEEP_SYNCS: usize = 8;
 /// The live objects of one namespace, by name: looked up by `&str`, with no key built per lookup
 /// (these run for every endpoint of every Service on every pod change).
 #[derive(Debug, Default)]
-struct Namespace {
+pub(crate) struct Namespace {
     services: BTreeMap<String, ServiceObj>,
     slices: HashMap<String, SliceObj>,
     /// EndpointSlice names by the Service they serve.
@@ -136,6 +136,33 @@ struct Namespace {
 }
 
 impl Namespace {
+    /// The Services, by name.
+    pub fn services(&self) -> impl Iterator<Item = (&str, &ServiceObj)> + '_ {
+        self.services.iter().map(|(name, s)| (name.as_str(), s))
+    }
+
+    /// True when at least one EndpointSlice of the Service is known: only then can its
+    /// endpoints be judged.
+    pub fn has_slices(&self, service: &str) -> bool {
+        self.slices_of.contains_key(service)
+    }
+
+    /// The EndpointSlices of a Service of this namespace.
+    pub fn slices_of<'a>(
+        &'a self,
+        service: &str,
+    ) -> impl Iterator<Item = (&'a str, &'a SliceObj)> + 'a {
+        self.slices_of
+            .get(service)
+            .into_iter()
+            .flatten()
+            .filter_map(move |name| Some((name.as_str(), self.slices.get(name)?)))
+    }
+
+    pub fn pod(&self, name: &str) -> Option<&PodObj> {
+        self.pods.get(name)
+    }
+
     fn is_empty(&self) -> bool {
         self.services.is_empty() && self.slices.is_empty() && self.pods.is_empty()
     }
@@ -455,6 +482,11 @@ impl World {
         })
     }
 
+    /// The objects of namespace `ns`, when it has any: looked up once for many questions.
+    pub fn namespace(&self, ns: &str) -> Option<&Namespace> {
+        self.namespaces.get(ns)
+    }
+
     /// The Services of a namespace, by name.
     pub fn services_in<'a>(
         &'a self,
@@ -467,32 +499,21 @@ impl World {
             .map(|(name, s)| (name.as_str(), s))
     }
 
-    /// True when at least one EndpointSlice of the Service is known: only then can its
-    /// endpoints be judged.
-    pub fn has_slices(&self, ns: &str, service: &str) -> bool {
-        self.namespaces
-            .get(ns)
-            .is_some_and(|n| n.slices_of.contains_key(service))
-    }
-
     /// The EndpointSlices of a Service.
     pub fn slices_of<'a>(
         &'a self,
         ns: &str,
         service: &str,
     ) -> impl Iterator<Item = (&'a str, &'a SliceObj)> + 'a {
-        let ns = self.namespaces.get(ns);
-        ns.and_then(|n| n.slices_of.get(service))
+        self.namespaces
+            .get(ns)
+            .map(|n| n.slices_of(service))
             .into_iter()
             .flatten()
-            .filter_map(move |name| {
-                let slice = ns?.slices.get(name)?;
-                Some((name.as_str(), slice))
-            })
     }
 
     pub fn pod(&self, ns: &str, name: &str) -> Option<&PodObj> {
-        self.namespaces.get(ns)?.pods.get(name)
+        self.namespaces.get(ns)?.pod(name)
     }
 
     /// The pods of the namespace labelled with pod-template hash `hash`.
@@ -550,13 +571,17 @@ impl World {
 
     /// The Applications that manage `track` ([`AppObj::manages`]), by namespace and name.
     pub fn apps_of<'a>(&'a self, track: &'a RolloutTrack) -> impl Iterator<Item = &'a AppObj> + 'a {
-        let listing = self
-            .listing
-            .get(&track.namespace)
+        // Most recordings hold no Application: no lookup by the rollout's names then (this
+        // runs at every look).
+        let any = !self.apps.is_empty();
+        let listing = any
+            .then(|| self.listing.get(&track.namespace))
+            .flatten()
             .and_then(|by_name| by_name.get(&track.name));
         let named = track
             .tracked_by
             .as_deref()
+            .filter(|_| any)
             .and_then(|app| self.named.get(app));
         let mut keys: Vec<&Key> = listing.into_iter().chain(named).flatten().collect();
         keys.sort_unstable();
@@ -696,16 +721,17 @@ pub(crate) fn serves_revision(
     service: &str,
     hash: &str,
 ) -> bool {
+    let Some(n) = world.namespace(&track.namespace) else {
+        return false;
+    };
     let has_hash = has_revision(track, hash);
-    world
-        .slices_of(&track.namespace, service)
-        .any(|(_, slice)| {
-            slice.endpoints.iter().filter(|e| e.ready).any(|e| {
-                e.pod.as_deref().is_some_and(|p| {
-                    of_revision(track, p, world.pod(&track.namespace, p), hash, has_hash)
-                })
-            })
+    n.slices_of(service).any(|(_, slice)| {
+        slice.endpoints.iter().filter(|e| e.ready).any(|e| {
+            e.pod
+                .as_deref()
+                .is_some_and(|p| of_revision(track, p, n.pod(p), hash, has_hash))
         })
+    })
 }
 
 /// Ready endpoint pods of `service` by revision of `track` (`""`: not a pod of the rollout).

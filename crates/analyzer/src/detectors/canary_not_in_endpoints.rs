@@ -205,9 +205,13 @@ impl Detector for CanaryNotInEndpoints {
         let named = track.canary_service.is_some() || track.stable_service.is_some();
         let services = s
             .world
-            .services_in(ns)
-            // A lookup, before the walk over the rollout's ReplicaSets that `route` is.
-            .filter(|(name, _)| s.world.has_slices(ns, name))
+            .namespace(ns)
+            .into_iter()
+            .flat_map(|n| {
+                n.services()
+                    // A lookup, before the walk over the rollout's ReplicaSets that `route` is.
+                    .filter(|(name, _)| n.has_slices(name))
+            })
             .filter_map(|(name, svc)| Some((name, route(track, name, svc)?)))
             .filter(|(_, why)| match why {
                 Route::Canary => !promoted,
