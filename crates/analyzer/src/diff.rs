@@ -784,15 +784,21 @@ mod tests {
         }
     }
 
+    /// [`base`] with up to `most - 1` mutations.
+    fn mutated(rng: &mut Rng, most: usize) -> Value {
+        let mut v = base();
+        for _ in 0..rng.below(most) {
+            mutate(&mut v, rng);
+        }
+        v
+    }
+
     #[test]
     fn the_text_walk_finds_what_the_built_values_show() {
         let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
         let mut compared = 0;
         for round in 0..4000 {
-            let mut a = base();
-            for _ in 0..rng.below(3) {
-                mutate(&mut a, &mut rng);
-            }
+            let a = mutated(&mut rng, 3);
             let mut b = a.clone();
             if let Some(Value::Object(labels)) = b.pointer_mut("/metadata/labels") {
                 if chance(&mut rng, 50) {
@@ -844,10 +850,7 @@ mod tests {
         let mut rng = Rng::new(7);
         let mut read = 0;
         for _ in 0..1000 {
-            let mut v = base();
-            for _ in 0..rng.below(6) {
-                mutate(&mut v, &mut rng);
-            }
+            let v = mutated(&mut rng, 6);
             let mut text = String::new();
             write(&v, &mut rng, &mut text);
             let text = trimmed(&text);

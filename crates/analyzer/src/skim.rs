@@ -965,20 +965,24 @@ impl<'t> Structure<'t> {
         }
     }
 
+    /// Where the content of `part` starts (after whitespace) and where it closes, when `part`
+    /// is a whole object or array of the text that opens with `open`.
+    fn inside(&self, part: &str, open: u8) -> Option<(usize, usize)> {
+        let b = self.text.as_bytes();
+        let start = self.offset(part)?;
+        if b.get(start) != Some(&open) {
+            return None;
+        }
+        let end = *self.close.get(start)? as usize;
+        (end + 1 == start + part.len()).then(|| (ws(b, start + 1), end))
+    }
+
     /// [`raw_members`] of `part`, a slice of the text that is an object of it: the same
     /// members; `None` where it gives up (an escaped key) or `part` is not one of its objects.
     pub fn members(&self, part: &'t str) -> Option<Vec<(&'t str, &'t str)>> {
         let (b, s) = (self.text.as_bytes(), self.text);
-        let start = self.offset(part)?;
-        if b.get(start) != Some(&b'{') {
-            return None;
-        }
-        let end = *self.close.get(start)? as usize;
-        if end + 1 != start + part.len() {
-            return None;
-        }
+        let (mut i, end) = self.inside(part, b'{')?;
         let mut members = Vec::new();
-        let mut i = ws(b, start + 1);
         if i == end {
             return Some(members);
         }
@@ -1010,16 +1014,8 @@ impl<'t> Structure<'t> {
     /// [`raw_items`] of `part`, a slice of the text that is an array of it.
     pub fn items(&self, part: &'t str) -> Option<Vec<&'t str>> {
         let (b, s) = (self.text.as_bytes(), self.text);
-        let start = self.offset(part)?;
-        if b.get(start) != Some(&b'[') {
-            return None;
-        }
-        let end = *self.close.get(start)? as usize;
-        if end + 1 != start + part.len() {
-            return None;
-        }
+        let (mut i, end) = self.inside(part, b'[')?;
         let mut items = Vec::new();
-        let mut i = ws(b, start + 1);
         if i == end {
             return Some(items);
         }

@@ -495,8 +495,7 @@ impl World {
         self.namespaces
             .get(ns)
             .into_iter()
-            .flat_map(|n| n.services.iter())
-            .map(|(name, s)| (name.as_str(), s))
+            .flat_map(Namespace::services)
     }
 
     /// The EndpointSlices of a Service.
