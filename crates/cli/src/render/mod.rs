@@ -57,7 +57,7 @@ pub fn packed_report(
 /// Writes `value` as pretty JSON and a newline. The serializer writes a few bytes at a time
 /// (a key, a quote, an indent): into a buffer of its own type, each is a copy, where through
 /// `dyn Write` each was a call (a report of 20,000 findings is 43 MB of JSON, written after the
-/// last record, while nothing else runs).
+/// last record, when only the thread decoding packed findings runs beside this one).
 fn json(w: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut buffered = io::BufWriter::with_capacity(64 * 1024, w);
     serde_json::to_writer_pretty(&mut buffered, value)?;
