@@ -253,6 +253,19 @@ fn literal_end(b: &[u8], i: usize, word: &[u8]) -> R<usize> {
     Ok(i + word.len())
 }
 
+/// The end of the literal or number at `i`, checked against the grammar; anything else there
+/// is not a scalar.
+#[inline(always)]
+fn scalar_end(b: &[u8], i: usize) -> R<usize> {
+    match *b.get(i).ok_or(Bail)? {
+        b't' => literal_end(b, i, b"true"),
+        b'f' => literal_end(b, i, b"false"),
+        b'n' => literal_end(b, i, b"null"),
+        b'-' | b'0'..=b'9' => number_end(b, i),
+        _ => Err(Bail),
+    }
+}
+
 /// The end of the JSON number at `i`, checked against the grammar.
 fn number_end(b: &[u8], mut i: usize) -> R<usize> {
     let digits = |i: &mut usize| {
@@ -519,11 +532,7 @@ impl<'a> Json<'a> {
                         continue 'value;
                     }
                 }
-                b't' => i = literal_end(b, i, b"true")?,
-                b'f' => i = literal_end(b, i, b"false")?,
-                b'n' => i = literal_end(b, i, b"null")?,
-                b'-' | b'0'..=b'9' => i = number_end(b, i)?,
-                _ => return Err(Bail),
+                _ => i = scalar_end(b, i)?,
             }
             // After a value: a comma and the next member, or the end of its container.
             loop {
@@ -952,16 +961,7 @@ impl<'t> Structure<'t> {
         match *b.get(i)? {
             b'{' | b'[' => Some(*self.close.get(i)? as usize + 1).filter(|&e| e > i + 1),
             b'"' => Some(string_end(b, i + 1).ok()?.0 + 1),
-            _ => {
-                let mut e = i;
-                while let Some(c) = b.get(e) {
-                    if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-                        break;
-                    }
-                    e += 1;
-                }
-                (e > i).then_some(e)
-            }
+            _ => scalar_end(b, i).ok(),
         }
     }
 
