@@ -391,6 +391,28 @@ impl Analyzer {
         made
     }
 
+    /// Time passed with no record: it is `now`, as a live caller's clock says (this crate reads
+    /// none). Looks again at the rollouts whose re-check time has come, as the next record
+    /// would, so that a finding that waits for time to pass (a grace period, a window that
+    /// closes) is made when it passes. Returns the findings it made true.
+    pub fn advance_to(&mut self, now: Timestamp) -> Vec<Finding> {
+        let Some(last) = self.last_pos else {
+            return Vec::new();
+        };
+        if now <= last.at || self.opts.until.is_some_and(|u| now > u) {
+            return Vec::new();
+        }
+        let before = self.findings.len();
+        self.run_due(At { at: now, ..last });
+        let made = self.findings[before..]
+            .iter()
+            .filter(|f| self.wanted(f))
+            .cloned()
+            .collect();
+        self.pack_if_full();
+        made
+    }
+
     fn wanted(&self, f: &Finding) -> bool {
         self.opts.since.is_none_or(|s| f.at >= s)
             && self
@@ -856,6 +878,32 @@ impl Analyzer {
             Some(u) => stopped.min(u),
             None => stopped,
         }
+    }
+
+    /// When the history read so far ends: the latest of its last record and the time a closed
+    /// file says recording stopped.
+    pub fn stopped_at(&self) -> Option<Timestamp> {
+        let last = self.last_pos.map(|p| p.at);
+        match (last, self.closed_at) {
+            (Some(l), Some(c)) => Some(l.max(c)),
+            (l, c) => l.or(c),
+        }
+    }
+
+    /// The time of the first record read.
+    pub fn first_at(&self) -> Option<Timestamp> {
+        self.first_at
+    }
+
+    /// The rollouts seen so far, whatever `Options::rollout` selects, in (namespace, name)
+    /// order: so that a caller can tell a rollout filter that names none of them from a
+    /// rollout with nothing to report.
+    pub fn rollouts(&self) -> Vec<(String, String)> {
+        self.tracks
+            .iter()
+            .filter(|(_, _, t)| t.last.is_some())
+            .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
+            .collect()
     }
 
     /// Live objects and retained rollout state, for checking that memory follows the world and

@@ -87,14 +87,30 @@ pub enum FailOn {
 #[derive(Debug, Args)]
 pub struct Window {
     /// Only findings at or after T (RFC 3339, `+5m` from the start, `-5m` before the end).
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Ignore records after T; end-of-recording checks run at T.
-    #[arg(long, value_name = "T", conflicts_with = "at")]
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "at",
+        allow_hyphen_values = true
+    )]
     pub until: Option<String>,
     /// The state at T: same as --until, by the name an on-call engineer asks with.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
     pub at: Option<String>,
+}
+
+impl Window {
+    /// The flag that set the end of the window, for messages.
+    pub fn until_flag(&self) -> &'static str {
+        if self.until.is_some() {
+            "--until"
+        } else {
+            "--at"
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -217,7 +233,12 @@ pub struct ServeArgs {
     pub file: PathBuf,
     /// Serve the state at T (RFC 3339, `+5m` from the start, `-5m` before the end).
     /// Default: the end of the recording.
-    #[arg(long, value_name = "T", conflicts_with = "speed")]
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "speed",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     /// Replay events from the start in recorded time, X times faster (`1`: real time; `max`: as
     /// fast as clients read).

@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use rf_analyzer::rfc3339;
 use rf_analyzer::{Analyzer, FileEnd, Prepared};
 use rf_format::{End, Reader, Timestamp};
 
@@ -202,22 +203,46 @@ pub fn resolve_window(
     paths: &[PathBuf],
     since: Option<&str>,
     until: Option<&str>,
+    until_flag: &str,
 ) -> Result<(Option<Timestamp>, Option<Timestamp>)> {
     let since = since
         .map(|s| TimeSpec::parse(s).with_context(|| "in --since".to_owned()))
         .transpose()?;
     let until = until
-        .map(|s| TimeSpec::parse(s).with_context(|| "in --until/--at".to_owned()))
+        .map(|s| TimeSpec::parse(s).with_context(|| format!("in {until_flag}")))
         .transpose()?;
     if since.is_none() && until.is_none() {
         return Ok((None, None));
     }
     let need_end = since.is_some_and(TimeSpec::needs_end) || until.is_some_and(TimeSpec::needs_end);
     let (start, end) = span(paths, need_end)?;
-    Ok((
-        since.map(|t| t.resolve(start, end)),
-        until.map(|t| t.resolve(start, end)),
-    ))
+    let since = since.map(|t| t.resolve(start, end));
+    let until = until.map(|t| t.resolve(start, end));
+    // The end is checked after the replay, which finds it ([`Scope::check`]).
+    if let Some(u) = until.filter(|u| *u < start) {
+        bail!(
+            "{until_flag} {} is before the recording starts at {}: nothing was recorded yet",
+            rfc3339(u),
+            rfc3339(start)
+        );
+    }
+    if let (Some(s), Some(u)) = (since, until)
+        && s > u
+    {
+        bail!(
+            "--since {} is after {until_flag} {}: the window holds no time",
+            rfc3339(s),
+            rfc3339(u)
+        );
+    }
+    if let Some(s) = since.filter(|s| *s < start) {
+        eprintln!(
+            "note: --since {} is before the recording starts at {}: every finding is shown",
+            rfc3339(s),
+            rfc3339(start)
+        );
+    }
+    Ok((since, until))
 }
 
 /// Parses `NAMESPACE/NAME`.
@@ -232,6 +257,123 @@ pub fn parse_rollout(s: &str) -> Result<(String, String)> {
     }
 }
 
+/// What `--rollout`, `--since` and `--until`/`--at` asked for, kept to check against what the
+/// replay found ([`Scope::check`]).
+#[derive(Clone, Debug)]
+pub struct Scope {
+    rollout: Option<(String, String)>,
+    since: Option<Timestamp>,
+    until: Option<Timestamp>,
+    until_flag: &'static str,
+}
+
+impl Scope {
+    pub fn of(options: &rf_analyzer::Options, window: &Window) -> Self {
+        Scope {
+            rollout: options.rollout.clone(),
+            since: options.since,
+            until: options.until,
+            until_flag: window.until_flag(),
+        }
+    }
+
+    /// Fails where the answer would rest on something the recording does not hold: a rollout
+    /// filter that names none of its rollouts (a clean bill otherwise), or a time after it ends
+    /// (the state then was never recorded). The errors list the rollouts there are, nearest
+    /// name first, and the recording's span.
+    pub fn check(&self, analyzer: &Analyzer) -> Result<()> {
+        if let Some(end) = analyzer.stopped_at().filter(|_| !analyzer.past_until()) {
+            let span = || {
+                format!(
+                    "the recording spans {} .. {}",
+                    analyzer
+                        .first_at()
+                        .map_or_else(|| "?".to_owned(), rf_analyzer::rfc3339),
+                    rf_analyzer::rfc3339(end)
+                )
+            };
+            if let Some(u) = self.until.filter(|u| *u > end) {
+                anyhow::bail!(
+                    "{} {} is after the recording ends: {}; nothing is known of that moment (leave the flag out for the end)",
+                    self.until_flag,
+                    rf_analyzer::rfc3339(u),
+                    span()
+                );
+            }
+            if let Some(s) = self.since.filter(|s| *s > end) {
+                anyhow::bail!(
+                    "--since {} is after the recording ends: {}; no finding can be that late",
+                    rf_analyzer::rfc3339(s),
+                    span()
+                );
+            }
+        }
+        let Some((ns, name)) = &self.rollout else {
+            return Ok(());
+        };
+        let seen = analyzer.rollouts();
+        if seen.iter().any(|(n, m)| n == ns && m == name) {
+            return Ok(());
+        }
+        let want = format!("{ns}/{name}");
+        let scope = self.until.map_or_else(
+            || "the recording".to_owned(),
+            |u| format!("the recording up to {}", rf_analyzer::rfc3339(u)),
+        );
+        if seen.is_empty() {
+            anyhow::bail!("no rollout {want} in {scope}: it has no rollouts at all");
+        }
+        let names = nearest_first(&want, seen.iter().map(|(n, m)| format!("{n}/{m}")));
+        anyhow::bail!(
+            "no rollout {want} in {scope}; its rollouts, nearest first: {}",
+            listing(&names)
+        )
+    }
+}
+
+/// `names`, nearest to `want` first (by edit distance, then by name).
+pub fn nearest_first(want: &str, names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<(usize, String)> = names.map(|n| (edit_distance(want, &n), n)).collect();
+    names.sort();
+    names.dedup();
+    names.into_iter().map(|(_, n)| n).collect()
+}
+
+/// At most 12 names, and how many more there are.
+pub fn listing(names: &[String]) -> String {
+    const SHOWN: usize = 12;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// The analyzer's options from the shared flags: `--rollout`, the time window, timelines.
 pub fn options(
     files: &[PathBuf],
@@ -243,6 +385,7 @@ pub fn options(
         files,
         window.since.as_deref(),
         window.until.as_deref().or(window.at.as_deref()),
+        window.until_flag(),
     )?;
     Ok(rf_analyzer::Options {
         rollout: rollout.map(parse_rollout).transpose()?,
@@ -251,4 +394,22 @@ pub fn options(
         timelines,
         snapshot: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_nearest_first() {
+        let names = ["payments/checkout-api", "shop/cart", "payments/checkout"]
+            .into_iter()
+            .map(str::to_owned);
+        assert_eq!(
+            nearest_first("payments/checkout-apo", names),
+            ["payments/checkout-api", "payments/checkout", "shop/cart"]
+        );
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 }

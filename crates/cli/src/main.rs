@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod exit;
 mod input;
+mod out;
 mod pipeline;
 mod render;
 mod signal;
@@ -45,14 +46,6 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     }
 }
 
-/// True when the error is a closed stdout (`| head`): not a failure.
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-    })
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -66,14 +59,15 @@ fn main() -> ExitCode {
         }
     };
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    // A closed stdout (`| head`) ends no command early: each runs to its end and exits as its
+    // outcome decides ([`out::Quiet`]).
+    let mut out = io::BufWriter::new(out::Quiet::new(stdout.lock()));
     let result = run(&cli, &mut out).and_then(|exit| {
         out.flush()?;
         Ok(exit)
     });
     match result {
         Ok(exit) => exit.into(),
-        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) => {
             let _ = out.flush();
             eprintln!("error: {e:#}");

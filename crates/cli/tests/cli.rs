@@ -117,11 +117,18 @@ fn fail_on_controls_the_exit_code() {
 fn rollout_filter_and_time_window_limit_the_findings() {
     let o = analyze(
         "rerender-race",
-        &["-o", "json", "--rollout", "payments/other"],
+        &["-o", "json", "--rollout", "payments/checkout-api"],
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
-    assert_eq!(o.status.code(), Some(0));
+    let findings = v["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    assert!(
+        findings
+            .iter()
+            .all(|f| f["rollout"]["name"] == "checkout-api"),
+        "{v}"
+    );
+    assert_eq!(o.status.code(), Some(1));
     // At +20s the second render has not happened: no restart yet.
     let o = analyze("rerender-race", &["-o", "json", "--at", "+20s"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -785,6 +785,101 @@ fn record_live_prints_the_findings_that_analyze_finds_in_the_file() {
     }
 }
 
+/// Seconds since midnight UTC, now.
+fn utc_time_of_day() -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    now % 86_400.0
+}
+
+#[test]
+fn issue_24_live_findings_print_when_they_become_true_not_when_recording_stops() {
+    // At speed 20 the race's second render comes about 2 s in and its last record 0.5 s
+    // later. double-render then waits (in the recorder's time) up to 30 s for the
+    // Application's history to name the render's revision, which it never does here: the
+    // served history is dated March, the recorder's clock today. Recording goes on for 45 s:
+    // each finding must print within its own wait of its time, before the recorder stops.
+    let s = serve(&recording("rerender-race"), &["--speed", "20"]);
+    let out = s.dir.path().join("live.rfr");
+    let mut child = Killed(
+        bin(s.dir.path())
+            .arg("record")
+            .arg("--kubeconfig")
+            .arg(&s.kubeconfig)
+            .args([
+                "--live",
+                "-n",
+                "payments",
+                "-n",
+                "argocd",
+                "--duration",
+                "45s",
+                "-o",
+            ])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut got = Vec::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            got.push((utc_time_of_day(), line));
+        }
+        got
+    });
+    let started = utc_time_of_day();
+    let status = wait_bounded(&mut child, Duration::from_secs(90), "record --live");
+    let lines = lines.join().unwrap();
+    let all: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+    assert_eq!(status.code(), Some(0), "{all}");
+    let mut rules = Vec::new();
+    for (printed, line) in &lines {
+        let mut w = line.trim_start_matches("\r\x1b[K").split_whitespace();
+        let (Some(time), Some(sev), Some(rule)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        if !matches!(sev, "ERROR" | "WARNING" | "INFO") {
+            continue;
+        }
+        let hms: Vec<f64> = time.split(':').map(|p| p.parse().unwrap()).collect();
+        let at = hms[0] * 3600.0 + hms[1] * 60.0 + hms[2];
+        // Whole seconds in the line: up to 1 s more than the real lateness.
+        let late = (printed - at).rem_euclid(86_400.0);
+        // double-render waits 30 s for the Application's history; every other finding is
+        // true when its record arrives, or at the close for the end-of-recording ones.
+        let allowed = if rule == "double-render" {
+            30.0 + 4.0
+        } else {
+            4.0
+        };
+        assert!(
+            late <= allowed,
+            "{rule} printed {late:.1} s after its time {time} (allowed {allowed} s):\n{all}"
+        );
+        if rule == "double-render" {
+            assert!(
+                printed - started < 40.0,
+                "double-render printed {:.1} s after the start, at the stop:\n{all}",
+                printed - started
+            );
+        }
+        rules.push(rule.to_owned());
+    }
+    for rule in ["rerender-restart", "pause-lost", "double-render"] {
+        assert!(
+            rules.iter().any(|r| r == rule),
+            "{rule} missing live:\n{all}"
+        );
+    }
+}
+
 #[test]
 fn record_without_output_says_to_use_watch() {
     let dir = tempfile::tempdir().unwrap();

@@ -87,6 +87,10 @@ pub trait Tap: Send {
     fn record(&mut self, record: &Record);
     /// The recording was closed cleanly at `closed_at`.
     fn closed(&mut self, closed_at: Timestamp);
+    /// Time passed with nothing (more) to write: it is `now`. Sent about every tick of the
+    /// recorder's loop, so that what waits for time to pass (a grace period, a window that
+    /// closes) is decided when it passes, not at the next record.
+    fn tick(&mut self, _now: Timestamp) {}
 }
 
 /// What the writer thread is sent.
@@ -366,6 +370,12 @@ impl<D: Destination> Core<D> {
         Ok(())
     }
 
+    fn tick(&mut self) {
+        if let Some(tap) = self.tap.as_mut() {
+            tap.tick(self.clock.now());
+        }
+    }
+
     fn writer(&mut self) -> Result<&mut Writer<Counting<D::Out>>> {
         self.writer
             .as_mut()
@@ -377,12 +387,13 @@ impl<D: Destination> Core<D> {
         self.rotate_if_due()?;
         match message {
             Message::Abort => return Ok(Flow::Abort),
-            Message::Tick => {}
+            Message::Tick => self.tick(),
             Message::Flush => {
                 if self.dirty {
                     self.writer()?.flush().map_err(Error::Write)?;
                     self.dirty = false;
                 }
+                self.tick();
             }
             Message::Record(d) => self.write(d, false)?,
             Message::Records(ds) => {

@@ -64,22 +64,29 @@ pub fn report_damage(damage: &[Damage], partial: bool) -> Option<Exit> {
 pub fn analyze_files(
     files: &[std::path::PathBuf],
     options: Options,
+    window: &crate::args::Window,
 ) -> Result<(rf_analyzer::Report, Vec<Damage>)> {
-    let (analyzer, damage) = replay_files(files, options)?;
+    let (analyzer, damage) = replay_files(files, options, window)?;
     Ok((analyzer.finish(), damage))
 }
 
 /// Replays `files` into an analyzer, left unfinished.
-fn replay_files(files: &[std::path::PathBuf], options: Options) -> Result<(Analyzer, Vec<Damage>)> {
+fn replay_files(
+    files: &[std::path::PathBuf],
+    options: Options,
+    window: &crate::args::Window,
+) -> Result<(Analyzer, Vec<Damage>)> {
     let recordings = input::open_all(files)?;
+    let scope = input::Scope::of(&options, window);
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
+    scope.check(&analyzer)?;
     Ok((analyzer, damage))
 }
 
 pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {
     let config = Config::from_args(args)?;
-    let (analyzer, damage) = replay_files(&args.files, config.options)?;
+    let (analyzer, damage) = replay_files(&args.files, config.options, &args.window)?;
     // The machine formats stream their findings from the analyzer's packed form: a day of
     // records can make tens of thousands, and they need not all be decoded at once. The
     // formats for a person hold them (and a person reads far fewer).

@@ -55,6 +55,8 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> Result<Exit> {
     let rec = input::open(&args.file)?;
     let ns = args.namespace.as_deref();
     let mut found: [Vec<Found>; 2] = [Vec::new(), Vec::new()];
+    // Every ReplicaSet seen (in -n's namespace), for the error that names none of them.
+    let mut known = std::collections::BTreeSet::new();
     let mut damage = None;
     let mut reader = rec.reader;
     loop {
@@ -76,6 +78,9 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> Result<Exit> {
             .pointer("/metadata/labels/rollouts-pod-template-hash")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        if ns.is_none_or(|n| n == r.namespace) {
+            known.insert((r.namespace.clone(), r.name.clone()));
+        }
         for (i, arg) in [&args.a, &args.b].into_iter().enumerate() {
             if matches(arg, ns, &r.namespace, &r.name, hash.as_deref()) {
                 let Some(template) = obj.pointer("/spec/template").cloned() else {
@@ -103,11 +108,32 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> Result<Exit> {
     let pick = |list: Vec<Found>, arg: &str| -> Result<Found> {
         let n = list.len();
         match n {
-            0 => bail!(
-                "no ReplicaSet named or hashed {arg:?} in {}{}",
-                args.file.display(),
-                ns.map(|n| format!(" (namespace {n})")).unwrap_or_default()
-            ),
+            0 => {
+                // Names alone where they are all in one namespace.
+                let one_namespace = known
+                    .iter()
+                    .all(|(n, _)| known.first().is_some_and(|(f, _)| f == n));
+                let names = input::nearest_first(
+                    arg,
+                    known.iter().map(|(namespace, name)| {
+                        if one_namespace {
+                            name.clone()
+                        } else {
+                            format!("{namespace}/{name}")
+                        }
+                    }),
+                );
+                bail!(
+                    "no ReplicaSet named or hashed {arg:?} in {}{}; {}",
+                    args.file.display(),
+                    ns.map(|n| format!(" (namespace {n})")).unwrap_or_default(),
+                    if names.is_empty() {
+                        "it has no ReplicaSets".to_owned()
+                    } else {
+                        format!("its ReplicaSets, nearest first: {}", input::listing(&names))
+                    }
+                )
+            }
             1 => Ok(list.into_iter().next().expect("one element")),
             _ => {
                 bail!("{arg:?} matches {n} ReplicaSets in different namespaces: pass -n NAMESPACE")
@@ -116,6 +142,15 @@ pub fn run(args: &DiffArgs, out: &mut dyn Write) -> Result<Exit> {
     };
     let a = pick(fa, &args.a)?;
     let b = pick(fb, &args.b)?;
+    if a.namespace == b.namespace && a.name == b.name {
+        bail!(
+            "{:?} and {:?} name the same ReplicaSet, {}/{}: name two different ones (by name or pod-template hash)",
+            args.a,
+            args.b,
+            a.namespace,
+            a.name
+        );
+    }
     let changes = template_diff(&a.template, &b.template);
     let only_annotations = rf_analyzer::only_annotations(&changes);
     match args.format {

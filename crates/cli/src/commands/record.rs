@@ -263,6 +263,13 @@ impl Tap for LiveTap {
         }
     }
 
+    fn tick(&mut self, now: Timestamp) {
+        if let Some(a) = self.analyzer.as_mut() {
+            let found = a.advance_to(now);
+            self.print(&found);
+        }
+    }
+
     fn closed(&mut self, closed_at: Timestamp) {
         if let Some(mut a) = self.analyzer.take() {
             a.end_file(FileEnd::Closed, Some(closed_at), None);

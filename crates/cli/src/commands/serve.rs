@@ -66,6 +66,14 @@ fn pace(args: &ServeArgs, timeline: &Timeline) -> Result<Pace> {
             .resolve(timeline.start(), timeline.end()),
         None => timeline.end(),
     };
+    if t < timeline.start() || t > timeline.end() {
+        bail!(
+            "--at {} is outside the recording, which spans {} .. {}: nothing is known of that moment",
+            rfc3339(t),
+            rfc3339(timeline.start()),
+            rfc3339(timeline.end())
+        );
+    }
     let first = timeline.time_at(timeline.base_position());
     if t < first {
         eprintln!(

@@ -38,8 +38,10 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
     let options = input::options(&args.files, args.rollout.as_deref(), &args.window, true)?;
     let since = options.since;
     let recordings = input::open_all(&args.files)?;
+    let scope = input::Scope::of(&options, &args.window);
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
+    scope.check(&analyzer)?;
     let mut report = analyzer.finish();
     for t in &mut report.timelines {
         t.entries

@@ -224,7 +224,7 @@ pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> Result<Exit> {
     // Read the expectation first: a wrong --expect is a usage error whatever the recordings say.
     let expected = read_expectation(&args.expect)?;
     let options = input::options(&args.files, args.rollout.as_deref(), &args.window, false)?;
-    let (report, damage): (Report, _) = analyze_files(&args.files, options)?;
+    let (report, damage): (Report, _) = analyze_files(&args.files, options, &args.window)?;
     let actual: Vec<Key> = report.findings.iter().map(Key::of).collect();
     let (n_expected, n_actual) = (expected.len(), actual.len());
     let diff = Diff::between(expected, actual);

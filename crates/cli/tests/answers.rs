@@ -1,0 +1,204 @@
+//! Every answer the binary gives is true or says why not: closed pipes, names and times that
+//! are not in the recording, input of the wrong kind. Each test runs the real binary and checks
+//! its stdout, stderr and exit code.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+fn recording(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings")
+        .join(format!("{name}.rfr"))
+}
+
+fn rec(name: &str) -> String {
+    recording(name).to_str().unwrap().to_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs with stdout a pipe whose reading end is closed at once (`| head` that read nothing).
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn issue_24_a_closed_pipe_keeps_the_exit_code_of_the_findings() {
+    let reruns = rec("rerender-race-reruns");
+    for round in 0..10 {
+        for format in ["table", "markdown", "json", "html"] {
+            let o = with_closed_stdout(&["analyze", &reruns, "-o", format]);
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "round {round}, -o {format}: error findings exit 1 whatever the pipe did; stderr: {}",
+                stderr(&o)
+            );
+            assert!(
+                stderr(&o).is_empty(),
+                "no word about the pipe: {}",
+                stderr(&o)
+            );
+        }
+    }
+    let clean = rec("image-only-release");
+    let o = with_closed_stdout(&["analyze", &clean]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn issue_24_a_rollout_that_is_not_there_is_an_error_that_lists_the_ones_there_are() {
+    let race = rec("rerender-race");
+    for command in ["analyze", "timeline"] {
+        let o = run(&[command, &race, "--rollout", "payments/checkout-apu"]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stdout(&o));
+        assert_eq!(
+            stderr(&o).trim(),
+            "error: no rollout payments/checkout-apu in the recording; its rollouts, nearest first: payments/checkout-api",
+            "{command}"
+        );
+        assert!(!stdout(&o).contains("No findings"), "{}", stdout(&o));
+        assert!(!stdout(&o).contains("No rollouts"), "{}", stdout(&o));
+    }
+    let expect = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(expect.path(), r#"{"schema_version":1,"findings":[]}"#).unwrap();
+    let o = run(&[
+        "verify",
+        &race,
+        "--expect",
+        expect.path().to_str().unwrap(),
+        "--rollout",
+        "payments/nope",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("no rollout payments/nope"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn issue_24_diff_with_an_unknown_or_the_same_replicaset_says_so() {
+    let race = rec("rerender-race");
+    let o = run(&[
+        "diff",
+        &race,
+        "checkout-api-74f8d8467",
+        "checkout-api-b47468b46",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("no ReplicaSet named or hashed \"checkout-api-74f8d8467\"")
+            && err.contains("its ReplicaSets, nearest first: checkout-api-74f8d84674, "),
+        "{err}"
+    );
+    let o = run(&["diff", &race, "checkout-api-74f8d84674", "74f8d84674"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stdout(&o).is_empty(),
+        "no 'hash change' claim: {}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("name the same ReplicaSet, payments/checkout-api-74f8d84674"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn issue_24_times_outside_the_recording_are_errors_that_give_its_span() {
+    let race = rec("rerender-race");
+    let span = "the recording spans 2026-03-14T13:00:00Z .. 2026-03-14T13:06:00Z";
+    for command in ["analyze", "timeline"] {
+        let o = run(&[command, &race, "--at", "2026-03-14T12:59:00Z"]);
+        assert_eq!(o.status.code(), Some(2), "{command}");
+        assert_eq!(
+            stderr(&o).trim(),
+            "error: --at 2026-03-14T12:59:00Z is before the recording starts at 2026-03-14T13:00:00Z: nothing was recorded yet"
+        );
+        // The documented form with a space, and a time past the end.
+        let o = run(&[command, &race, "--until", "+2h"]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("--until 2026-03-14T15:00:00Z is after the recording ends")
+                && stderr(&o).contains(span),
+            "{}",
+            stderr(&o)
+        );
+        let o = run(&[command, &race, "--since", "+3m", "--until", "+1m"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(
+            stderr(&o).trim(),
+            "error: --since 2026-03-14T13:03:00Z is after --until 2026-03-14T13:01:00Z: the window holds no time"
+        );
+        let o = run(&[command, &race, "--since", "+1h"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(span), "{}", stderr(&o));
+    }
+    // Inside the span, relative to the end, with a space: the state a minute before the end.
+    let o = run(&["analyze", &race, "--at", "-1m", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["recording"]["ended_at"], "2026-03-14T13:05:00Z");
+    // Before the start, --since only filters: all findings, and a note that says so.
+    let o = run(&["analyze", &race, "--since", "2026-03-14T12:00:00Z"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("every finding is shown"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn issue_24_serve_refuses_a_moment_the_recording_never_reached() {
+    let race = rec("rerender-race");
+    for at in ["+2h", "2026-03-14T12:00:00Z"] {
+        let home = tempfile::tempdir().unwrap();
+        let o = bin()
+            .env("HOME", home.path())
+            .args(["serve", &race, "--at", at])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{at}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "is outside the recording, which spans 2026-03-14T13:00:00Z .. 2026-03-14T13:06:00Z"
+            ),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty(), "no URL: {}", stdout(&o));
+    }
+}
