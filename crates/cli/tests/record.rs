@@ -941,6 +941,27 @@ fn wait_succeeds_resets_on_a_rerender_and_fails_fast_with_distinct_codes() {
 }
 
 #[test]
+fn issue_24_wait_on_a_rollout_that_does_not_exist_says_so_at_once() {
+    let s = serve(&recording("rerender-race"), &["--speed", "max"]);
+    let mut c = bin(s.dir.path());
+    c.args(["wait", "checkout-apu", "-n", "payments", "--for", "pause"])
+        .args(["--timeout", "5m", "--kubeconfig"])
+        .arg(&s.kubeconfig);
+    let begun = Instant::now();
+    let o = run_bounded(c);
+    let took = begun.elapsed();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}{err}", text(&o.stdout));
+    assert_eq!(
+        err.trim(),
+        "error: no rollout payments/checkout-apu: it was not in the list of the namespace's rollouts, and was not created in the 10s after it; rollouts in payments, nearest first: checkout-api"
+    );
+    assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));
+    // Its 10 s wait for a creation, not the 5 m timeout.
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+}
+
+#[test]
 fn wait_records_what_it_watched_when_asked() {
     let s = serve(&recording("abort"), &["--speed", "max"]);
     let evidence = s.dir.path().join("wait.rfr");

@@ -88,7 +88,13 @@ pub enum Outcome {
     Degraded,
     /// More restarts on new pod-template hashes than allowed.
     RestartChurn,
+    /// No such rollout: not in the first list, nor created within [`CREATION_GRACE`] of it.
+    NotFound,
 }
+
+/// How long a rollout missing from the first list may take to appear (it may be being
+/// created by the same pipeline) before the wait says it does not exist.
+const CREATION_GRACE: Duration = Duration::from_secs(10);
 
 impl Outcome {
     /// The exit code, documented in the README.
@@ -99,6 +105,7 @@ impl Outcome {
             Outcome::Aborted => 4,
             Outcome::Degraded => 5,
             Outcome::RestartChurn => 6,
+            Outcome::NotFound => 2,
         }
     }
 }
@@ -225,6 +232,12 @@ struct Shared {
     outcome: Option<Outcome>,
     notes: Vec<String>,
     seen: Seen,
+    /// The first list of rollouts ended without the one waited for, at this instant.
+    missing_since: Option<Instant>,
+    /// Whether the rollout was seen at all.
+    found: bool,
+    /// The other rollouts of the namespace, for the error that says it is not there.
+    others: std::collections::BTreeSet<String>,
 }
 
 struct WaitTap {
@@ -239,6 +252,24 @@ impl Tap for WaitTap {
     fn begin(&mut self, _header: &Header) {}
 
     fn record(&mut self, r: &Record) {
+        if r.kind == Kind::Rollout && r.namespace == self.namespace {
+            let Ok(mut shared) = self.shared.lock() else {
+                return;
+            };
+            match r.op {
+                Op::ListEnd if !shared.found && shared.missing_since.is_none() => {
+                    shared.missing_since = Some(Instant::now());
+                }
+                Op::Added | Op::Modified | Op::Listed if r.name == self.name => {
+                    shared.found = true;
+                    shared.missing_since = None;
+                }
+                Op::Added | Op::Listed => {
+                    shared.others.insert(r.name.clone());
+                }
+                _ => {}
+            }
+        }
         if r.kind != Kind::Rollout
             || r.name != self.name
             || r.namespace != self.namespace
@@ -297,6 +328,9 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
         outcome: None,
         notes: Vec::new(),
         seen: Seen::default(),
+        missing_since: None,
+        found: false,
+        others: std::collections::BTreeSet::new(),
     }));
     let namespace = runtime.block_on(async {
         let (client, source, default_ns) =
@@ -332,6 +366,12 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
                     if s.outcome.is_some() {
                         return;
                     }
+                    if s.missing_since
+                        .is_some_and(|m| m.elapsed() >= CREATION_GRACE.min(timeout))
+                    {
+                        s.outcome = Some(Outcome::NotFound);
+                        return;
+                    }
                     if Instant::now() >= s.deadline {
                         s.outcome = Some(Outcome::TimedOut);
                         return;
@@ -358,6 +398,25 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
         bail!("interrupted before the condition held");
     };
     let rollout = format!("{namespace}/{}", args.rollout);
+    if outcome == Outcome::NotFound {
+        let waited = s.missing_since.map_or(Duration::ZERO, |m| {
+            m.elapsed().min(CREATION_GRACE.min(timeout))
+        });
+        let others: Vec<String> = s.others.iter().cloned().collect();
+        let others = crate::input::nearest_first(&args.rollout, others.into_iter());
+        bail!(
+            "no rollout {rollout}: it was not in the list of the namespace's rollouts, and was not created in the {}s after it; {}",
+            waited.as_secs(),
+            if others.is_empty() {
+                format!("namespace {namespace} has no rollouts")
+            } else {
+                format!(
+                    "rollouts in {namespace}, nearest first: {}",
+                    crate::input::listing(&others)
+                )
+            }
+        );
+    }
     match args.format {
         crate::args::Format::Json => {
             serde_json::to_writer_pretty(
@@ -398,6 +457,7 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
                 ),
                 Outcome::Aborted => format!("{rollout}: aborted; last state: {state}"),
                 Outcome::Degraded => format!("{rollout}: Degraded; last state: {state}"),
+                Outcome::NotFound => format!("{rollout}: not found"),
                 Outcome::RestartChurn => format!(
                     "{rollout}: the canary restarted {} times (more than --max-restarts {}): stop re-running the pipeline; last state: {state}",
                     last.restarts, args.max_restarts
