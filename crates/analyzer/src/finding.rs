@@ -221,8 +221,12 @@ impl Evidence {
 pub struct Remedy {
     /// What to do now, in words.
     pub summary: String,
-    /// Exact commands to run now, in order.
+    /// Exact commands to run now, in order: each ends the incident or shows more of it, and
+    /// none moves traffic, so a list of them is safe to paste.
     pub commands: Vec<String>,
+    /// Commands that move traffic or change the release (promote, abort, undo): a decision for
+    /// a person to take, only under the finding that calls for it.
+    pub decisions: Vec<String>,
     /// What to change so it does not happen again.
     pub prevention: String,
 }
@@ -305,8 +309,16 @@ impl Finding {
         self.remedy = Remedy {
             summary,
             commands,
+            decisions: Vec::new(),
             prevention,
         };
+        self
+    }
+
+    /// Adds commands that move traffic or change the release to the remedy
+    /// ([`Remedy::decisions`]).
+    pub(crate) fn decide(mut self, decisions: Vec<String>) -> Self {
+        self.remedy.decisions = decisions;
         self
     }
 }

@@ -418,6 +418,10 @@ impl Encoder {
         for c in &f.remedy.commands {
             put_str(b, c);
         }
+        put_len(b, f.remedy.decisions.len());
+        for c in &f.remedy.decisions {
+            put_str(b, c);
+        }
         put_str(b, &f.remedy.prevention);
         let mut framed = Vec::with_capacity(4 + self.buf.len());
         put_len(&mut framed, self.buf.len());
@@ -555,6 +559,11 @@ impl Decoder<'_> {
         for _ in 0..n {
             commands.push(self.string()?);
         }
+        let n = self.u32()? as usize;
+        let mut decisions = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            decisions.push(self.string()?);
+        }
         let prevention = self.string()?;
         Some(Finding {
             rule,
@@ -568,6 +577,7 @@ impl Decoder<'_> {
             remedy: Remedy {
                 summary: summary_r,
                 commands,
+                decisions,
                 prevention,
             },
         })

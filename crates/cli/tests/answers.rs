@@ -202,3 +202,82 @@ fn issue_24_serve_refuses_a_moment_the_recording_never_reached() {
         assert!(stdout(&o).is_empty(), "no URL: {}", stdout(&o));
     }
 }
+
+/// Every bundled recording.
+fn all_recordings() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rfr"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    files
+}
+
+#[test]
+fn issue_24_what_to_run_now_is_safe_to_paste_and_says_each_command_once() {
+    let moves_traffic = [
+        "argo rollouts promote",
+        "argo rollouts abort",
+        "argo rollouts retry",
+        "argo rollouts undo",
+        "rollout undo",
+        " patch ",
+        "argocd app sync",
+    ];
+    let mut decisions_seen = 0;
+    for file in all_recordings() {
+        let o = run(&["analyze", file.to_str().unwrap()]);
+        let out = stdout(&o);
+        let Some((body, run_now)) = out.split_once("WHAT TO RUN NOW\n") else {
+            assert!(out.contains("No findings"), "{}: {out}", file.display());
+            continue;
+        };
+        let mut lines: Vec<&str> = run_now.lines().filter(|l| l.contains("$ ")).collect();
+        for l in &lines {
+            for m in moves_traffic {
+                assert!(!l.contains(m), "{}: {l:?} moves traffic", file.display());
+            }
+        }
+        let n = lines.len();
+        let command = |l: &&str| l.split("   # ").next().unwrap().to_owned();
+        lines.sort_by_key(command);
+        lines.dedup_by_key(|l| command(l));
+        assert_eq!(
+            n,
+            lines.len(),
+            "{}: a command twice:\n{run_now}",
+            file.display()
+        );
+        if body.contains("Decide (moves traffic or changes the release):") {
+            decisions_seen += 1;
+        }
+        // The same holds for the JSON report's commands.
+        let o = run(&["analyze", file.to_str().unwrap(), "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for f in v["findings"].as_array().unwrap() {
+            for c in f["remedy"]["commands"].as_array().unwrap() {
+                for m in moves_traffic {
+                    assert!(!c.as_str().unwrap().contains(m), "{c} in {f}");
+                }
+            }
+        }
+    }
+    // promote (gitops-health-mismatch, hash-only-change), abort and retry (manual-step-jump),
+    // the Service patch (service-selector-mismatch): under their findings.
+    assert!(decisions_seen >= 3, "{decisions_seen}");
+    let o = run(&["analyze", &rec("rerender-race"), "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let info = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "gitops-health-mismatch")
+        .unwrap();
+    assert_eq!(
+        info["remedy"]["decisions"][0],
+        "kubectl argo rollouts promote checkout-api -n payments"
+    );
+}

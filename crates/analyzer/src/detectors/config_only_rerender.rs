@@ -90,9 +90,13 @@ fn emit(
             .with_evidence(evidence)
             .remedy(
                 format!("Nothing about the application changed: do not roll back. Let the canary on {to} proceed and do not re-run the pipeline."),
+                // The two names in one order whichever way the restart went: a restart and
+                // its reverse ask for the same look.
                 vec![format!(
-                    "kubectl -n {} get rs {rs_a} {rs_b} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.spec.template.metadata.annotations}}{{\"\\n\"}}{{end}}'",
-                    track.namespace
+                    "kubectl -n {} get rs {} {} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.spec.template.metadata.annotations}}{{\"\\n\"}}{{end}}'",
+                    track.namespace,
+                    (&rs_a).min(&rs_b),
+                    (&rs_a).max(&rs_b)
                 )],
                 "Resolve the values revision before the image tag is written: render the image tag and every values file from one Git revision (pin the values source to the same commit as the chart and image), so a release renders once.".to_owned(),
             ),

@@ -116,12 +116,10 @@ impl Detector for GitopsHealthMismatch {
                 ])
                 .remedy(
                     "Nothing to fix; promote when the canary is verified.".to_owned(),
-                    vec![
-                        format!("kubectl argo rollouts get rollout {}", argo(track)),
-                        format!("kubectl argo rollouts promote {}", argo(track)),
-                    ],
+                    vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
                     "Have pipelines wait on the rollout's own state (rollout-forensics wait --for pause), not on the Application's health.".to_owned(),
-                ),
+                )
+                .decide(vec![format!("kubectl argo rollouts promote {}", argo(track))]),
                 _ => {
                     let (what, evidence_detail) = if kind == "green-while-degraded" {
                         (

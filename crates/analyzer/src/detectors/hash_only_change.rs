@@ -62,9 +62,10 @@ fn emit(
         .with_evidence(evidence)
         .remedy(
             "Nothing changed in the application: the steps of this canary test nothing new; promote it fully once you have checked the templates match.".to_owned(),
-            vec![format!("kubectl argo rollouts promote {} --full", argo(track))],
+            vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
             "Before upgrading the Argo Rollouts controller, read its release notes for pod-template-hash changes and plan for every rollout to run one no-op canary; do not key pipeline logic on the hash alone.".to_owned(),
-        ),
+        )
+        .decide(vec![format!("kubectl argo rollouts promote {} --full", argo(track))]),
     );
 }
 
@@ -102,7 +103,12 @@ mod tests {
             .collect();
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("h9") && f[0].summary.contains("stable0"));
-        assert!(f[0].remedy.commands[0].contains("promote checkout-api -n payments --full"));
+        assert!(f[0].remedy.decisions[0].contains("promote checkout-api -n payments --full"));
+        assert!(
+            f[0].remedy.commands.iter().all(|c| !c.contains("promote")),
+            "{:?}",
+            f[0].remedy
+        );
     }
 
     #[test]

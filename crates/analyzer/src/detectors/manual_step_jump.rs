@@ -65,12 +65,13 @@ impl Detector for ManualStepJump {
             ])
             .remedy(
                 "If the skipped pause guarded a check that matters, run the steps again: abort, then retry.".to_owned(),
-                vec![
-                    format!("kubectl argo rollouts abort {}", argo(track)),
-                    format!("kubectl argo rollouts retry rollout {}", argo(track)),
-                ],
+                vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
                 "Advance canaries with `kubectl argo rollouts promote` (one step) or `promote --full`, never by patching status.currentStepIndex; grant patch on rollouts/status to the controller only.".to_owned(),
-            ),
+            )
+            .decide(vec![
+                format!("kubectl argo rollouts abort {}", argo(track)),
+                format!("kubectl argo rollouts retry rollout {}", argo(track)),
+            ]),
         );
     }
 }

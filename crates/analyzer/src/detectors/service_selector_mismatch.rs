@@ -113,7 +113,7 @@ impl Detector for ServiceSelectorMismatch {
                 rs.name,
                 rfc3339(since.at)
             );
-            let mut commands = vec![
+            let commands = vec![
                 format!("kubectl -n {ns} get svc {name} -o jsonpath='{{.spec.selector}}'"),
                 format!("kubectl -n {ns} get pods -l {HASH_LABEL}={hash} --show-labels"),
             ];
@@ -126,10 +126,11 @@ impl Detector for ServiceSelectorMismatch {
                     )
                 })
                 .collect();
-            commands.push(format!(
+            // It sends the revision traffic: a decision, not a command to paste.
+            let patch = format!(
                 "kubectl -n {ns} patch svc {name} --type json -p '[{}]'",
                 ops.join(",")
-            ));
+            );
             let evidence = [
                 Evidence::of(
                     svc.pos,
@@ -159,7 +160,8 @@ impl Detector for ServiceSelectorMismatch {
                     ),
                     commands,
                     "Keep release-specific labels (version, build) out of Service selectors: select on the app label and let the rollout's canary/stable Services add the pod-template hash.".to_owned(),
-                ),
+                )
+                .decide(vec![patch]),
             );
         }
         self.settling.end(mine)
@@ -207,10 +209,12 @@ mod tests {
         );
         assert!(
             f[0].remedy
-                .commands
+                .decisions
                 .iter()
-                .any(|c| c.contains("/spec/selector/version"))
+                .any(|c| c.contains("/spec/selector/version")),
+            "the patch sends the revision traffic: a decision"
         );
+        assert!(f[0].remedy.commands.iter().all(|c| !c.contains(" patch ")));
     }
 
     #[test]

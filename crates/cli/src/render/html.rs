@@ -1390,6 +1390,14 @@ fn finding_article(out: &mut String, i: usize, f: &Finding, axis_label: &dyn Fn(
         }
         out.push_str("</pre>");
     }
+    if !f.remedy.decisions.is_empty() {
+        let _ = write!(out, "<p><b>{}</b></p>", esc(super::DECISION));
+        out.push_str("<pre class=\"cmd\">");
+        for c in &f.remedy.decisions {
+            let _ = writeln!(out, "<code>$ {}</code>", esc(c));
+        }
+        out.push_str("</pre>");
+    }
     if !f.remedy.prevention.is_empty() {
         let _ = write!(
             out,
@@ -1780,6 +1788,7 @@ mod tests {
             remedy: Remedy {
                 summary: "now".to_owned(),
                 commands: vec![format!("kubectl argo rollouts get rollout {name}")],
+                decisions: Vec::new(),
                 prevention: "prevent".to_owned(),
             },
         }

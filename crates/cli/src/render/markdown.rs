@@ -421,6 +421,11 @@ fn finding(w: &mut dyn Write, i: usize, f: &Finding, clock: Clock, files: usize)
         write!(w, "{}", fence("sh", &f.remedy.commands))?;
         writeln!(w)?;
     }
+    if !f.remedy.decisions.is_empty() {
+        writeln!(w, "**{}**\n", super::DECISION)?;
+        write!(w, "{}", fence("sh", &f.remedy.decisions))?;
+        writeln!(w)?;
+    }
     if !f.remedy.prevention.is_empty() {
         writeln!(w, "**Prevent.** {}\n", text(&f.remedy.prevention))?;
     }

@@ -15,6 +15,9 @@ pub mod markdown;
 
 const WIDTH: usize = 100;
 
+/// The heading of a finding's commands that move traffic or change the release.
+pub const DECISION: &str = "Decide (moves traffic or changes the release):";
+
 /// Writes `report` in `format`. JSON and YAML are the same schema (docs/report-schema.md).
 pub fn report(
     w: &mut dyn Write,
@@ -281,6 +284,12 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         for c in &f.remedy.commands {
             writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
         }
+        if !f.remedy.decisions.is_empty() {
+            writeln!(w, "  {}", style.bold(DECISION))?;
+            for c in &f.remedy.decisions {
+                writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
+            }
+        }
         if !f.remedy.prevention.is_empty() {
             writeln!(w, "  {}", style.bold("Prevent:"))?;
             w.write_all(wrap(&f.remedy.prevention, WIDTH, "    ").as_bytes())?;
@@ -288,6 +297,8 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         writeln!(w)?;
     }
 
+    // Only commands that end the incident or show more of it: what moves traffic stays under
+    // its own finding, as a decision.
     writeln!(w, "{}", style.bold("WHAT TO RUN NOW"))?;
     let mut seen = Vec::new();
     let mut ordered: Vec<&Finding> = report.findings.iter().collect();
