@@ -253,6 +253,11 @@ impl Analyzer {
 
     fn warn(&mut self, text: String) {
         if self.summary.warnings.len() < MAX_WARNINGS {
+            // Among several files, each warning names its own.
+            let text = match self.summary.files.get(1..).and(self.summary.files.last()) {
+                Some(f) => format!("{}: {text}", short_name(&f.name)),
+                None => text,
+            };
             self.summary.warnings.push(text);
         } else {
             self.warnings_dropped += 1;

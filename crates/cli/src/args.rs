@@ -140,6 +140,11 @@ pub struct AnalyzeArgs {
     /// Include per-rollout timelines in the JSON or YAML report.
     #[arg(long)]
     pub timelines: bool,
+    /// Analyze each file (a directory: each of its recordings) as a history of its own, one
+    /// report after another, instead of one history: for recordings that do not follow one
+    /// another. The exit code is the worst of them.
+    #[arg(long)]
+    pub each: bool,
 }
 
 #[derive(Debug, Args)]

@@ -42,8 +42,18 @@ impl std::fmt::Display for Damage {
 pub fn open(path: &Path) -> Result<Recording> {
     let file =
         File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
-    let reader = Reader::new(BufReader::new(file))
-        .with_context(|| format!("failed to read recording {}", path.display()))?;
+    let reader = match Reader::new(BufReader::new(file)) {
+        Ok(reader) => reader,
+        Err(e) => {
+            let e = anyhow::Error::new(e)
+                .context(format!("failed to read recording {}", path.display()));
+            return Err(match crate::sniff::not_a_recording(path) {
+                // Said after the cause: what the file is, and what reads it.
+                Some(hint) => anyhow::anyhow!("{e:#}\n  {hint}"),
+                None => e,
+            });
+        }
+    };
     Ok(Recording {
         path: path.to_owned(),
         reader,
@@ -94,29 +104,77 @@ fn expand_paths(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((files, skipped))
 }
 
-/// Opens every recording (failing on the first that is not one), in order of start time. A
-/// directory stands for its `*.rfr` files.
-pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
-    let (paths, skipped) = expand_paths(paths)?;
+/// The recording files `paths` name, a directory standing for its `*.rfr` files (in name
+/// order), each once.
+pub fn files_of(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let (files, skipped) = expand_paths(paths)?;
     for p in &skipped {
         eprintln!(
             "note: skipped {} (still being written; name it to read it too)",
             p.display()
         );
     }
+    Ok(files)
+}
+
+/// Opens every recording (failing on the first that is not one), in order of start time. A
+/// directory stands for its `*.rfr` files.
+pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
+    let paths = files_of(paths)?;
     let mut recs = paths.iter().map(|p| open(p)).collect::<Result<Vec<_>>>()?;
     recs.sort_by_key(|r| r.reader.header().started_at);
     Ok(recs)
 }
 
-/// Which objects [`replay`] reads.
+/// Opens recordings that must be one history (as a flight recorder's files are): from one
+/// source, each starting where the one before ended ([`replay`] checks the spans as it goes).
+/// Unrelated recordings joined would read as one incident.
+pub fn open_history(paths: &[PathBuf]) -> Result<Vec<Recording>> {
+    let recordings = open_all(paths)?;
+    let source = |r: &Recording| {
+        let s = &r.reader.header().source;
+        (s.context.clone(), s.server.clone())
+    };
+    if let Some(first) = recordings.first() {
+        for r in &recordings[1..] {
+            if source(r) != source(first) {
+                let show = |(context, server): (Option<String>, Option<String>)| {
+                    format!(
+                        "context {}, server {}",
+                        context.as_deref().unwrap_or("-"),
+                        server.as_deref().unwrap_or("-")
+                    )
+                };
+                bail!(
+                    "{} and {} are not one history: the first was recorded from {}, the second from {}; {EACH}",
+                    first.path.display(),
+                    r.path.display(),
+                    show(source(first)),
+                    show(source(r))
+                );
+            }
+        }
+    }
+    Ok(recordings)
+}
+
+/// How to read recordings that are not one history.
+const EACH: &str = "name one file, or pass --each to analyze each on its own";
+
+/// A file may start this much before the one before it ended and still follow it: the
+/// recorder's clock stamps both.
+const OVERLAP_TOLERANCE_NANOS: i64 = 1_000_000_000;
+
+/// Which objects [`replay`] reads, and whether the files must be one history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Objects {
     /// Every object: each delta body is rebuilt and checked (`inspect`, which vouches for the
-    /// whole file).
+    /// whole file and reads files of any histories).
     All,
     /// The kinds the analyzer reads ([`Prepared::reads`]): the others' objects (a cluster's
     /// Events, a quarter of the records of the benchmark's) are neither rebuilt nor checked.
+    /// The files must be one history: one that starts before the one before it ended is an
+    /// error.
     Analyzed,
 }
 
@@ -130,7 +188,24 @@ pub fn replay(
     objects: Objects,
 ) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
+    // The file before and when its history ended, while the files must be one history.
+    let mut before: Option<(PathBuf, Timestamp)> = None;
     for Recording { path, reader } in recordings {
+        let start = reader.header().started_at;
+        if let Some((prev, end)) = before.as_ref().filter(|_| objects == Objects::Analyzed)
+            && start.0 < end.0 - OVERLAP_TOLERANCE_NANOS
+        {
+            bail!(
+                "{} and {} are not one history: {} starts at {}, before {} ended at {}; {EACH}",
+                prev.display(),
+                path.display(),
+                path.display(),
+                rfc3339(start),
+                prev.display(),
+                rfc3339(*end)
+            );
+        }
+        let mut last = start;
         let reader = match objects {
             Objects::All => reader,
             Objects::Analyzed => reader.objects_of(Prepared::reads),
@@ -141,9 +216,12 @@ pub fn replay(
             reader.header(),
         );
         let ended = crate::pipeline::for_each(reader, |rec, prepared| {
+            last = last.max(rec.observed_at);
             analyzer.replay_prepared(rec, prepared);
             !analyzer.past_until()
         });
+        let closed = ended.reader.trailer().map(|t| t.closed_at);
+        before = Some((path.clone(), closed.map_or(last, |c| c.max(last))));
         if analyzer.past_until() {
             break;
         }

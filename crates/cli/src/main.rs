@@ -8,6 +8,7 @@ mod out;
 mod pipeline;
 mod render;
 mod signal;
+mod sniff;
 mod style;
 mod timespec;
 

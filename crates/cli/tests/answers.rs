@@ -281,3 +281,144 @@ fn issue_24_what_to_run_now_is_safe_to_paste_and_says_each_command_once() {
         "kubectl argo rollouts promote checkout-api -n payments"
     );
 }
+
+#[test]
+fn issue_24_import_refuses_what_is_not_a_capture_and_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.rfr");
+    let out = out.to_str().unwrap();
+    let abort = rec("abort");
+    let o = run(&["import", "--from", "kubectl-watch", &abort, "-o", out]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim(),
+        format!(
+            "error: {abort} is already a recording: analyze it (rollout-forensics analyze {abort})"
+        )
+    );
+    let binary = dir.path().join("core.bin");
+    std::fs::write(
+        &binary,
+        (0..4096u32)
+            .map(|i| (i * 7919 % 251) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let o = run(&[
+        "import",
+        "--from",
+        "kubectl-watch",
+        binary.to_str().unwrap(),
+        "-o",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("core.bin is binary data"),
+        "{}",
+        stderr(&o)
+    );
+    let text = dir.path().join("notes.txt.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, b"this is not json\nnor this\n").unwrap();
+    std::fs::write(&text, gz.finish().unwrap()).unwrap();
+    let o = run(&[
+        "import",
+        "--from",
+        "audit-log",
+        text.to_str().unwrap(),
+        "-o",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("notes.txt.gz is gzip of text that is not JSON"),
+        "{}",
+        stderr(&o)
+    );
+    // A capture given as an audit log: the right --from is named.
+    let capture = dir.path().join("rollouts.json");
+    std::fs::write(
+        &capture,
+        r#"{"type":"ADDED","object":{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","metadata":{"name":"a","namespace":"p"}}}"#,
+    )
+    .unwrap();
+    let o = run(&[
+        "import",
+        "--from",
+        "audit-log",
+        capture.to_str().unwrap(),
+        "-o",
+        out,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--from kubectl-watch"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(out).exists(), "nothing written");
+    // analyze of the capture says what it is and how to import it.
+    let o = run(&["analyze", capture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let c = capture.to_str().unwrap();
+    assert!(
+        stderr(&o).contains(&format!(
+            "it looks like a kubectl watch capture (Kubernetes objects as JSON): import it first: rollout-forensics import --from kubectl-watch {c} -o "
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn issue_24_files_that_are_not_one_history_are_an_error_unless_each() {
+    let all = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../recordings");
+    let all = all.to_str().unwrap();
+    let o = run(&["analyze", all]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "are not one history: the first was recorded from context rf-scenarios/abort"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--each"), "{}", stderr(&o));
+    // One source, overlapping spans: the same recording twice under two names.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.rfr", "b.rfr"] {
+        std::fs::copy(recording("rerender-race"), dir.path().join(name)).unwrap();
+    }
+    let o = run(&["timeline", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("b.rfr starts at 2026-03-14T13:00:00Z, before ")
+            && stderr(&o).contains("a.rfr ended at 2026-03-14T13:06:00Z"),
+        "{}",
+        stderr(&o)
+    );
+    // --each: one report per file, the worst exit code.
+    let o = run(&["analyze", all, "--each", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let reports: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(reports.len(), all_recordings().len());
+    for r in &reports {
+        assert_eq!(r["recording"]["files"].as_array().unwrap().len(), 1);
+        assert!(
+            r["recording"]["warnings"].as_array().unwrap().is_empty(),
+            "{r}"
+        );
+    }
+    let o = run(&["serve", all]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is a directory: serve reads one recording"),
+        "{}",
+        stderr(&o)
+    );
+}

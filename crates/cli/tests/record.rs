@@ -881,6 +881,35 @@ fn issue_24_live_findings_print_when_they_become_true_not_when_recording_stops()
 }
 
 #[test]
+fn issue_24_record_warns_of_a_namespace_that_does_not_exist_and_goes_on() {
+    let s = serve(&recording("rerender-race"), &["--speed", "max"]);
+    let out = s.dir.path().join("typo.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "-n",
+            "paymnets",
+            "-n",
+            "payments",
+            "--duration",
+            "2s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: namespace \"paymnets\" does not exist: nothing is recorded from it until it is created (recording goes on)"),
+        "{err}"
+    );
+    assert!(!err.contains("namespace \"payments\""), "{err}");
+    let (_, records) = read_closed(&out);
+    assert!(records.iter().any(|r| r.namespace == "payments"));
+}
+
+#[test]
 fn record_without_output_says_to_use_watch() {
     let dir = tempfile::tempdir().unwrap();
     let o = run_bounded({

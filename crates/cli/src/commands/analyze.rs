@@ -20,10 +20,10 @@ struct Config {
 }
 
 impl Config {
-    fn from_args(args: &AnalyzeArgs) -> Result<Self> {
+    fn from_args(args: &AnalyzeArgs, files: &[std::path::PathBuf]) -> Result<Self> {
         Ok(Config {
             options: input::options(
-                &args.files,
+                files,
                 args.rollout.as_deref(),
                 &args.window,
                 // The markdown and HTML reports draw the timelines.
@@ -76,7 +76,7 @@ fn replay_files(
     options: Options,
     window: &crate::args::Window,
 ) -> Result<(Analyzer, Vec<Damage>)> {
-    let recordings = input::open_all(files)?;
+    let recordings = input::open_history(files)?;
     let scope = input::Scope::of(&options, window);
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
@@ -85,8 +85,33 @@ fn replay_files(
 }
 
 pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {
-    let config = Config::from_args(args)?;
-    let (analyzer, damage) = replay_files(&args.files, config.options, &args.window)?;
+    if !args.each {
+        return run_on(args, &args.files, out);
+    }
+    if args.write.is_some() || args.format == ReportFormat::Html {
+        anyhow::bail!(
+            "--each writes one report after another to stdout: not with --write or -o html (run analyze once per file for those)"
+        );
+    }
+    // Each file its own history; the exit code is the worst of them.
+    let mut worst = Exit::Ok;
+    for file in input::files_of(&args.files)? {
+        let exit = run_on(args, std::slice::from_ref(&file), out)?;
+        worst = match (worst, exit) {
+            (Exit::Error, _) | (_, Exit::Error) => Exit::Error,
+            (Exit::Findings, _) | (_, Exit::Findings) => Exit::Findings,
+            _ => exit,
+        };
+        if args.format == ReportFormat::Table || args.format == ReportFormat::Markdown {
+            writeln!(out)?;
+        }
+    }
+    Ok(worst)
+}
+
+fn run_on(args: &AnalyzeArgs, files: &[std::path::PathBuf], out: &mut dyn Write) -> Result<Exit> {
+    let config = Config::from_args(args, files)?;
+    let (analyzer, damage) = replay_files(files, config.options, &args.window)?;
     // The machine formats stream their findings from the analyzer's packed form: a day of
     // records can make tens of thousands, and they need not all be decoded at once. The
     // formats for a person hold them (and a person reads far fewer).

@@ -46,6 +46,9 @@ fn open(path: &Path) -> Result<Input> {
 }
 
 pub fn run(args: &ImportArgs, _out: &mut dyn Write) -> Result<Exit> {
+    for path in args.files.iter().filter(|p| *p != Path::new("-")) {
+        crate::sniff::check_import(path, args.from == From::AuditLog)?;
+    }
     let inputs = args
         .files
         .iter()

@@ -279,6 +279,31 @@ impl Tap for LiveTap {
     }
 }
 
+/// Says which of `namespaces` do not exist, as kubectl does: recording goes on (they may be
+/// created), but a typo would otherwise record nothing without a word. A server that does not
+/// let the recorder get namespaces (a namespaced Role) is not asked twice and says nothing.
+async fn warn_of_missing_namespaces(client: &kube::Client, namespaces: &[String]) {
+    use kube::api::{Api, ApiResource, DynamicObject};
+    let resource = ApiResource {
+        group: String::new(),
+        version: "v1".to_owned(),
+        api_version: "v1".to_owned(),
+        kind: "Namespace".to_owned(),
+        plural: "namespaces".to_owned(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    for ns in namespaces {
+        match api.get_opt(ns).await {
+            Ok(Some(_)) => {}
+            Ok(None) => eprintln!(
+                "warning: namespace {ns:?} does not exist: nothing is recorded from it until it is created (recording goes on)"
+            ),
+            // Forbidden or unreachable: the recorder's own lists say the rest.
+            Err(_) => return,
+        }
+    }
+}
+
 /// `watch`: `record --live`, with the file optional.
 pub fn watch(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
     run_inner(args, out, true)
@@ -334,6 +359,7 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
         } else {
             args.namespaces.clone()
         };
+        warn_of_missing_namespaces(&client, &config.namespaces).await;
         let output: Box<dyn Write + Send> = match &args.output {
             Some(path) => Box::new(std::io::BufWriter::with_capacity(
                 256 * 1024,

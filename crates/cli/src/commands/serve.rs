@@ -16,6 +16,12 @@ use crate::timespec::TimeSpec;
 
 /// Reads the whole recording; damage is an error unless `--partial`.
 fn load(path: &Path, partial: bool) -> Result<Timeline> {
+    if path.is_dir() {
+        bail!(
+            "{} is a directory: serve reads one recording; name one of its files (a flight recorder's files are served one at a time)",
+            path.display()
+        );
+    }
     let file =
         File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
     let mut reader = Reader::new(BufReader::new(file))

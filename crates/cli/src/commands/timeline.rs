@@ -37,7 +37,7 @@ fn only_readiness(e: &TimelineEntry) -> bool {
 pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
     let options = input::options(&args.files, args.rollout.as_deref(), &args.window, true)?;
     let since = options.since;
-    let recordings = input::open_all(&args.files)?;
+    let recordings = input::open_history(&args.files)?;
     let scope = input::Scope::of(&options, &args.window);
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;

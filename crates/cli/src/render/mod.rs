@@ -191,8 +191,9 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
             gap.reason
         )?;
     }
+    // On stderr, beside the other diagnostics: the report is what was found.
     for warning in &s.warnings {
-        writeln!(w, "  warning: {warning}")?;
+        eprintln!("warning: {warning}");
     }
     writeln!(w)?;
     if report.findings.is_empty() {
