@@ -802,9 +802,18 @@ impl Analyzer {
                 .collect();
             self.look(&keys, None, end, true);
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
+            let mut undecided = Vec::new();
             for d in &mut self.detectors {
-                d.on_end(&tracks, end, &mut self.findings);
+                d.on_end(&tracks, end, &mut self.findings, &mut undecided);
             }
+            let rollout = self.opts.rollout.as_ref();
+            self.summary.undecided = undecided
+                .into_iter()
+                .filter(|(r, _)| {
+                    rollout.is_none_or(|(ns, name)| r.namespace == *ns && r.name == *name)
+                })
+                .map(|(_, note)| note)
+                .collect();
         }
         std::mem::take(&mut self.findings)
             .into_iter()

@@ -223,6 +223,9 @@ pub struct RecordingSummary {
     pub gaps: Vec<GapInfo>,
     /// Things in the input that were odd but not fatal.
     pub warnings: Vec<String>,
+    /// What the analysis ended too soon to decide, one sentence each (a ReplicaSet left up
+    /// for less than its rule's grace period): the absence of a finding there is no all-clear.
+    pub undecided: Vec<String>,
     /// Limits of the analysis.
     pub window: Window,
     /// True when every file was closed cleanly and had no gap.

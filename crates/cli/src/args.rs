@@ -34,7 +34,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// Record watch events of a live API server into a recording.
     Record(crate::commands::record::RecordArgs),
-    /// Watch a live API server and print findings as they happen (`record --live`; -o optional).
+    /// Watch a live API server and print each finding on stderr as it becomes true; `-o` also
+    /// writes the recording.
+    #[command(
+        mut_arg("dir", |a| a.hide(true)),
+        mut_arg("rotate", |a| a.hide(true)),
+        mut_arg("keep", |a| a.hide(true)),
+        mut_arg("live", |a| a.hide(true)),
+        mut_arg("output", |a| a.help("Also write what is watched to FILE, as `record -o` does")),
+    )]
     Watch(crate::commands::record::RecordArgs),
     /// Wait for a rollout to pause, reach a step or become healthy; a re-render restarts the
     /// timer instead of timing out (exit 0 reached, 3 timeout, 4 aborted, 5 degraded, 6 churn).
@@ -49,12 +57,13 @@ pub enum Command {
     Convert(crate::commands::convert::ConvertArgs),
 }
 
-/// Output formats.
+/// Output formats of the commands other than `analyze` (each command's `-o` says what its
+/// JSON holds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// For a person: summary, proof, what to run.
+    /// For a person.
     Table,
-    /// The report as JSON (schema_version 1, see docs/report-schema.md).
+    /// JSON, for scripts.
     Json,
 }
 
@@ -113,6 +122,37 @@ impl Window {
     }
 }
 
+/// `timeline`'s window: the same flags as [`Window`], about the changes it shows.
+#[derive(Debug, Args)]
+pub struct TimelineWindow {
+    /// Only changes at or after T (RFC 3339, `+5m` from the start, `-5m` before the end); the
+    /// history before T is still read.
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// Only changes up to T: records after T are not read.
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "at",
+        allow_hyphen_values = true
+    )]
+    pub until: Option<String>,
+    /// The changes up to T: the same as --until.
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    pub at: Option<String>,
+}
+
+impl TimelineWindow {
+    /// As the shared [`Window`].
+    pub fn window(&self) -> Window {
+        Window {
+            since: self.since.clone(),
+            until: self.until.clone(),
+            at: self.at.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Recording files (.rfr), read as one history in order of their start times.
@@ -156,11 +196,13 @@ pub struct TimelineArgs {
     #[arg(long, value_name = "NS/NAME")]
     pub rollout: Option<String>,
     #[command(flatten)]
-    pub window: Window,
-    /// Output format.
+    pub window: TimelineWindow,
+    /// Output format: a table per rollout, or JSON (the `timelines` of the JSON report,
+    /// docs/report-schema.md).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Hide rows that only change ReplicaSet readiness.
+    /// One line per change, as `kubectl get -w` prints, without the changes that only move a
+    /// ReplicaSet's readiness.
     #[arg(long)]
     pub brief: bool,
     /// Read what is readable of a truncated or corrupt recording.
@@ -182,7 +224,8 @@ pub struct DiffArgs {
     /// Namespace, when names are ambiguous across namespaces.
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
-    /// Output format.
+    /// Output format: the paths that differ, or JSON (both ReplicaSets, `identical`,
+    /// `only_annotations` and the `changes`).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
@@ -192,7 +235,8 @@ pub struct InspectArgs {
     /// Recording files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Output format.
+    /// Output format: a summary per file, or JSON (header, span, counts per kind and op, gaps
+    /// and integrity of each file).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Print every record as one JSON line instead (seq, at, kind, op, namespace, name, uid,

@@ -47,6 +47,23 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     }
 }
 
+/// The error and its causes, each said once: some errors (kube's among them) repeat their
+/// source in their own message, and `{:#}` would then print a cause two or three times.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -71,7 +88,7 @@ fn main() -> ExitCode {
         Ok(exit) => exit.into(),
         Err(e) => {
             let _ = out.flush();
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             Exit::Error.into()
         }
     }

@@ -422,3 +422,235 @@ fn issue_24_files_that_are_not_one_history_are_an_error_unless_each() {
         stderr(&o)
     );
 }
+
+#[test]
+fn issue_24_tables_fit_the_width_without_a_line_between_rows() {
+    let race = rec("rerender-race");
+    // Off a terminal: 100 columns; only commands (kept whole, to paste) are longer.
+    let o = run(&["analyze", &race]);
+    let out = stdout(&o);
+    for line in out.lines() {
+        let n = line.chars().count();
+        assert!(
+            n <= 100 || line.trim_start().starts_with("$ "),
+            "{n} columns: {line:?}"
+        );
+        assert!(!line.ends_with(' '), "padded: {line:?}");
+    }
+    // Above the header, under it and under the last row: none between the seven rows.
+    let rules = out
+        .lines()
+        .filter(|l| l.starts_with('─') || l.starts_with('═'))
+        .count();
+    assert_eq!(rules, 3, "{out}");
+    let o = run(&["timeline", &race]);
+    let out = stdout(&o);
+    assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+    let rules = out
+        .lines()
+        .filter(|l| l.starts_with('─') || l.starts_with('═'))
+        .count();
+    assert_eq!(rules, 3, "{out}");
+}
+
+#[test]
+fn issue_24_on_a_terminal_the_report_fits_its_width() {
+    // `script` gives the binary a terminal; COLUMNS says how wide it is.
+    let Ok(script) = which("script") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have script (util-linux)"
+        );
+        panic!("script (util-linux) is needed for this test");
+    };
+    let race = rec("rerender-race");
+    let cmd = format!(
+        "COLUMNS=80 NO_COLOR=1 {} analyze {race}",
+        env!("CARGO_BIN_EXE_rollout-forensics")
+    );
+    let o = Command::new(script)
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let out = stdout(&o).replace('\r', "");
+    assert!(out.contains("WHAT HAPPENED"), "{out}");
+    for line in out.lines() {
+        let n = line.chars().count();
+        assert!(
+            n <= 80 || line.trim_start().starts_with("$ "),
+            "{n}: {line:?}"
+        );
+    }
+    assert!(
+        out.lines().any(|l| l.chars().count() > 70),
+        "uses the width: {out}"
+    );
+}
+
+/// The path of a program on PATH.
+fn which(name: &str) -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        })
+        .ok_or(())
+}
+
+#[test]
+fn issue_24_timeline_brief_is_one_line_per_change() {
+    let o = run(&["timeline", &rec("rerender-race"), "--brief"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })
+        .collect();
+    let o = run(&["timeline", &rec("rerender-race"), "-o", "json", "--brief"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        rows.len(),
+        v[0]["entries"].as_array().unwrap().len(),
+        "{out}"
+    );
+    assert!(
+        rows.iter().any(|l| l.contains(
+            "74f8d84674  0/6    Progressing              pod hash 5c5c8c44fd -> 74f8d84674; step 6 -> 0"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains('─'), "no table: {out}");
+}
+
+#[test]
+fn issue_24_each_command_s_help_describes_that_command() {
+    let help = |args: &[&str]| stdout(&run(args));
+    for command in ["timeline", "diff", "inspect", "wait", "check"] {
+        let h = help(&[command, "--help"]);
+        assert!(!h.contains("summary, proof, what to run"), "{command}: {h}");
+        assert!(!h.contains("The report as JSON"), "{command}: {h}");
+    }
+    let h = help(&["timeline", "--help"]);
+    assert!(h.contains("Only changes at or after T"), "{h}");
+    assert!(!h.contains("findings"), "{h}");
+    let h = help(&["watch", "--help"]);
+    for flag in ["--dir", "--rotate", "--keep", "--live"] {
+        assert!(!h.contains(flag), "watch --help lists {flag}: {h}");
+    }
+    assert!(h.contains("Also write what is watched to FILE"), "{h}");
+    let o = run(&["watch", "--dir", "/tmp", "--rotate", "1m"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("watch does not keep a flight recorder"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn issue_24_smaller_answers_say_each_thing_once_and_fully() {
+    // A missing kubeconfig: its cause once.
+    let home = tempfile::tempdir().unwrap();
+    let o = bin()
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .args(["record", "-o", "/dev/null", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.matches("does not exist").count(), 1, "{err}");
+    assert!(
+        err.contains("set KUBECONFIG, pass --kubeconfig PATH"),
+        "{err}"
+    );
+    let o = bin()
+        .env("HOME", home.path())
+        .args([
+            "record",
+            "-o",
+            "/dev/null",
+            "--kubeconfig",
+            "/nonexistent/kc",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    // simulate: every scenario named, aligned.
+    let o = run(&["simulate", "nope", "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(", scale (simulate --list"),
+        "{}",
+        stderr(&o)
+    );
+    let list = stdout(&run(&["simulate", "--list"]));
+    let starts: Vec<usize> = list
+        .lines()
+        .map(|l| l.find(char::is_uppercase).unwrap())
+        .collect();
+    assert!(starts.iter().all(|s| *s == starts[0]), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("scale ")), "{list}");
+    // restart-churn at the second restart says what was true then.
+    let o = run(&["analyze", &rec("rerender-race-reruns"), "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let churn = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "restart-churn")
+        .unwrap();
+    assert_eq!(churn["at"], "2026-03-14T13:05:06.003Z");
+    assert!(
+        churn["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("the canary restarted twice by 2026-03-14T13:05:06.003Z; by the end of the analysis, restarted 5 times"),
+        "{churn}"
+    );
+}
+
+#[test]
+fn issue_24_a_recording_that_ends_before_a_rule_can_fire_says_so() {
+    // Three seconds after the first render's ReplicaSet stopped being current: too soon for
+    // orphaned-replicaset's 30 s, which the report says instead of nothing.
+    let race = rec("rerender-race");
+    let o = run(&["analyze", &race, "--at", "2026-03-14T13:00:40Z"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("not decided: orphaned-replicaset could not be decided for ReplicaSet")
+            && out.contains("payments/checkout-api-74f8d84674"),
+        "{out}"
+    );
+    let o = run(&[
+        "analyze",
+        &race,
+        "--at",
+        "2026-03-14T13:00:40Z",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let undecided = v["recording"]["undecided"].as_array().unwrap();
+    assert_eq!(undecided.len(), 1, "{v}");
+    assert!(
+        undecided[0]
+            .as_str()
+            .unwrap()
+            .contains("for 3s when the analysis ends at 2026-03-14T13:00:40Z; the rule waits 30s"),
+        "{undecided:?}"
+    );
+    // At the end it is decided: a finding, and nothing undecided.
+    let o = run(&["analyze", &race, "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["recording"]["undecided"].as_array().unwrap().is_empty());
+}

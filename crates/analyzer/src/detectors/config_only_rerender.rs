@@ -17,7 +17,7 @@
 
 use crate::detectors::{Comparisons, Detector, PendingDiff};
 use crate::diff::{Change, only_annotations};
-use crate::finding::{Finding, Rule};
+use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
 
 #[derive(Debug)]
@@ -116,7 +116,13 @@ impl Detector for ConfigOnlyRerender {
         self.0.retry(track, out);
     }
 
-    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+    fn on_end(
+        &mut self,
+        tracks: &[&RolloutTrack],
+        _end: At,
+        findings: &mut Vec<Finding>,
+        _undecided: &mut Vec<(Subject, String)>,
+    ) {
         self.0.drain(tracks, findings);
     }
 }

@@ -16,7 +16,7 @@
 
 use crate::detectors::{Comparisons, Detector, PendingDiff, argo};
 use crate::diff::Change;
-use crate::finding::{Finding, Rule};
+use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack, Transition};
 
 #[derive(Debug)]
@@ -81,7 +81,13 @@ impl Detector for HashOnlyChange {
         self.0.retry(track, out);
     }
 
-    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+    fn on_end(
+        &mut self,
+        tracks: &[&RolloutTrack],
+        _end: At,
+        findings: &mut Vec<Finding>,
+        _undecided: &mut Vec<(Subject, String)>,
+    ) {
         self.0.drain(tracks, findings);
     }
 }

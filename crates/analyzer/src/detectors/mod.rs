@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rf_format::Timestamp;
 
-use crate::finding::Finding;
+use crate::finding::{Finding, Subject};
 use crate::rollout::{At, RolloutTrack, Transition};
 use crate::world::{Touched, World};
 
@@ -212,7 +212,17 @@ pub(crate) trait Detector: Debug + Send {
     /// The analysis ends at `end` (the last record, or `--at`). `findings` holds the findings
     /// not packed yet, among them every one of a rule that is
     /// [`amended_at_end`](crate::finding::Rule::amended_at_end): a detector may amend those.
-    fn on_end(&mut self, _tracks: &[&RolloutTrack], _end: At, _findings: &mut Vec<Finding>) {}
+    /// What the analysis ended too soon to decide (a grace period not yet over) goes to
+    /// `undecided`, one sentence each with the rollout it concerns, so that no finding's
+    /// absence reads as a clean bill.
+    fn on_end(
+        &mut self,
+        _tracks: &[&RolloutTrack],
+        _end: At,
+        _findings: &mut Vec<Finding>,
+        _undecided: &mut Vec<(Subject, String)>,
+    ) {
+    }
     /// Something around a rollout changed (a Service, its endpoints, a Pod, an Application),
     /// or the rollout itself, or a re-check it asked for is due, or the analysis ends. Returns
     /// when it wants to look again even if nothing changes.

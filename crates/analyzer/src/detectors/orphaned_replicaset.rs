@@ -46,7 +46,24 @@ fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
     }
 }
 
-fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Finding> {
+/// What [`check`] found of one ReplicaSet.
+enum Verdict {
+    /// Not an orphan.
+    No,
+    /// An orphan.
+    Orphan(Box<Finding>),
+    /// It would be, had the analysis gone on for the grace period: it says so.
+    TooSoon(String),
+}
+
+fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Verdict {
+    match judge(track, rs, end, snapshot) {
+        Some(v) => v,
+        None => Verdict::No,
+    }
+}
+
+fn judge(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Verdict> {
     let last = track.last.as_ref()?;
     let hash = rs.hash.as_deref()?;
     if rs.deleted
@@ -82,9 +99,6 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
         .is_some_and(|p| {
             p.max_at.as_ref().is_some_and(after) && p.max_index > 0 || p.pauses.values().any(after)
         });
-    if !waited && !moved_on {
-        return None;
-    }
     let deadline_note = match rs.deadline.as_deref() {
         None => String::new(),
         Some("") => {
@@ -100,6 +114,16 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
             None => format!("; its scale-down-deadline {d:?} is not a time"),
         },
     };
+    if !waited && !moved_on {
+        return Some(Verdict::TooSoon(format!(
+            "{} could not be decided for ReplicaSet {}/{}: it still runs {replicas} pod(s) and has been neither current nor stable for {} when the analysis ends at {}; the rule waits {GRACE_SECONDS}s for the controller to scale it down (record longer, or take a snapshot with `check`)",
+            Rule::OrphanedReplicaSet,
+            track.namespace,
+            rs.name,
+            human_duration(end.at.0 - since.at.0),
+            rfc3339(end.at)
+        )));
+    }
     let owner_note = if rs.owner_uid.is_none() {
         "; it has no ownerReference to the rollout: nothing manages it"
     } else {
@@ -137,7 +161,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
                 .unwrap_or_default()
         ),
     ));
-    Some(
+    Some(Verdict::Orphan(Box::new(
         Finding::new(Rule::OrphanedReplicaSet, subject, track.subject(), end.at, summary)
             .explain(explanation)
             .with_evidence(evidence)
@@ -146,14 +170,24 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
                 vec![format!("kubectl -n {} scale rs {} --replicas=0", track.namespace, rs.name)],
                 "Do not re-run a pipeline whose canary a re-render restarted: each run can leave another ReplicaSet behind. Render once per release.".to_owned(),
             ),
-    )
+    )))
 }
 
 impl Detector for OrphanedReplicaSet {
-    fn on_end(&mut self, tracks: &[&RolloutTrack], end: At, findings: &mut Vec<Finding>) {
+    fn on_end(
+        &mut self,
+        tracks: &[&RolloutTrack],
+        end: At,
+        findings: &mut Vec<Finding>,
+        undecided: &mut Vec<(Subject, String)>,
+    ) {
         for track in tracks {
             for rs in track.replicasets.values() {
-                findings.extend(check(track, rs, end, self.snapshot));
+                match check(track, rs, end, self.snapshot) {
+                    Verdict::No => {}
+                    Verdict::Orphan(f) => findings.push(*f),
+                    Verdict::TooSoon(note) => undecided.push((track.subject(), note)),
+                }
             }
         }
     }

@@ -14,7 +14,7 @@
 //! double renders.
 
 use crate::detectors::{Detector, argo};
-use crate::finding::{Finding, Rule};
+use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
 use crate::time::{human_duration, rfc3339};
 
@@ -69,7 +69,13 @@ impl Detector for RestartChurn {
         );
     }
 
-    fn on_end(&mut self, tracks: &[&RolloutTrack], _end: At, findings: &mut Vec<Finding>) {
+    fn on_end(
+        &mut self,
+        tracks: &[&RolloutTrack],
+        _end: At,
+        findings: &mut Vec<Finding>,
+        _undecided: &mut Vec<(Subject, String)>,
+    ) {
         for track in tracks {
             if track.restarts_total <= 2 {
                 continue;
@@ -80,7 +86,12 @@ impl Detector for RestartChurn {
                 .find(|f| f.rule == Rule::RestartChurn && f.subject == subject)
             {
                 let (summary, explanation, evidence) = describe(track);
-                f.summary = summary;
+                // The row stands at the second restart: what was true then comes first.
+                f.summary = format!(
+                    "the canary restarted twice by {}; by the end of the analysis, {}",
+                    rfc3339(f.at),
+                    summary.trim_start_matches("the canary ")
+                );
                 f.explanation = explanation;
                 f.evidence = evidence;
             }
@@ -140,6 +151,15 @@ mod tests {
         let f = churn(kit);
         assert!(
             f[0].summary.contains("restarted 3 times"),
+            "{}",
+            f[0].summary
+        );
+        // The row stands at the second restart: it says what was true then, first.
+        assert!(
+            f[0].summary.starts_with(&format!(
+                "the canary restarted twice by {}; by the end of the analysis, restarted 3 times",
+                crate::time::rfc3339(f[0].at)
+            )),
             "{}",
             f[0].summary
         );

@@ -46,7 +46,8 @@ pub struct CheckArgs {
     /// readiness within seconds; a PostSync hook may run just before).
     #[arg(long, default_value = "0s", value_name = "DURATION")]
     pub retry_for: String,
-    /// Output format.
+    /// Output format of the verdict: for a person, or JSON (`adopted`, the `state` taken, the
+    /// `failures`, `findings` and `notes`).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = crate::args::Format::Table)]
     pub format: crate::args::Format,
     /// Path to the kubeconfig.

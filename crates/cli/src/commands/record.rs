@@ -36,7 +36,7 @@ pub struct RecordArgs {
     /// applications, events. Default: all of them (applications when the server serves them).
     #[arg(long, value_delimiter = ',', value_name = "KINDS")]
     pub kinds: Vec<String>,
-    /// The recording to write (`record` needs it or --dir; optional for `watch`).
+    /// The recording to write (or --dir for a flight recorder).
     #[arg(
         short = 'o',
         long = "output",
@@ -136,9 +136,22 @@ pub(crate) async fn client_for(
         None if context.is_some() => kube::Config::from_kubeconfig(&options)
             .await
             .context("cannot use the kubeconfig context")?,
-        None => kube::Config::infer().await.context(
-            "no kubeconfig found: set KUBECONFIG, pass --kubeconfig PATH, or run inside a cluster",
-        )?,
+        None => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let default = home.map(|h| h.join(".kube").join("config"));
+            let from_env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
+            let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+            if !from_env && !in_cluster && default.as_ref().is_none_or(|d| !d.exists()) {
+                bail!(
+                    "no kubeconfig found: KUBECONFIG is not set, {} does not exist, and this is not a pod in a cluster; set KUBECONFIG, pass --kubeconfig PATH, or run inside a cluster",
+                    default
+                        .map_or_else(|| "~/.kube/config".to_owned(), |d| d.display().to_string())
+                );
+            }
+            kube::Config::infer().await.context(
+                "no usable kubeconfig: set KUBECONFIG, pass --kubeconfig PATH, or run inside a cluster",
+            )?
+        }
     };
     let server = config.cluster_url.to_string();
     let namespace = config.default_namespace.clone();
@@ -306,6 +319,9 @@ async fn warn_of_missing_namespaces(client: &kube::Client, namespaces: &[String]
 
 /// `watch`: `record --live`, with the file optional.
 pub fn watch(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
+    if args.dir.is_some() || args.rotate.is_some() || args.keep.is_some() {
+        bail!("watch does not keep a flight recorder: use record --dir DIR --rotate D --live");
+    }
     run_inner(args, out, true)
 }
 

@@ -8,16 +8,29 @@ use anyhow::{Context, Result, bail};
 use crate::args::SimulateArgs;
 use crate::exit::Exit;
 
+/// The generated `scale` scenario, listed after the catalog's.
+const SCALE: (&str, &str) = (
+    "scale",
+    "Many rollouts releasing (some racing, some aborting): --rollouts N --events M --seed S",
+);
+
+/// Every scenario: name and summary.
+fn scenarios() -> Vec<(&'static str, &'static str)> {
+    let mut all: Vec<(&str, &str)> = rf_scenarios::catalog()
+        .iter()
+        .map(|s| (s.name, s.summary))
+        .collect();
+    all.push(SCALE);
+    all
+}
+
 pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
     if args.list {
-        for s in rf_scenarios::catalog() {
-            writeln!(out, "{:<22} {}", s.name, s.summary)?;
+        let all = scenarios();
+        let width = all.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        for (name, summary) in all {
+            writeln!(out, "{name:<width$}  {summary}")?;
         }
-        writeln!(
-            out,
-            "{:<22} many rollouts releasing (some racing, some aborting): --rollouts N --events M --seed S",
-            "scale"
-        )?;
         return Ok(Exit::Ok);
     }
     let (Some(name), Some(output)) = (&args.scenario, &args.output) else {
@@ -45,8 +58,11 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let Some(recording) = rf_scenarios::generate(name) else {
-        let names: Vec<&str> = rf_scenarios::catalog().iter().map(|s| s.name).collect();
-        bail!("unknown scenario {name:?}; known: {}", names.join(", "));
+        let names: Vec<&str> = scenarios().into_iter().map(|(n, _)| n).collect();
+        bail!(
+            "unknown scenario {name:?}; known: {} (simulate --list says what each is)",
+            names.join(", ")
+        );
     };
     if output == Path::new("-") {
         recording.write_to(&mut *out)?;

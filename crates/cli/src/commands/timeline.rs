@@ -3,7 +3,6 @@
 use std::io::Write;
 
 use anyhow::Result;
-use comfy_table::{ContentArrangement, Table, presets};
 use rf_analyzer::{Analyzer, ReplicaSetState, Role, TimelineEntry};
 
 use crate::args::{Format, TimelineArgs};
@@ -30,15 +29,54 @@ fn replicasets(rs: &[ReplicaSetState]) -> String {
         .join("\n")
 }
 
+/// The phase, with its pause reasons and an abort.
+fn phase(e: &TimelineEntry) -> String {
+    let mut phase = e.phase.as_deref().unwrap_or("-").to_owned();
+    if !e.pause.is_empty() {
+        phase.push_str(&format!(" ({})", e.pause.join(",")));
+    }
+    if e.abort {
+        phase.push_str(" ABORT");
+    }
+    phase
+}
+
+/// `--brief`: one line per change, as `kubectl get -w` prints, with what changed last (the line
+/// is not wrapped: a terminal or a pager shows the rest).
+fn brief(out: &mut dyn Write, entries: &[TimelineEntry], clock: Clock) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<6} {:<9} {:<4} {:<11} {:<6} {:<24} CHANGE",
+        "#", "TIME", "GEN", "POD HASH", "STEP", "PHASE"
+    )?;
+    for e in entries {
+        writeln!(
+            out,
+            "{:<6} {:<9} {:<4} {:<11} {:<6} {:<24} {}",
+            e.seq,
+            clock.show(e.at),
+            e.generation
+                .map(|g| g.to_string())
+                .unwrap_or_else(|| "-".into()),
+            short(e.pod_hash.as_deref()),
+            format!("{}/{}", e.step_index, e.step_count),
+            phase(e),
+            e.changes.join("; ")
+        )?;
+    }
+    Ok(())
+}
+
 fn only_readiness(e: &TimelineEntry) -> bool {
     e.source == "ReplicaSet" && e.changes.iter().all(|c| c.contains(" ready "))
 }
 
 pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
-    let options = input::options(&args.files, args.rollout.as_deref(), &args.window, true)?;
+    let window = args.window.window();
+    let options = input::options(&args.files, args.rollout.as_deref(), &window, true)?;
     let since = options.since;
     let recordings = input::open_history(&args.files)?;
-    let scope = input::Scope::of(&options, &args.window);
+    let scope = input::Scope::of(&options, &window);
     let mut analyzer = Analyzer::new(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
     scope.check(&analyzer)?;
@@ -53,6 +91,7 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
             writeln!(out)?;
         }
         Format::Table => {
+            let width = crate::style::Style::for_stdout().width;
             let clock = Clock::for_summary(&report.recording);
             writeln!(out, "{}", recording_line(&report.recording))?;
             if report.timelines.is_empty() {
@@ -66,38 +105,46 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
                     t.entries.len(),
                     if t.truncated { ", truncated" } else { "" }
                 )?;
-                let mut table = Table::new();
-                table
-                    .load_preset(presets::UTF8_HORIZONTAL_ONLY)
-                    .set_content_arrangement(ContentArrangement::Dynamic)
-                    .set_width(140)
-                    .set_header(vec![
-                        "#",
-                        "TIME",
-                        "CHANGE",
-                        "GEN",
-                        "POD HASH",
-                        "STABLE",
-                        "STEP",
-                        "PHASE",
-                        "PAUSE",
-                        "REPLICASETS (ready/replicas)",
-                    ]);
+                if args.brief {
+                    brief(out, &t.entries, clock)?;
+                    continue;
+                }
+                let mut table = crate::style::table(width);
+                table.set_header(vec![
+                    "#",
+                    "TIME",
+                    "GEN",
+                    "POD HASH",
+                    "STEP",
+                    "PHASE",
+                    "CHANGE",
+                    "REPLICASETS (ready/replicas)",
+                ]);
                 for e in &t.entries {
                     table.add_row(vec![
                         e.seq.to_string(),
                         clock.show(e.at),
-                        e.changes.join("\n"),
                         e.generation.map(|g| g.to_string()).unwrap_or_default(),
                         short(e.pod_hash.as_deref()),
-                        short(e.stable_rs.as_deref()),
                         format!("{}/{}", e.step_index, e.step_count),
-                        e.phase.as_deref().unwrap_or_default().to_owned(),
-                        e.pause.join(",") + if e.abort { " ABORT" } else { "" },
+                        phase(e),
+                        e.changes.join("\n"),
                         replicasets(&e.replicasets),
                     ]);
                 }
-                writeln!(out, "{table}")?;
+                // Short values are never broken; the phase, changes and ReplicaSets wrap, a
+                // ReplicaSet a line (`<hash> stable 5/5`).
+                for i in 0..5 {
+                    if let Some(c) = table.column_mut(i) {
+                        c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+                    }
+                }
+                if let Some(c) = table.column_mut(7) {
+                    c.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                        comfy_table::Width::Fixed(22),
+                    ));
+                }
+                crate::style::write_table(out, &table)?;
             }
         }
     }

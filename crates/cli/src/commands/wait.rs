@@ -42,7 +42,8 @@ pub struct WaitArgs {
     /// Write what was watched as a recording, so a failed run leaves its evidence.
     #[arg(long = "record", value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Output format of the outcome.
+    /// Output format of the outcome: one line, or JSON (`rollout`, `outcome`, `exit_code`,
+    /// `waited_seconds`, the `last` state seen and the `notes`).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = crate::args::Format::Table)]
     pub format: crate::args::Format,
     /// Path to the kubeconfig.

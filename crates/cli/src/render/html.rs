@@ -1598,6 +1598,9 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     for warning in &s.warnings {
         let _ = write!(out, r#"<p class="note">warning: {}</p>"#, esc(warning));
     }
+    for note in &s.undecided {
+        let _ = write!(out, r#"<p class="note">not decided: {}</p>"#, esc(note));
+    }
     // What to run now: every command, errors first, without repeats; the first few shown, the
     // rest one click away.
     let mut ordered: Vec<(usize, &Finding)> = report.findings.iter().enumerate().collect();

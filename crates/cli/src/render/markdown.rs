@@ -240,6 +240,9 @@ fn summary(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()> {
     for warning in &s.warnings {
         writeln!(w, "- **Input warning:** {}", text(warning))?;
     }
+    for note in &s.undecided {
+        writeln!(w, "- **Not decided:** {}", text(note))?;
+    }
     writeln!(w)
 }
 

@@ -3,7 +3,6 @@
 
 use std::io::{self, Write};
 
-use comfy_table::{ContentArrangement, Table, presets};
 use rf_analyzer::{Finding, RecordingSummary, Report, Severity, human_duration, rfc3339};
 use rf_format::Timestamp;
 
@@ -12,8 +11,6 @@ use crate::style::{Style, wrap};
 
 pub mod html;
 pub mod markdown;
-
-const WIDTH: usize = 100;
 
 /// The heading of a finding's commands that move traffic or change the release.
 pub const DECISION: &str = "Decide (moves traffic or changes the release):";
@@ -176,7 +173,11 @@ pub fn count_line(findings: &[Finding]) -> String {
 pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Result<()> {
     let s = &report.recording;
     let clock = Clock::for_summary(s);
-    writeln!(w, "{}", style.bold(&recording_line(s)))?;
+    w.write_all(
+        style
+            .bold(&wrap(&recording_line(s), style.width, "", "  "))
+            .as_bytes(),
+    )?;
     for gap in &s.gaps {
         writeln!(
             w,
@@ -195,12 +196,22 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
     for warning in &s.warnings {
         eprintln!("warning: {warning}");
     }
+    for note in &s.undecided {
+        w.write_all(wrap(&format!("not decided: {note}"), style.width, "  ", "    ").as_bytes())?;
+    }
     writeln!(w)?;
     if report.findings.is_empty() {
-        writeln!(
-            w,
-            "No findings: nothing in this recording matches a known failure."
-        )?;
+        if s.undecided.is_empty() {
+            writeln!(
+                w,
+                "No findings: nothing in this recording matches a known failure."
+            )?;
+        } else {
+            writeln!(
+                w,
+                "No findings yet: the recording ended before every check could be decided (above)."
+            )?;
+        }
         return Ok(());
     }
 
@@ -224,12 +235,8 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         header.push("ROLLOUT");
     }
     header.push("WHAT HAPPENED");
-    let mut table = Table::new();
-    table
-        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(WIDTH as u16)
-        .set_header(header);
+    let mut table = crate::style::table(style.width);
+    table.set_header(header);
     for (i, f) in report.findings.iter().enumerate() {
         let mut row = vec![
             format!("{}", i + 1),
@@ -243,24 +250,55 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         row.push(f.summary.clone());
         table.add_row(row);
     }
-    writeln!(w, "{table}")?;
+    crate::style::write_table(w, &table)?;
     writeln!(w)?;
 
     writeln!(w, "{}", style.bold("PROOF AND REMEDY"))?;
+    // A text said under an earlier finding is pointed at, not printed again: the reruns of
+    // one race repeat their reasons and remedies finding after finding.
+    let mut said: std::collections::HashMap<(&str, String), usize> =
+        std::collections::HashMap::new();
+    let mut first = |part: &'static str, text: &str, i: usize| -> Option<usize> {
+        let at = *said.entry((part, text.to_owned())).or_insert(i);
+        (at != i).then_some(at + 1)
+    };
+    let remedies: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let r = &f.remedy;
+            format!(
+                "{}\n{}\n\n{}",
+                r.summary,
+                r.commands.join("\n"),
+                r.decisions.join("\n")
+            )
+        })
+        .collect();
     for (i, f) in report.findings.iter().enumerate() {
-        writeln!(
-            w,
-            "[{}] {} {} · {} · {}",
+        let head = format!(
+            "[{}] {} {}",
             i + 1,
             style.severity(f.severity),
-            style.bold(f.rule.id()),
-            f.subject,
-            clock.show(f.at)
-        )?;
-        w.write_all(wrap(&f.summary, WIDTH, "    ").as_bytes())?;
+            style.bold(f.rule.id())
+        );
+        let tail = format!("{} · {}", f.subject, clock.show(f.at));
+        let plain = format!("[{}] {} {}", i + 1, f.severity.as_str(), f.rule.id());
+        // The subject on a line of its own where the heading would not fit.
+        if plain.chars().count() + 3 + tail.chars().count() <= style.width {
+            writeln!(w, "{head} · {tail}")?;
+        } else {
+            writeln!(w, "{head}\n    {tail}")?;
+        }
+        w.write_all(wrap(&f.summary, style.width, "    ", "    ").as_bytes())?;
         if !f.explanation.is_empty() {
-            writeln!(w, "  {}", style.bold("Why:"))?;
-            w.write_all(wrap(&f.explanation, WIDTH, "    ").as_bytes())?;
+            match first("why", &f.explanation, i) {
+                Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Why:"))?,
+                None => {
+                    writeln!(w, "  {}", style.bold("Why:"))?;
+                    w.write_all(wrap(&f.explanation, style.width, "    ", "    ").as_bytes())?;
+                }
+            }
         }
         if !f.evidence.is_empty() {
             writeln!(w, "  {}", style.bold("Proof:"))?;
@@ -270,30 +308,40 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
                 } else {
                     String::new()
                 };
-                writeln!(
-                    w,
-                    "    {} {} {} {}",
-                    style.dim(&format!("#{file}{:<5}", e.seq)),
-                    clock.show(e.at),
-                    e.object,
-                    e.detail
-                )?;
+                // Wrapped under its detail; the record's number dimmed.
+                let seq = format!("#{file}{:<5}", e.seq);
+                let text = format!("{} {} {}", clock.show(e.at), e.object, e.detail);
+                let lines = wrap(&text, style.width, &format!("    {seq} "), "        ");
+                let lines = lines.replacen(&seq, &style.dim(&seq), 1);
+                w.write_all(lines.as_bytes())?;
             }
         }
-        writeln!(w, "  {}", style.bold("Now:"))?;
-        w.write_all(wrap(&f.remedy.summary, WIDTH, "    ").as_bytes())?;
-        for c in &f.remedy.commands {
-            writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
-        }
-        if !f.remedy.decisions.is_empty() {
-            writeln!(w, "  {}", style.bold(DECISION))?;
-            for c in &f.remedy.decisions {
-                writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
+        match first("now", &remedies[i], i) {
+            Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Now:"))?,
+            None => {
+                writeln!(w, "  {}", style.bold("Now:"))?;
+                w.write_all(wrap(&f.remedy.summary, style.width, "    ", "    ").as_bytes())?;
+                for c in &f.remedy.commands {
+                    writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
+                }
+                if !f.remedy.decisions.is_empty() {
+                    writeln!(w, "  {}", style.bold(DECISION))?;
+                    for c in &f.remedy.decisions {
+                        writeln!(w, "    {}", style.command(&format!("$ {c}")))?;
+                    }
+                }
             }
         }
         if !f.remedy.prevention.is_empty() {
-            writeln!(w, "  {}", style.bold("Prevent:"))?;
-            w.write_all(wrap(&f.remedy.prevention, WIDTH, "    ").as_bytes())?;
+            match first("prevent", &f.remedy.prevention, i) {
+                Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Prevent:"))?,
+                None => {
+                    writeln!(w, "  {}", style.bold("Prevent:"))?;
+                    w.write_all(
+                        wrap(&f.remedy.prevention, style.width, "    ", "    ").as_bytes(),
+                    )?;
+                }
+            }
         }
         writeln!(w)?;
     }
