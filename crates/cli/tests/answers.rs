@@ -654,3 +654,45 @@ fn issue_24_a_recording_that_ends_before_a_rule_can_fire_says_so() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["recording"]["undecided"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn the_readme_shows_the_real_output_of_its_first_command() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let start = readme.find("## Reading the output\n\n```\n").unwrap();
+    let block = &readme[start..]["## Reading the output\n\n```\n".len()..];
+    let block = &block[..block.find("\n```").unwrap()];
+    // As the README runs it, from the project's root.
+    let o = bin()
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["analyze", "recordings/rerender-race.rfr"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    // Each line of the README's block is the next line of the output; `…` leaves some out.
+    let mut at = 0;
+    let mut skipping = false;
+    for want in block.lines() {
+        if want == "…" {
+            skipping = true;
+            continue;
+        }
+        if skipping {
+            at += lines[at..]
+                .iter()
+                .position(|l| *l == want)
+                .unwrap_or_else(|| panic!("README line not in the output: {want:?}\n{out}"));
+            skipping = false;
+        }
+        assert_eq!(
+            lines.get(at),
+            Some(&want),
+            "README differs from the output:\n{out}"
+        );
+        at += 1;
+    }
+    assert_eq!(at, lines.len(), "the README's block stops early:\n{out}");
+}

@@ -173,11 +173,9 @@ pub fn count_line(findings: &[Finding]) -> String {
 pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Result<()> {
     let s = &report.recording;
     let clock = Clock::for_summary(s);
-    w.write_all(
-        style
-            .bold(&wrap(&recording_line(s), style.width, "", "  "))
-            .as_bytes(),
-    )?;
+    for line in recording_line(s).lines() {
+        w.write_all(style.bold(&wrap(line, style.width, "", "  ")).as_bytes())?;
+    }
     for gap in &s.gaps {
         writeln!(
             w,
