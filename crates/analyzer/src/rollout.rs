@@ -754,6 +754,15 @@ impl RolloutTrack {
                 if cur.promote_full || prev.promote_full {
                     return;
                 }
+                // A rollout's first revision has no stable to test against: the controller
+                // makes it stable and sets the index past every step at once (seen with the
+                // real controller, v1.10).
+                let first_deploy = prev.stable_rs.is_none()
+                    && cur.stable_rs.as_deref() == Some(h.as_str())
+                    && usize::try_from(cur.step_index).is_ok_and(|i| i == self.steps.len());
+                if first_deploy {
+                    return;
+                }
                 let reached = self.progress.get(h);
                 let skipped: Vec<i64> = (prev.step_index..cur.step_index)
                     .filter(|&k| {

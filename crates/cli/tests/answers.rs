@@ -696,3 +696,28 @@ fn the_readme_shows_the_real_output_of_its_first_command() {
     }
     assert_eq!(at, lines.len(), "the README's block stops early:\n{out}");
 }
+
+#[test]
+fn a_first_release_written_by_the_real_controller_is_no_manual_step_jump() {
+    // The real Argo Rollouts controller (1.10) makes a new rollout's first revision stable and
+    // sets currentStepIndex 0 -> len(steps) in one status write; it is not a skipped pause.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings/real/first-release-then-pause.rfr");
+    let o = run(&["analyze", path.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["image-not-pinned", "image-not-pinned"], "{v}");
+    // The pause the new image reached is on its timeline.
+    let o = run(&["timeline", path.to_str().unwrap(), "--brief"]);
+    assert!(
+        stdout(&o).contains("Paused (CanaryPauseStep)"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# tests/cluster/up.sh DIR: a real Kubernetes control plane on loopback for the real-cluster
+# tests: etcd, kube-apiserver (with an audit log of the kinds rollout-forensics records),
+# kube-controller-manager (replicaset, deployment, endpointslice, endpoint, garbage collector),
+# kube-scheduler, kwok with fake nodes (pods become Running and Ready), and the Argo Rollouts
+# controller with its CRDs. Writes DIR/kubeconfig and DIR/pids; down.sh DIR stops it.
+#
+# The binaries are built from the Go module proxy by go.mod and kwok/go.mod beside this file,
+# once per set of versions, into $RF_CLUSTER_CACHE (default ~/.cache/rollout-forensics/cluster).
+set -euo pipefail
+
+[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$1"
+dir=$(cd "$1" && pwd)
+# Argo Rollouts' go.mod asks for Go 1.26.10: the go command fetches this toolchain as a module.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+
+key=$(cat "$here/go.mod" "$here/go.sum" "$here/kwok/go.mod" "$here/kwok/go.sum" | sha256sum | cut -c1-16)
+bin=${RF_CLUSTER_CACHE:-$HOME/.cache/rollout-forensics/cluster}/$key
+mkdir -p "$bin"
+
+log() { printf 'cluster: %s\n' "$*" >&2; }
+
+build() {
+  local module_dir=$1 name=$2 pkg=$3
+  if [ ! -x "$bin/$name" ]; then
+    log "building $name ($pkg)"
+    (cd "$module_dir" && go build -trimpath -o "$bin/$name.tmp" "$pkg") && mv "$bin/$name.tmp" "$bin/$name"
+  fi
+}
+begun=$(date +%s)
+build "$here" etcd go.etcd.io/etcd/server/v3
+build "$here" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build "$here" kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+build "$here" kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+build "$here" kubectl k8s.io/kubernetes/cmd/kubectl
+build "$here" rollouts-controller github.com/argoproj/argo-rollouts/cmd/rollouts-controller
+build "$here" kubectl-argo-rollouts github.com/argoproj/argo-rollouts/cmd/kubectl-argo-rollouts
+build "$here/kwok" kwok sigs.k8s.io/kwok/cmd/kwok
+built=$(date +%s)
+log "binaries ready in $((built - begun)) s: $bin"
+echo "$bin" > "$dir/bin"
+
+# Free loopback ports, asked of the kernel.
+read -r etcd_client etcd_peer api_port healthz_port metrics_port < <(python3 - <<'EOF'
+import socket
+socks = [socket.socket() for _ in range(5)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])
+EOF
+)
+
+# A CA, the API server's certificate, the service-account keys, and one client certificate per
+# component (CN is the user, O the group).
+pki=$dir/pki
+mkdir -p "$pki"
+openssl genrsa -out "$pki/ca.key" 2048 2>/dev/null
+openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=rollout-forensics-test-ca" -days 2 -out "$pki/ca.crt" 2>/dev/null
+openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+cert() {
+  # X.509 v3 (extensions), as rustls and Go's TLS both accept.
+  local name=$1 subject=$2 ext=${3:-extendedKeyUsage=clientAuth}
+  openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
+  openssl req -new -key "$pki/$name.key" -subj "$subject" -out "$pki/$name.csr" 2>/dev/null
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n%s\n' "$ext" > "$pki/$name.ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 2 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+}
+cert apiserver "/CN=kube-apiserver" "extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default"
+cert admin "/O=system:masters/CN=admin"
+cert controller-manager "/CN=system:kube-controller-manager"
+cert scheduler "/CN=system:kube-scheduler"
+# The Argo Rollouts controller and kwok run as cluster admins: what they may do is not what
+# these tests check (the recorder's own RBAC is).
+cert rollouts "/O=system:masters/CN=argo-rollouts"
+cert kwok "/O=system:masters/CN=kwok"
+
+kubeconfig() {
+  local user=$1 out=$2
+  cat > "$out" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $pki/$user.crt
+    client-key: $pki/$user.key
+contexts:
+- name: test
+  context: {cluster: test, user: $user, namespace: default}
+current-context: test
+EOF
+}
+for u in admin controller-manager scheduler rollouts kwok; do kubeconfig "$u" "$pki/$u.kubeconfig"; done
+
+# The audit log holds every write to the kinds rollout-forensics records, with its object:
+# the ground truth a recording is checked against.
+cat > "$dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  verbs: [get, list, watch]
+- level: RequestResponse
+  resources:
+  - group: argoproj.io
+    resources: [rollouts, rollouts/status, analysisruns, analysistemplates, experiments, applications]
+  - group: apps
+    resources: [replicasets, replicasets/status, replicasets/scale, deployments, deployments/status, deployments/scale]
+  - group: ""
+    resources: [services, pods, pods/status, events]
+  - group: discovery.k8s.io
+    resources: [endpointslices]
+  - group: events.k8s.io
+    resources: [events]
+  - group: networking.k8s.io
+    resources: [ingresses]
+- level: None
+EOF
+
+: > "$dir/pids"
+start() {
+  local name=$1
+  shift
+  "$@" > "$dir/$name.log" 2>&1 &
+  echo "$! $name" >> "$dir/pids"
+}
+
+start etcd "$bin/etcd" --data-dir "$dir/etcd" --name test \
+  --listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+  --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+  --initial-cluster "test=http://127.0.0.1:$etcd_peer" --log-level warn
+echo "$etcd_client" > "$dir/etcd-port"
+
+start kube-apiserver "$bin/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$etcd_client" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+  --client-ca-file "$pki/ca.crt" \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  --authorization-mode Node,RBAC \
+  --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/audit.log" \
+  --audit-log-format json --audit-log-mode blocking --audit-log-maxsize 0 \
+  --storage-media-type application/json \
+  --enable-priority-and-fairness=false
+
+kc() { "$bin/kubectl" --kubeconfig "$pki/admin.kubeconfig" "$@"; }
+cp "$pki/admin.kubeconfig" "$dir/kubeconfig"
+
+wait_for() {
+  local what=$1 limit=$2
+  shift 2
+  local t=0
+  until "$@" >/dev/null 2>&1; do
+    t=$((t + 1))
+    if [ "$t" -gt "$limit" ]; then
+      log "$what not ready after ${limit}s; its log:"
+      tail -n 30 "$dir/$what.log" >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+}
+wait_for kube-apiserver 120 kc get --raw /readyz
+
+start kube-controller-manager "$bin/kube-controller-manager" \
+  --kubeconfig "$pki/controller-manager.kubeconfig" \
+  --authentication-kubeconfig "$pki/controller-manager.kubeconfig" \
+  --authorization-kubeconfig "$pki/controller-manager.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+  --controllers replicaset,deployment,endpointslice,endpoint,garbagecollector,serviceaccount,serviceaccount-token,namespace,nodelifecycle \
+  --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+  --use-service-account-credentials=true
+start kube-scheduler "$bin/kube-scheduler" \
+  --kubeconfig "$pki/scheduler.kubeconfig" \
+  --authentication-kubeconfig "$pki/scheduler.kubeconfig" \
+  --authorization-kubeconfig "$pki/scheduler.kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
+
+# Fake nodes, run by kwok: pods scheduled on them become Running and Ready.
+for i in 0 1 2; do
+  kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok, kubernetes.io/hostname: kwok-node-$i}
+spec: {}
+status:
+  allocatable: {cpu: "64", memory: 256Gi, pods: "10000"}
+  capacity: {cpu: "64", memory: 256Gi, pods: "10000"}
+EOF
+done
+start kwok "$bin/kwok" --kubeconfig "$pki/kwok.kubeconfig" \
+  --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+  --cidr 10.244.0.0/16 --node-ip 127.0.0.1
+
+# Argo Rollouts: its CRDs as its module ships them, then the controller.
+rollouts_dir=$(cd "$here" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-rollouts)
+kc apply --server-side -k "$rollouts_dir/manifests/crds/" >/dev/null
+wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/rollouts.argoproj.io
+start rollouts-controller "$bin/rollouts-controller" --kubeconfig "$pki/rollouts.kubeconfig" \
+  --leader-elect=false --healthzPort "$healthz_port" --metricsPort "$metrics_port"
+
+wait_for kwok 60 sh -c "'$bin/kubectl' --kubeconfig '$pki/admin.kubeconfig' get nodes -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
+log "up in $(($(date +%s) - built)) s after the build: KUBECONFIG=$dir/kubeconfig"
