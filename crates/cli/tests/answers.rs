@@ -15,11 +15,7 @@ fn bin() -> Command {
     c
 }
 
-fn recording(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../recordings")
-        .join(format!("{name}.rfr"))
-}
+use common::{recording, text};
 
 fn rec(name: &str) -> String {
     recording(name).to_str().unwrap().to_owned()
@@ -30,11 +26,11 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    text(&o.stdout)
 }
 
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(&o.stderr)
 }
 
 /// Runs with stdout a pipe whose reading end is closed at once (`| head` that read nothing).
