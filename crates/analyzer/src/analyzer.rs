@@ -420,11 +420,11 @@ impl Analyzer {
 
     fn wanted(&self, f: &Finding) -> bool {
         self.opts.since.is_none_or(|s| f.at >= s)
-            && self
-                .opts
-                .rollout
-                .as_ref()
-                .is_none_or(|(ns, name)| f.rollout.namespace == *ns && f.rollout.name == *name)
+            && selects(
+                self.opts.rollout.as_ref(),
+                &f.rollout.namespace,
+                &f.rollout.name,
+            )
     }
 
     fn count(&mut self, rec: &Record) {
@@ -809,9 +809,7 @@ impl Analyzer {
             let rollout = self.opts.rollout.as_ref();
             self.summary.undecided = undecided
                 .into_iter()
-                .filter(|(r, _)| {
-                    rollout.is_none_or(|(ns, name)| r.namespace == *ns && r.name == *name)
-                })
+                .filter(|(r, _)| selects(rollout, &r.namespace, &r.name))
                 .map(|(_, note)| note)
                 .collect();
         }
@@ -826,12 +824,7 @@ impl Analyzer {
         let timelines = if self.opts.timelines {
             self.tracks
                 .values_mut()
-                .filter(|t| {
-                    self.opts
-                        .rollout
-                        .as_ref()
-                        .is_none_or(|(ns, name)| t.namespace == *ns && t.name == *name)
-                })
+                .filter(|t| selects(self.opts.rollout.as_ref(), &t.namespace, &t.name))
                 .filter(|t| t.last.is_some())
                 .map(|t| Timeline {
                     rollout: t.subject(),
@@ -933,6 +926,11 @@ impl Analyzer {
             packed_bytes: self.packed.bytes(),
         }
     }
+}
+
+/// True when `Options::rollout` (`filter`) lets the rollout `namespace`/`name` through.
+fn selects(filter: Option<&(String, String)>, namespace: &str, name: &str) -> bool {
+    filter.is_none_or(|(ns, n)| ns == namespace && n == name)
 }
 
 /// The warning when `read` of `packed` findings were read back.

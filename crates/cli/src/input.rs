@@ -188,11 +188,13 @@ pub fn replay(
     objects: Objects,
 ) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
-    // The file before and when its history ended, while the files must be one history.
-    let mut before: Option<(PathBuf, Timestamp)> = None;
+    // The file before, while the files must be one history; the analyzer knows when the
+    // history read so far ends.
+    let mut before: Option<PathBuf> = None;
     for Recording { path, reader } in recordings {
         let start = reader.header().started_at;
-        if let Some((prev, end)) = before.as_ref().filter(|_| objects == Objects::Analyzed)
+        if let (Some(prev), Some(end)) = (before.as_ref(), analyzer.stopped_at())
+            && objects == Objects::Analyzed
             && start.0 < end.0 - OVERLAP_TOLERANCE_NANOS
         {
             bail!(
@@ -202,10 +204,9 @@ pub fn replay(
                 path.display(),
                 rfc3339(start),
                 prev.display(),
-                rfc3339(*end)
+                rfc3339(end)
             );
         }
-        let mut last = start;
         let reader = match objects {
             Objects::All => reader,
             Objects::Analyzed => reader.objects_of(Prepared::reads),
@@ -216,12 +217,10 @@ pub fn replay(
             reader.header(),
         );
         let ended = crate::pipeline::for_each(reader, |rec, prepared| {
-            last = last.max(rec.observed_at);
             analyzer.replay_prepared(rec, prepared);
             !analyzer.past_until()
         });
-        let closed = ended.reader.trailer().map(|t| t.closed_at);
-        before = Some((path.clone(), closed.map_or(last, |c| c.max(last))));
+        before = Some(path.clone());
         if analyzer.past_until() {
             break;
         }
@@ -364,24 +363,22 @@ impl Scope {
             let span = || {
                 format!(
                     "the recording spans {} .. {}",
-                    analyzer
-                        .first_at()
-                        .map_or_else(|| "?".to_owned(), rf_analyzer::rfc3339),
-                    rf_analyzer::rfc3339(end)
+                    analyzer.first_at().map_or_else(|| "?".to_owned(), rfc3339),
+                    rfc3339(end)
                 )
             };
             if let Some(u) = self.until.filter(|u| *u > end) {
-                anyhow::bail!(
+                bail!(
                     "{} {} is after the recording ends: {}; nothing is known of that moment (leave the flag out for the end)",
                     self.until_flag,
-                    rf_analyzer::rfc3339(u),
+                    rfc3339(u),
                     span()
                 );
             }
             if let Some(s) = self.since.filter(|s| *s > end) {
-                anyhow::bail!(
+                bail!(
                     "--since {} is after the recording ends: {}; no finding can be that late",
-                    rf_analyzer::rfc3339(s),
+                    rfc3339(s),
                     span()
                 );
             }
@@ -396,13 +393,13 @@ impl Scope {
         let want = format!("{ns}/{name}");
         let scope = self.until.map_or_else(
             || "the recording".to_owned(),
-            |u| format!("the recording up to {}", rf_analyzer::rfc3339(u)),
+            |u| format!("the recording up to {}", rfc3339(u)),
         );
         if seen.is_empty() {
-            anyhow::bail!("no rollout {want} in {scope}: it has no rollouts at all");
+            bail!("no rollout {want} in {scope}: it has no rollouts at all");
         }
         let names = nearest_first(&want, seen.iter().map(|(n, m)| format!("{n}/{m}")));
-        anyhow::bail!(
+        bail!(
             "no rollout {want} in {scope}; its rollouts, nearest first: {}",
             listing(&names)
         )

@@ -46,24 +46,16 @@ fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
     }
 }
 
-/// What [`check`] found of one ReplicaSet.
+/// What [`check`] found of a ReplicaSet that may be an orphan.
 enum Verdict {
-    /// Not an orphan.
-    No,
     /// An orphan.
     Orphan(Box<Finding>),
     /// It would be, had the analysis gone on for the grace period: it says so.
     TooSoon(String),
 }
 
-fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Verdict {
-    match judge(track, rs, end, snapshot) {
-        Some(v) => v,
-        None => Verdict::No,
-    }
-}
-
-fn judge(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Verdict> {
+/// `None`: not an orphan.
+fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Verdict> {
     let last = track.last.as_ref()?;
     let hash = rs.hash.as_deref()?;
     if rs.deleted
@@ -184,9 +176,9 @@ impl Detector for OrphanedReplicaSet {
         for track in tracks {
             for rs in track.replicasets.values() {
                 match check(track, rs, end, self.snapshot) {
-                    Verdict::No => {}
-                    Verdict::Orphan(f) => findings.push(*f),
-                    Verdict::TooSoon(note) => undecided.push((track.subject(), note)),
+                    None => {}
+                    Some(Verdict::Orphan(f)) => findings.push(*f),
+                    Some(Verdict::TooSoon(note)) => undecided.push((track.subject(), note)),
                 }
             }
         }

@@ -70,8 +70,9 @@ pub fn analyze_files(
     Ok((analyzer.finish(), damage))
 }
 
-/// Replays `files` into an analyzer, left unfinished.
-fn replay_files(
+/// Replays `files` into an analyzer, left unfinished; fails where the recording does not hold
+/// what `options` ask for ([`input::Scope::check`]). `timeline` replays the same way.
+pub(crate) fn replay_files(
     files: &[std::path::PathBuf],
     options: Options,
     window: &crate::args::Window,

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use rf_analyzer::{Analyzer, ReplicaSetState, Role, TimelineEntry};
+use rf_analyzer::{ReplicaSetState, Role, TimelineEntry};
 
 use crate::args::{Format, TimelineArgs};
 use crate::commands::analyze::report_damage;
@@ -75,11 +75,7 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
     let window = args.window.window();
     let options = input::options(&args.files, args.rollout.as_deref(), &window, true)?;
     let since = options.since;
-    let recordings = input::open_history(&args.files)?;
-    let scope = input::Scope::of(&options, &window);
-    let mut analyzer = Analyzer::new(options);
-    let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
-    scope.check(&analyzer)?;
+    let (analyzer, damage) = crate::commands::analyze::replay_files(&args.files, options, &window)?;
     let mut report = analyzer.finish();
     for t in &mut report.timelines {
         t.entries

@@ -170,6 +170,23 @@ pub fn count_line(findings: &[Finding]) -> String {
 }
 
 /// The whole analyze report as an incident summary.
+/// A labelled text under a finding, or a pointer to the finding `earlier` that said it.
+fn section(
+    w: &mut dyn Write,
+    style: Style,
+    label: &str,
+    text: &str,
+    earlier: Option<usize>,
+) -> io::Result<()> {
+    match earlier {
+        Some(n) => writeln!(w, "  {} as [{n}]", style.bold(label)),
+        None => {
+            writeln!(w, "  {}", style.bold(label))?;
+            w.write_all(wrap(text, style.width, "    ", "    ").as_bytes())
+        }
+    }
+}
+
 pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Result<()> {
     let s = &report.recording;
     let clock = Clock::for_summary(s);
@@ -290,13 +307,8 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         }
         w.write_all(wrap(&f.summary, style.width, "    ", "    ").as_bytes())?;
         if !f.explanation.is_empty() {
-            match first("why", &f.explanation, i) {
-                Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Why:"))?,
-                None => {
-                    writeln!(w, "  {}", style.bold("Why:"))?;
-                    w.write_all(wrap(&f.explanation, style.width, "    ", "    ").as_bytes())?;
-                }
-            }
+            let earlier = first("why", &f.explanation, i);
+            section(w, style, "Why:", &f.explanation, earlier)?;
         }
         if !f.evidence.is_empty() {
             writeln!(w, "  {}", style.bold("Proof:"))?;
@@ -331,15 +343,8 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
             }
         }
         if !f.remedy.prevention.is_empty() {
-            match first("prevent", &f.remedy.prevention, i) {
-                Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Prevent:"))?,
-                None => {
-                    writeln!(w, "  {}", style.bold("Prevent:"))?;
-                    w.write_all(
-                        wrap(&f.remedy.prevention, style.width, "    ", "    ").as_bytes(),
-                    )?;
-                }
-            }
+            let earlier = first("prevent", &f.remedy.prevention, i);
+            section(w, style, "Prevent:", &f.remedy.prevention, earlier)?;
         }
         writeln!(w)?;
     }
