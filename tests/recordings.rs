@@ -14,6 +14,19 @@ fn recordings_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings")
 }
 
+/// The recordings of `recordings/real/` (written by the real controller), by name.
+fn real_recordings() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(recordings_dir().join("real"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".rfr").map(|n| format!("real/{n}"))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 fn read(name: &str) -> (rf_format::Header, Vec<Record>, rf_format::Timestamp) {
     let path = recordings_dir().join(format!("{name}.rfr"));
     let file = File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -129,6 +142,57 @@ fn every_recording_matches_its_report_snapshot() {
     for s in rf_scenarios::catalog() {
         let report = analyze(s.name);
         insta::assert_json_snapshot!(s.name, report);
+    }
+    let real = real_recordings();
+    assert!(real.len() >= 8, "{real:?}");
+    for name in real {
+        let report = analyze(&name);
+        insta::assert_json_snapshot!(name.replace('/', "-"), report);
+    }
+}
+
+#[test]
+fn every_real_recording_has_a_readme_line() {
+    let readme = std::fs::read_to_string(recordings_dir().join("real/README.md")).unwrap();
+    for name in real_recordings() {
+        let file = name.strip_prefix("real/").unwrap();
+        assert!(
+            readme.contains(&format!("`{file}.rfr`")),
+            "recordings/real/README.md has no line for {file}"
+        );
+    }
+}
+
+/// What the real controller did in each fixture of `recordings/real/`, and only that, is found.
+#[test]
+fn issue_25_the_real_controllers_recordings_find_what_it_did() {
+    let expect: &[(&str, &[Rule])] = &[
+        ("abort", &[]),
+        (
+            "adoption-selector-drift",
+            &[Rule::ServiceSelectorMismatch, Rule::CanaryNotInEndpoints],
+        ),
+        ("clean-release-promoted", &[]),
+        ("first-release-then-pause", &[Rule::ImageNotPinned]),
+        ("manual-step-index-patch", &[]),
+        (
+            "seed-rerender-at-pause",
+            &[
+                Rule::DoubleRender,
+                Rule::RerenderRestart,
+                Rule::PauseLost,
+                Rule::ConfigOnlyRerender,
+            ],
+        ),
+        ("steps-only-change", &[]),
+        ("undo-to-stable", &[]),
+    ];
+    for (name, rules_expected) in expect {
+        let report = analyze(&format!("real/{name}"));
+        let mut want = rules_expected.to_vec();
+        want.sort();
+        assert_eq!(rules(&report), want, "{name}");
+        assert!(report.recording.undecided.is_empty(), "{name}");
     }
 }
 

@@ -143,6 +143,8 @@ start etcd "$bin/etcd" --data-dir "$dir/etcd" --name test \
   --initial-cluster "test=http://127.0.0.1:$etcd_peer" --log-level warn
 echo "$etcd_client" > "$dir/etcd-port"
 
+# TaintNodesByCondition is off: it taints each new node not-ready, a taint only the node
+# lifecycle controller (not run, see below) would lift.
 start kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_client" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -155,7 +157,8 @@ start kube-apiserver "$bin/kube-apiserver" \
   --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/audit.log" \
   --audit-log-format json --audit-log-mode blocking --audit-log-maxsize 0 \
   --storage-media-type application/json \
-  --enable-priority-and-fairness=false
+  --enable-priority-and-fairness=false \
+  --disable-admission-plugins TaintNodesByCondition
 
 kc() { "$bin/kubectl" --kubeconfig "$pki/admin.kubeconfig" "$@"; }
 cp "$pki/admin.kubeconfig" "$dir/kubeconfig"
@@ -176,12 +179,14 @@ wait_for() {
 }
 wait_for kube-apiserver 120 kc get --raw /readyz
 
+# No node lifecycle controller: kwok's heartbeats can lag on a busy 2-core machine, and that
+# controller would then mark every pod not Ready and flap the rollouts under test.
 start kube-controller-manager "$bin/kube-controller-manager" \
   --kubeconfig "$pki/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$pki/controller-manager.kubeconfig" \
   --authorization-kubeconfig "$pki/controller-manager.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
-  --controllers replicaset,deployment,endpointslice,endpoint,garbagecollector,serviceaccount,serviceaccount-token,namespace,nodelifecycle \
+  --controllers replicaset,deployment,endpointslice,endpoint,garbagecollector,serviceaccount,serviceaccount-token,namespace \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --use-service-account-credentials=true
 start kube-scheduler "$bin/kube-scheduler" \

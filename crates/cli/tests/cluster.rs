@@ -1,0 +1,495 @@
+//! Real incidents, played by the real Argo Rollouts controller on a real control plane
+//! (`tests/cluster/up.sh`), recorded by `rollout-forensics record` while they happen, and
+//! analyzed. Manifests are applied as Argo CD applies them; the user's moves are made with the
+//! real `kubectl-argo-rollouts`. Each test asserts what the real controller did, that the
+//! findings match it, and that the recording holds every write the apiserver's audit log shows.
+//!
+//! They need `RF_CLUSTER=DIR` (a cluster of `up.sh`) and are run by `tests/cluster/run.sh`
+//! (`cargo test --test cluster -- --ignored`); without the cluster each one fails.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod real;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{Killed, drain, run_bounded, text, wait_bounded};
+use real::{Namespace, Recorder, analyze, assert_audit_truth, cluster, keep, rules, until};
+use serde_json::Value;
+
+/// The steps of the seed incident: a manual pause after the first weight.
+const STEPS: &str = "[{setWeight: 20}, {pause: {}}, {setWeight: 50}, {pause: {duration: 5s}}]";
+
+/// An image pinned by digest (so `image-not-pinned` stays out of the way), `n` naming it.
+fn image(n: u8) -> String {
+    format!(
+        "registry.example/checkout-api:1.{n}@sha256:{}",
+        format!("{n:02x}").repeat(32)
+    )
+}
+
+/// One GitOps render: the Service and the canary Rollout `checkout-api`, `version` the pod
+/// label the Service also selects when `service_version` is set.
+struct Render<'a> {
+    image: u8,
+    checksum: &'a str,
+    steps: &'a str,
+    version: &'a str,
+    service_version: Option<&'a str>,
+    min_ready: u32,
+}
+
+impl Default for Render<'_> {
+    fn default() -> Self {
+        Render {
+            image: 0,
+            checksum: "c0",
+            steps: STEPS,
+            version: "v1",
+            service_version: None,
+            min_ready: 0,
+        }
+    }
+}
+
+impl Render<'_> {
+    fn yaml(&self) -> String {
+        let selector = match self.service_version {
+            Some(v) => format!("{{app: checkout-api, version: {v}}}"),
+            None => "{app: checkout-api}".to_owned(),
+        };
+        format!(
+            r#"apiVersion: v1
+kind: Service
+metadata: {{name: checkout-api}}
+spec:
+  selector: {selector}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 4
+  revisionHistoryLimit: 3
+  minReadySeconds: {min_ready}
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api, version: {version}}}
+      annotations: {{checksum/config: "{checksum}"}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]
+  strategy:
+    canary:
+      steps: {steps}
+"#,
+            min_ready = self.min_ready,
+            version = self.version,
+            checksum = self.checksum,
+            image = image(self.image),
+            steps = self.steps,
+        )
+    }
+}
+
+const APP: &str = "checkout-api";
+
+fn hash(rollout: &Value) -> String {
+    rollout["status"]["currentPodHash"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The report's findings of `rule`.
+fn of_rule<'a>(report: &'a Value, rule: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+/// The undecided notes of a report: a recording too short for a rule to decide.
+fn undecided(report: &Value) -> &Vec<Value> {
+    report["recording"]["undecided"].as_array().unwrap()
+}
+
+/// Test 1 and test 5: the seed incident. A canary paused at its first pause is re-rendered with
+/// only `checksum/config` changed; the real controller restarts it at step 0. A pipeline re-run
+/// waiting with `wait --for pause --new-revision` reports the restart, has its timer reset, and
+/// exits 0 at the new revision's pause, after more than its timeout in all.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "seed");
+    let file = c.home.path().join("seed.rfr");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    // minReadySeconds makes each step wait for its pods, so a pause comes seconds after a
+    // restart: the wait below outlives its timeout only if the restart reset it.
+    let render = |image, checksum| Render {
+        image,
+        checksum,
+        min_ready: 8,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0, "c0").yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1, "a").yaml());
+    let first = hash(&ns.wait_paused_at(APP, 1));
+
+    // The pipeline re-run: it starts once the first render is paused, so only a new revision
+    // counts; it writes what it watched, which says when its watch is running.
+    let watched = c.home.path().join("wait.rfr");
+    let mut wait = c.forensics();
+    wait.args([
+        "wait",
+        APP,
+        "-n",
+        &ns.name,
+        "--for",
+        "pause",
+        "--new-revision",
+        "--timeout",
+        "15s",
+        "-o",
+        "json",
+        "--record",
+    ])
+    .arg(&watched)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut waiting = Killed(wait.spawn().unwrap());
+    let wait_out = drain(waiting.0.stdout.take());
+    let wait_err = drain(waiting.0.stderr.take());
+    until(
+        "wait's watch of rollouts",
+        Duration::from_secs(30),
+        || {
+            real::records_so_far(&watched)
+                .iter()
+                .any(|r| r.op == rf_format::Op::ListEnd && r.kind == rf_format::Kind::Rollout)
+                .then_some(())
+        },
+        || format!("{:?}", waiting.0.try_wait()),
+    );
+    std::thread::sleep(Duration::from_secs(11));
+    assert!(
+        waiting.0.try_wait().unwrap().is_none(),
+        "wait does not count the pause reached before it started"
+    );
+
+    c.apply(&ns.name, &render(1, "b").yaml());
+    let status = wait_bounded(&mut waiting, Duration::from_secs(60), "wait");
+    let out = text(&wait_out.join().unwrap());
+    let err = text(&wait_err.join().unwrap());
+    assert_eq!(status.code(), Some(0), "{out}{err}");
+    let outcome: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(outcome["outcome"], "reached", "{outcome}");
+    assert!(
+        outcome["waited_seconds"].as_f64().unwrap() > 15.0,
+        "waited past its timeout, the timer reset by the restart: {outcome}"
+    );
+    assert_eq!(outcome["last"]["restarts"], 1, "{outcome}");
+    assert!(
+        outcome["notes"]
+            .to_string()
+            .contains("restarted on a new pod template"),
+        "the wait says why its timer started again: {outcome}{err}"
+    );
+
+    let second = ns.wait_paused_at(APP, 1);
+    let second_hash = hash(&second);
+    assert_ne!(
+        first, second_hash,
+        "the checksum alone made a new pod-template hash"
+    );
+    // The orphan rule decides 30 s after the restart; the recording goes past that.
+    std::thread::sleep(Duration::from_secs(35));
+    let sets = ns.replica_sets();
+    let first_running = sets.values().any(|(h, n)| *h == first && *n > 0);
+    rec.stop(&c);
+    keep(&file, "seed-rerender-at-pause");
+    assert_audit_truth(&c, &ns.name, &file);
+
+    let (report, code) = analyze(&c, &file);
+    let found = rules(&report);
+    assert_eq!(code, Some(1), "{found:?}");
+    for rule in ["rerender-restart", "pause-lost", "config-only-rerender"] {
+        assert!(found.iter().any(|r| r == rule), "{rule} in {found:?}");
+    }
+    let restart = &of_rule(&report, "rerender-restart")[0];
+    assert!(
+        restart["summary"].as_str().unwrap().contains(&second_hash),
+        "{restart}"
+    );
+    let orphans = of_rule(&report, "orphaned-replicaset");
+    assert_eq!(
+        !orphans.is_empty(),
+        first_running,
+        "orphaned-replicaset exactly when the real controller left {first} running: {sets:?} {found:?}"
+    );
+    assert!(undecided(&report).is_empty(), "{report}");
+}
+
+/// Runs a rollout from nothing to Healthy on image 0, then releases image 1 and waits for the
+/// pause at step 1: the start of each move of test 2.
+fn released_and_paused<'a>(c: &'a real::Cluster, name: &str) -> (Namespace<'a>, Recorder) {
+    let ns = Namespace::new(c, name);
+    let file = c.home.path().join(format!("{name}.rfr"));
+    let rec = Recorder::start(c, &ns.name, &file, &[]);
+    c.apply(&ns.name, &Render::default().yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(
+        &ns.name,
+        &Render {
+            image: 1,
+            ..Render::default()
+        }
+        .yaml(),
+    );
+    ns.wait_paused_at(APP, 1);
+    (ns, rec)
+}
+
+/// `kubectl argo rollouts ARGS -n NS`, which must succeed.
+fn plugin(c: &real::Cluster, ns: &str, args: &[&str]) {
+    let mut all = args.to_vec();
+    all.extend(["-n", ns]);
+    let o = c.plugin(&all);
+    assert!(
+        o.status.success(),
+        "kubectl argo rollouts {all:?}: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+/// The rules no move of test 2 may produce: they would misread it as the race.
+const RACE: [&str; 4] = [
+    "rerender-restart",
+    "pause-lost",
+    "config-only-rerender",
+    "orphaned-replicaset",
+];
+
+fn assert_not_the_race(report: &Value, what: &str) {
+    let found = rules(report);
+    for rule in RACE {
+        assert!(
+            !found.iter().any(|r| r == rule),
+            "{what}: {rule} in {found:?}"
+        );
+    }
+    assert!(undecided(report).is_empty(), "{what}: {report}");
+}
+
+/// `check ROLLOUT -n NS` against the live cluster: its exit code and stdout.
+fn check(c: &real::Cluster, ns: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let mut cmd = c.forensics();
+    cmd.args(["check", APP, "-n", ns]).args(extra);
+    let o = run_bounded(cmd);
+    (
+        o.status.code(),
+        format!("{}{}", text(&o.stdout), text(&o.stderr)),
+    )
+}
+
+/// Test 2 and test 5: a clean image-only release, promoted with the real plugin, to Healthy:
+/// no finding at all, and `check` passes on it.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_clean_release_promoted_to_healthy() {
+    let c = cluster();
+    let (ns, rec) = released_and_paused(&c, "clean");
+    plugin(&c, &ns.name, &["promote", APP]);
+    let done = ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    let (code, out) = check(&c, &ns.name, &[]);
+    assert_eq!(code, Some(0), "check passes on a clean release: {out}");
+    std::thread::sleep(Duration::from_secs(2));
+    rec.stop(&c);
+    keep(&rec_path(&c, "clean"), "clean-release-promoted");
+    assert_audit_truth(&c, &ns.name, &rec_path(&c, "clean"));
+    let (report, code) = analyze(&c, &rec_path(&c, "clean"));
+    assert_eq!(rules(&report), Vec::<String>::new(), "{done}");
+    assert_eq!(code, Some(0));
+    assert!(undecided(&report).is_empty(), "{report}");
+}
+
+fn rec_path(c: &real::Cluster, name: &str) -> std::path::PathBuf {
+    c.home.path().join(format!("{name}.rfr"))
+}
+
+/// Test 2: an abort with the real plugin: the canary is scaled down, the rollout Degraded.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_abort_is_not_the_race() {
+    let c = cluster();
+    let (ns, rec) = released_and_paused(&c, "abort");
+    plugin(&c, &ns.name, &["abort", APP]);
+    ns.wait_status(APP, "aborted", |s| {
+        s["abort"] == true && s["phase"] == "Degraded"
+    });
+    std::thread::sleep(Duration::from_secs(12));
+    rec.stop(&c);
+    let file = rec_path(&c, "abort");
+    keep(&file, "abort");
+    assert_audit_truth(&c, &ns.name, &file);
+    assert_not_the_race(&analyze(&c, &file).0, "abort");
+}
+
+/// Test 2: while paused, a render changes only the steps: the real controller starts the
+/// steps again on the same pod-template hash.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_steps_only_change_is_not_the_race() {
+    let c = cluster();
+    let (ns, rec) = released_and_paused(&c, "steps");
+    let before = hash(&ns.rollout(APP));
+    c.apply(
+        &ns.name,
+        &Render {
+            image: 1,
+            steps: "[{setWeight: 25}, {pause: {}}, {setWeight: 50}, {pause: {duration: 5s}}]",
+            ..Render::default()
+        }
+        .yaml(),
+    );
+    let after = ns.wait_paused_at(APP, 1);
+    assert_eq!(
+        hash(&after),
+        before,
+        "a steps change keeps the pod-template hash"
+    );
+    std::thread::sleep(Duration::from_secs(12));
+    rec.stop(&c);
+    let file = rec_path(&c, "steps");
+    keep(&file, "steps-only-change");
+    assert_audit_truth(&c, &ns.name, &file);
+    assert_not_the_race(&analyze(&c, &file).0, "a steps-only change");
+}
+
+/// Test 2: `kubectl argo rollouts undo` while paused: the stable template comes back and the
+/// real controller goes straight to Healthy on the stable ReplicaSet.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_undo_to_stable_is_not_the_race() {
+    let c = cluster();
+    let (ns, rec) = released_and_paused(&c, "undo");
+    let stable = ns.rollout(APP)["status"]["stableRS"].clone();
+    plugin(&c, &ns.name, &["undo", APP]);
+    ns.wait_status(APP, "Healthy on the stable revision again", |s| {
+        s["phase"] == "Healthy" && s["currentPodHash"] == stable
+    });
+    std::thread::sleep(Duration::from_secs(12));
+    rec.stop(&c);
+    let file = rec_path(&c, "undo");
+    keep(&file, "undo-to-stable");
+    assert_audit_truth(&c, &ns.name, &file);
+    assert_not_the_race(&analyze(&c, &file).0, "undo");
+}
+
+/// Test 2: a user patches `status.currentStepIndex` past the pause; the real controller goes
+/// on from there to Healthy.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_a_manual_step_index_patch_is_not_the_race() {
+    let c = cluster();
+    let (ns, rec) = released_and_paused(&c, "patch");
+    c.ok(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "rollout",
+            APP,
+            "--subresource",
+            "status",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"status":{"currentStepIndex":2,"pauseConditions":null,"controllerPause":false}}"#,
+        ],
+        None,
+    );
+    ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    rec.stop(&c);
+    let file = rec_path(&c, "patch");
+    keep(&file, "manual-step-index-patch");
+    assert_audit_truth(&c, &ns.name, &file);
+    let report = analyze(&c, &file).0;
+    assert_not_the_race(&report, "a status patch");
+}
+
+/// Test 3: adoption. A release also bumps the pod label `version` v417 -> v418 while the
+/// Service still selects v417: the canary's pods are Ready and the real endpointslice
+/// controller lists none of them. `check` exits 1 and names the mismatch; `analyze` finds it
+/// from the EndpointSlices that controller wrote.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_adoption_selector_drift() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "adoption");
+    let file = c.home.path().join("adoption.rfr");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let render = |image, version| Render {
+        image,
+        version,
+        service_version: Some("v417"),
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0, "v417").yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1, "v418").yaml());
+    let paused = ns.wait_paused_at(APP, 1);
+    let canary = hash(&paused);
+    // The endpointslice controller lists the stable pods only.
+    let slices = until(
+        "EndpointSlices listing the 4 ready stable pods, not the canary's",
+        Duration::from_secs(60),
+        || {
+            let list = c.get(&ns.name, "endpointslices").unwrap();
+            let ready: Vec<String> = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .filter(|e| e["conditions"]["ready"] == true)
+                .filter_map(|e| e["targetRef"]["name"].as_str().map(str::to_owned))
+                .collect();
+            (ready.len() == 4).then_some(ready)
+        },
+        || ns.state(),
+    );
+    assert!(
+        slices.iter().all(|p| !p.contains(&canary)),
+        "no canary pod {canary} behind the Service: {slices:?}"
+    );
+    let (code, out) = check(&c, &ns.name, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("NOT ADOPTED"), "{out}");
+    assert!(out.contains("service-selector-mismatch"), "{out}");
+    assert!(out.contains("v417") && out.contains("v418"), "{out}");
+    // canary-not-in-endpoints waits for the endpoints to settle; the recording goes past it.
+    std::thread::sleep(Duration::from_secs(15));
+    rec.stop(&c);
+    keep(&file, "adoption-selector-drift");
+    assert_audit_truth(&c, &ns.name, &file);
+    let (report, code) = analyze(&c, &file);
+    let found = rules(&report);
+    assert_eq!(code, Some(1), "{found:?}");
+    for rule in ["service-selector-mismatch", "canary-not-in-endpoints"] {
+        assert!(found.iter().any(|r| r == rule), "{rule} in {found:?}");
+    }
+    assert_not_the_race(&report, "adoption");
+}
