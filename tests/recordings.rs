@@ -173,6 +173,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             &[Rule::ServiceSelectorMismatch, Rule::CanaryNotInEndpoints],
         ),
         ("clean-release-promoted", &[]),
+        ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
         ("manual-step-index-patch", &[]),
         (

@@ -130,10 +130,12 @@ rules:
 EOF
 
 : > "$dir/pids"
+# Each component's command line is kept in DIR/NAME.cmd, so fault.sh can start it again.
 start() {
   local name=$1
   shift
-  "$@" > "$dir/$name.log" 2>&1 &
+  printf '%q ' "$@" > "$dir/$name.cmd"
+  "$@" >> "$dir/$name.log" 2>&1 &
   echo "$! $name" >> "$dir/pids"
 }
 

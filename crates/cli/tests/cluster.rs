@@ -493,3 +493,79 @@ fn issue_25_adoption_selector_drift() {
     }
     assert_not_the_race(&report, "adoption");
 }
+
+/// The gap records of a recording: (kind, reason).
+fn gaps(path: &std::path::Path) -> Vec<(String, String)> {
+    real::records_so_far(path)
+        .into_iter()
+        .filter_map(|r| match r.op {
+            rf_format::Op::Gap { reason } => Some((r.kind.name().to_owned(), reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Ground truth with faults: a release recorded through a kube-apiserver restart, an etcd
+/// compaction behind the recorder's back (a real 410 Gone for every resumed watch), and a
+/// kube-apiserver frozen past the recorder's idle timeout. Every write the audit log shows is
+/// in the recording or inside a gap it states; the compaction's gaps are stated.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_ground_truth_through_restart_compaction_and_a_stalled_watch() {
+    let c = cluster();
+    let ns = Namespace::alone(&c, "faults");
+    let file = c.home.path().join("faults.rfr");
+    let rec = Recorder::start(&c, &ns.name, &file, &["--idle-timeout", "4s"]);
+    c.apply(&ns.name, &Render::default().yaml());
+    ns.wait_phase(APP, "Healthy");
+
+    // 1. The API server restarts: its watches end; the recorder resumes them.
+    c.fault(&["restart", "kube-apiserver"]);
+    c.apply(
+        &ns.name,
+        &Render {
+            image: 1,
+            ..Render::default()
+        }
+        .yaml(),
+    );
+    ns.wait_paused_at(APP, 1);
+    rec.catch_up(&c);
+    let before = gaps(&file).len();
+
+    // 2. etcd is compacted past every version the recorder holds.
+    c.fault(&["compact"]);
+    until(
+        "a gap for the 410 Gone of each recorded kind's resumed watch",
+        Duration::from_secs(60),
+        || {
+            let g = gaps(&file);
+            let expired = g[before..]
+                .iter()
+                .filter(|(_, reason)| reason.contains("410"))
+                .count();
+            (expired >= 5).then_some(())
+        },
+        || format!("{:?}", gaps(&file)),
+    );
+    plugin(&c, &ns.name, &["promote", APP]);
+    ns.wait_status(APP, "at step 3", |s| {
+        s["currentStepIndex"].as_u64() >= Some(3)
+    });
+
+    // 3. The API server freezes past the recorder's idle timeout: the watches stall without
+    // closing.
+    c.fault(&["pause", "kube-apiserver", "7"]);
+    ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    rec.catch_up(&c);
+    std::thread::sleep(Duration::from_secs(2));
+    let err = rec.stop(&c);
+    keep(&file, "faults-restart-compaction-stall");
+    let truth = assert_audit_truth(&c, &ns.name, &file);
+    assert!(truth.gaps >= 5, "{truth:?}");
+    assert!(err.contains("resumed"), "{err}");
+    let (report, _) = analyze(&c, &file);
+    assert_not_the_race(&report, "faults");
+}

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -196,15 +197,37 @@ pub fn until<T>(
     }
 }
 
+/// Tests share the cluster; a test that breaks it on purpose (a fault) has it alone.
+static CLUSTER_USE: RwLock<()> = RwLock::new(());
+
+enum Use {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
 /// A namespace of its own for one test, created empty (an earlier run's is deleted first)
-/// and deleted when dropped.
+/// and deleted when dropped. While it lives, the test shares the cluster with the others, or
+/// has it alone ([`Namespace::alone`]).
 pub struct Namespace<'a> {
     pub name: String,
     cluster: &'a Cluster,
+    _use: Use,
 }
 
 impl<'a> Namespace<'a> {
     pub fn new(cluster: &'a Cluster, name: &str) -> Self {
+        let guard = CLUSTER_USE.read().unwrap_or_else(PoisonError::into_inner);
+        Self::create(cluster, name, Use::Shared(guard))
+    }
+
+    /// A namespace for a test that stops, freezes or compacts parts of the cluster: it waits
+    /// until no other test runs, and none starts until it is done.
+    pub fn alone(cluster: &'a Cluster, name: &str) -> Self {
+        let guard = CLUSTER_USE.write().unwrap_or_else(PoisonError::into_inner);
+        Self::create(cluster, name, Use::Alone(guard))
+    }
+
+    fn create(cluster: &'a Cluster, name: &str, use_: Use) -> Self {
         if cluster.get("", &format!("namespace/{name}")).is_some() {
             cluster.ok(
                 &["delete", "namespace", name, "--wait=true", "--timeout=120s"],
@@ -215,6 +238,7 @@ impl<'a> Namespace<'a> {
         Namespace {
             name: name.to_owned(),
             cluster,
+            _use: use_,
         }
     }
 
@@ -301,6 +325,23 @@ impl Drop for Namespace<'_> {
         let _ = self
             .cluster
             .kubectl(&["delete", "namespace", &self.name, "--wait=false"], None);
+    }
+}
+
+impl Cluster {
+    /// `tests/cluster/fault.sh DIR ARGS`, which must succeed.
+    pub fn fault(&self, args: &[&str]) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/cluster/fault.sh");
+        let mut c = Command::new(script);
+        c.arg(&self.dir).args(args);
+        let o = run_bounded(c);
+        assert!(
+            o.status.success(),
+            "fault.sh {args:?}: {}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        eprint!("{}", text(&o.stderr));
     }
 }
 
