@@ -569,3 +569,221 @@ fn issue_25_ground_truth_through_restart_compaction_and_a_stalled_watch() {
     let (report, _) = analyze(&c, &file);
     assert_not_the_race(&report, "faults");
 }
+
+/// The resources the recorder reads, and two it must not.
+const RESOURCES: [&str; 9] = [
+    "rollouts.argoproj.io",
+    "applications.argoproj.io",
+    "replicasets.apps",
+    "services",
+    "pods",
+    "events",
+    "endpointslices.discovery.k8s.io",
+    "secrets",
+    "configmaps",
+];
+
+/// Asserts that `kubeconfig`'s user may make no write in `ns`: the real RBAC authorizer says
+/// no to each verb on each resource, and real writes (server-side dry runs, which are
+/// authorized as writes) are Forbidden.
+fn assert_no_write(c: &real::Cluster, kubeconfig: &std::path::Path, ns: &str) {
+    for resource in RESOURCES {
+        for verb in ["create", "update", "patch", "delete", "deletecollection"] {
+            let o = c.kubectl_as(kubeconfig, &["auth", "can-i", verb, resource, "-n", ns]);
+            assert_eq!(
+                text(&o.stdout).trim(),
+                "no",
+                "{verb} {resource}: {}",
+                text(&o.stderr)
+            );
+        }
+    }
+    for resource in ["secrets", "configmaps"] {
+        let o = c.kubectl_as(kubeconfig, &["auth", "can-i", "get", resource, "-n", ns]);
+        assert_eq!(text(&o.stdout).trim(), "no", "get {resource}");
+    }
+    let attempts: [&[&str]; 3] = [
+        &["-n", ns, "delete", "rollout", APP, "--dry-run=server"],
+        &[
+            "-n",
+            ns,
+            "patch",
+            "service",
+            APP,
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"selector":{"app":"x"}}}"#,
+            "--dry-run=server",
+        ],
+        &["-n", ns, "create", "configmap", "x", "--dry-run=server"],
+    ];
+    for args in attempts {
+        let o = c.kubectl_as(kubeconfig, args);
+        let err = text(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("forbidden"),
+            "{args:?} is refused: {err}"
+        );
+    }
+}
+
+/// The real RBAC authorizer. The recorder, with a ServiceAccount token bound by
+/// `deploy/rbac-namespace.yaml`, records its namespace (every write the audit log shows) and
+/// is refused `-A` with an error naming `deploy/rbac.yaml`; bound by `deploy/rbac.yaml`, it
+/// records all namespaces. The same token may write nothing. `wait` and `check` run with the
+/// PostSync Role of `deploy/check-postsync.yaml`.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_rbac_the_recorder_reads_everything_and_may_write_nothing() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "rbac");
+    c.ok(
+        &[
+            "delete",
+            "clusterrolebinding",
+            "rollout-forensics-recorder",
+            "--ignore-not-found",
+        ],
+        None,
+    );
+    // The ServiceAccount of deploy/rbac.yaml, without its cluster-wide grant yet.
+    let account = real::manifests(
+        "deploy/rbac.yaml",
+        &ns.name,
+        &["ClusterRole", "ClusterRoleBinding"],
+    );
+    c.ok(&["apply", "-f", "-"], Some(&account));
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&real::manifests(
+            "deploy/rbac-namespace.yaml",
+            &ns.name,
+            &[],
+        )),
+    );
+    let sa = c.service_account_kubeconfig(
+        "rollout-forensics",
+        "rollout-forensics",
+        &ns.name,
+        &c.home.path().join("recorder.kubeconfig"),
+    );
+    let sa_arg = sa.to_str().unwrap();
+
+    // One namespace, with the namespaced Role.
+    let file = c.home.path().join("rbac-ns.rfr");
+    let rec = Recorder::start(&c, &ns.name, &file, &["--kubeconfig", sa_arg]);
+    c.apply(&ns.name, &Render::default().yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(
+        &ns.name,
+        &Render {
+            image: 1,
+            ..Render::default()
+        }
+        .yaml(),
+    );
+    ns.wait_paused_at(APP, 1);
+    let err = rec.stop(&c);
+    assert!(!err.contains("forbidden"), "{err}");
+    assert_audit_truth(&c, &ns.name, &file);
+    assert_no_write(&c, &sa, &ns.name);
+
+    let mut all = c.forensics();
+    all.args([
+        "record",
+        "-A",
+        "--duration",
+        "5s",
+        "--kubeconfig",
+        sa_arg,
+        "-o",
+    ])
+    .arg(c.home.path().join("refused.rfr"));
+    let o = run_bounded(all);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("forbidden") || err.contains("Forbidden"),
+        "{err}"
+    );
+    assert!(err.contains("deploy/rbac.yaml"), "{err}");
+
+    // All namespaces, with the ClusterRole.
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&real::manifests("deploy/rbac.yaml", &ns.name, &[])),
+    );
+    until(
+        "the ClusterRoleBinding to take effect",
+        Duration::from_secs(30),
+        || {
+            let o = c.kubectl_as(&sa, &["auth", "can-i", "watch", "pods", "-A"]);
+            (text(&o.stdout).trim() == "yes").then_some(())
+        },
+        String::new,
+    );
+    let file = c.home.path().join("rbac-all.rfr");
+    let rec = Recorder::start_with(&c, &ns.name, &file, &["-A", "--kubeconfig", sa_arg]);
+    plugin(&c, &ns.name, &["promote", APP]);
+    ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    let err = rec.stop(&c);
+    assert!(!err.contains("forbidden"), "{err}");
+    assert_audit_truth(&c, &ns.name, &file);
+    let namespaces: std::collections::BTreeSet<String> = real::records_so_far(&file)
+        .into_iter()
+        .filter(|r| r.kind == rf_format::Kind::Pod && r.op.has_object())
+        .map(|r| r.namespace)
+        .collect();
+    assert!(namespaces.contains(&ns.name), "{namespaces:?}");
+    assert_no_write(&c, &sa, &ns.name);
+
+    // The PostSync hook's Role: wait and check, and nothing more.
+    let argocd = "apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n";
+    c.ok(&["apply", "-f", "-"], Some(argocd));
+    c.ok(
+        &["apply", "-f", "-"],
+        Some(&real::manifests(
+            "deploy/check-postsync.yaml",
+            &ns.name,
+            &["Job"],
+        )),
+    );
+    let hook = c.service_account_kubeconfig(
+        &ns.name,
+        "rollout-forensics-check",
+        &ns.name,
+        &c.home.path().join("hook.kubeconfig"),
+    );
+    let hook_arg = hook.to_str().unwrap();
+    let mut wait = c.forensics();
+    wait.args([
+        "wait",
+        APP,
+        "-n",
+        &ns.name,
+        "--for",
+        "healthy",
+        "--timeout",
+        "60s",
+        "--kubeconfig",
+        hook_arg,
+    ]);
+    let o = run_bounded(wait);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let (code, out) = check(
+        &c,
+        &ns.name,
+        &["--kubeconfig", hook_arg, "--expect-version", "version=v1"],
+    );
+    assert_eq!(code, Some(0), "check with the PostSync Role: {out}");
+    assert_no_write(&c, &hook, &ns.name);
+}

@@ -89,6 +89,13 @@ impl Cluster {
         run_with_input(c, stdin)
     }
 
+    /// The real kubectl with another kubeconfig (a ServiceAccount's).
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        let mut c = Command::new(self.bin.join("kubectl"));
+        c.arg("--kubeconfig").arg(kubeconfig).args(args);
+        run_with_input(c, None)
+    }
+
     /// `kubectl ARGS`, which must succeed; its stdout.
     pub fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
         let o = self.kubectl(args, stdin);
@@ -372,10 +379,18 @@ impl Recorder {
     /// Starts recording namespace `ns` into `path` (with `extra` flags) and waits until its
     /// first lists of every served kind are in the file.
     pub fn start(cluster: &Cluster, ns: &str, path: &Path, extra: &[&str]) -> Recorder {
+        let mut args = vec!["-n", ns];
+        args.extend(extra);
+        Self::start_with(cluster, ns, path, &args)
+    }
+
+    /// Starts `record ARGS -o PATH` and waits until its first lists of every served kind are
+    /// in the file; [`Recorder::catch_up`] then looks at namespace `ns`.
+    pub fn start_with(cluster: &Cluster, ns: &str, path: &Path, args: &[&str]) -> Recorder {
         let mut c = cluster.forensics();
-        c.args(["record", "-n", ns, "--flush-interval", "200ms", "-o"])
+        c.args(["record", "--flush-interval", "200ms", "-o"])
             .arg(path)
-            .args(extra)
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = Killed(c.spawn().unwrap());
@@ -632,4 +647,52 @@ pub fn assert_audit_truth(cluster: &Cluster, ns: &str, path: &Path) -> Truth {
         "writes missing from the recording: {t:?}"
     );
     t
+}
+
+impl Cluster {
+    /// A kubeconfig at `path` that authenticates as ServiceAccount `ns/name` with a token of
+    /// the TokenRequest API, with `namespace` its context's namespace.
+    pub fn service_account_kubeconfig(
+        &self,
+        ns: &str,
+        name: &str,
+        namespace: &str,
+        path: &Path,
+    ) -> PathBuf {
+        let token = self.ok(
+            &["-n", ns, "create", "token", name, "--duration", "1h"],
+            None,
+        );
+        let admin: Value =
+            serde_json::from_str(&self.ok(&["config", "view", "--raw", "-o", "json"], None))
+                .unwrap();
+        let cluster = &admin["clusters"][0]["cluster"];
+        let config = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "real", "cluster": cluster}],
+            "users": [{"name": name, "user": {"token": token.trim()}}],
+            "contexts": [{"name": "real", "context": {"cluster": "real", "user": name, "namespace": namespace}}],
+            "current-context": "real",
+        });
+        std::fs::write(path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+        path.to_owned()
+    }
+}
+
+/// The YAML documents of `file` (a path from the repository's root), each with every
+/// `payments` replaced by `ns`, without those of the kinds in `skip`.
+pub fn manifests(file: &str, ns: &str, skip: &[&str]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    let all = std::fs::read_to_string(&path).unwrap();
+    all.split("\n---\n")
+        .filter(|doc| {
+            !doc.lines()
+                .any(|l| skip.iter().any(|k| l.strip_prefix("kind: ") == Some(k)))
+        })
+        .map(|doc| doc.replace("payments", ns))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
 }
