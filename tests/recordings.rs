@@ -144,7 +144,7 @@ fn every_recording_matches_its_report_snapshot() {
         insta::assert_json_snapshot!(s.name, report);
     }
     let real = real_recordings();
-    assert!(real.len() >= 8, "{real:?}");
+    assert!(real.len() >= 12, "{real:?}");
     for name in real {
         let report = analyze(&name);
         insta::assert_json_snapshot!(name.replace('/', "-"), report);
@@ -172,6 +172,8 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             "adoption-selector-drift",
             &[Rule::ServiceSelectorMismatch, Rule::CanaryNotInEndpoints],
         ),
+        ("blue-green-rerender-while-paused", &[Rule::DoubleRender]),
+        ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
@@ -187,6 +189,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ),
         ("steps-only-change", &[]),
         ("undo-to-stable", &[]),
+        ("workload-ref-deployment", &[]),
     ];
     for (name, rules_expected) in expect {
         let report = analyze(&format!("real/{name}"));

@@ -290,6 +290,96 @@ fn group(shared: &Shared, name: &str) -> Option<Value> {
     Some(v)
 }
 
+/// Kinds that `kubectl argo rollouts get` (and the controllers' clients it is built from)
+/// list and watch before they show anything, and that a recording does not hold: without an
+/// answer for them the plugin waits forever. Each is served as an empty list, and every
+/// answer for it carries a `Warning` header, which kubectl and client-go print, saying that
+/// it was not recorded: the list is empty because nothing was kept, not because there were none.
+const STAND_INS: [(&str, &str, &str); 3] = [
+    ("argoproj.io", "v1alpha1", "AnalysisRun"),
+    ("argoproj.io", "v1alpha1", "Experiment"),
+    ("apps", "v1", "Deployment"),
+];
+
+/// The stand-in of `group/version/plural`, when it is one and the recording has no kind of
+/// that name, in a group it serves.
+fn stand_in(shared: &Shared, group: &str, version: &str, plural: &str) -> Option<Resource> {
+    let served = shared.timeline.kinds().iter().any(|k| {
+        let r = k.resource();
+        r.group == group && r.version == version
+    });
+    STAND_INS
+        .iter()
+        .filter(|(g, v, _)| served && *g == group && *v == version)
+        .map(|(g, v, kind)| {
+            Resource::for_kind(&Kind::Other {
+                group: (*g).to_owned(),
+                version: (*v).to_owned(),
+                kind: (*kind).to_owned(),
+            })
+        })
+        .find(|r| {
+            r.plural == plural
+                && !shared
+                    .timeline
+                    .kinds()
+                    .iter()
+                    .any(|k| k.resource().plural == r.plural && k.resource().group == r.group)
+        })
+}
+
+/// Stand-ins of `group/version` for its discovery document.
+fn stand_ins<'a>(
+    shared: &'a Shared,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = Resource> + 'a {
+    STAND_INS.iter().filter_map(move |(_, _, kind)| {
+        let plural = format!("{}s", kind.to_lowercase());
+        stand_in(shared, group, version, &plural)
+    })
+}
+
+/// The answer for a kind that was not recorded: an empty list, an empty watch, or NotFound,
+/// with a `Warning` header that says so.
+fn unrecorded(shared: &Arc<Shared>, r: &Resource, name: Option<&str>, p: &Params) -> Resp {
+    let mut resp = match (name, p.watch) {
+        (_, true) => watch::fixed(shared, r, Vec::new(), p),
+        (Some(name), false) => http::status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!(
+                "{} \"{name}\" not found: {} were not recorded",
+                r.qualified(),
+                r.plural
+            ),
+            Some(json!({"name": name, "group": r.group, "kind": r.plural})),
+        ),
+        (None, false) => {
+            let meta = json!({"resourceVersion": "1"});
+            if p.table {
+                let now = shared.clock.now(&shared.timeline);
+                http::json_bytes(StatusCode::OK, table::table(r, [], &meta, p.include, now))
+            } else {
+                http::json_value(&json!({
+                    "kind": format!("{}List", r.kind_name()),
+                    "apiVersion": r.api_version(),
+                    "metadata": meta,
+                    "items": [],
+                }))
+            }
+        }
+    };
+    let warning = format!(
+        "299 - \"{} were not recorded: this recording says nothing of them\"",
+        r.qualified()
+    );
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&warning) {
+        resp.headers_mut().insert("warning", v);
+    }
+    resp
+}
+
 fn resource_list(shared: &Shared, group: &str, version: &str) -> Resp {
     let resources: Vec<Value> = shared
         .timeline
@@ -317,6 +407,15 @@ fn resource_list(shared: &Shared, group: &str, version: &str) -> Resp {
         })
         .collect();
     let mut resources = resources;
+    for r in stand_ins(shared, group, version) {
+        resources.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": true,
+            "kind": r.kind_name(),
+            "verbs": ["get", "list", "watch"],
+        }));
+    }
     if group.is_empty() && version == "v1" {
         resources.push(json!({
             "name": "namespaces",
@@ -361,7 +460,10 @@ fn resource_path(
         let r = k.resource();
         r.group == group && r.version == version && r.plural == plural
     }) else {
-        return http::not_found_path();
+        return match stand_in(shared, group, version, plural) {
+            Some(r) => unrecorded(shared, &r, name, p),
+            None => http::not_found_path(),
+        };
     };
     match (name, p.watch) {
         (Some(name), false) => get(shared, kind_index, namespace.unwrap_or_default(), name, p),

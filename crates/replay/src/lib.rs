@@ -31,7 +31,11 @@
 //! `replicasets` (`rs`), `services` (`svc`), `endpointslices`, `pods` (`po`), `events` (`ev`), and
 //! the lowercase kind + `s` for other kinds), all namespaced, verbs `get`, `list`, `watch`; plus
 //! the recording's namespaces as `Namespace` objects. Kinds that were not recorded are not
-//! served (an empty list would claim there were none).
+//! served (an empty list would claim there were none), with one exception: AnalysisRuns and
+//! Experiments (`argoproj.io/v1alpha1`) and Deployments (`apps/v1`), which
+//! `kubectl argo rollouts get rollout` waits for before it shows anything, are answered as
+//! empty lists, empty watches or NotFound, each answer with a `Warning` header (printed by
+//! kubectl and client-go) that they were not recorded.
 //!
 //! GET, LIST (one namespace or all; `labelSelector`; `fieldSelector` on `metadata.name` and
 //! `metadata.namespace`; `limit`/`continue`) and WATCH (`{"type","object"}` lines, chunked). With

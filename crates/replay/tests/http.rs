@@ -350,6 +350,85 @@ fn item_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The status and the `Warning` header of a GET of `path`.
+fn warning_of(addr: SocketAddr, path: &str) -> (u16, Option<String>) {
+    let mut r = connect(addr, "GET", path, "application/json");
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut warning = None;
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':').unwrap();
+        if k.eq_ignore_ascii_case("warning") {
+            warning = Some(v.trim().to_owned());
+        }
+    }
+    (status, warning)
+}
+
+/// `kubectl argo rollouts get rollout` waits for lists of AnalysisRuns, Experiments and
+/// Deployments before it shows anything. A recording holds none of them: each is answered as
+/// an empty list, an empty watch or NotFound, every answer with a Warning that it was not
+/// recorded; any other kind the recording lacks is still not served.
+#[test]
+fn kinds_the_plugin_waits_for_and_no_recording_holds_are_empty_and_say_so() {
+    let s = serve(Pace::Max);
+    let a = s.local_addr();
+    for (path, kind) in [
+        ("/apis/argoproj.io/v1alpha1/analysisruns", "AnalysisRunList"),
+        (
+            "/apis/argoproj.io/v1alpha1/namespaces/payments/experiments",
+            "ExperimentList",
+        ),
+        ("/apis/apps/v1/deployments", "DeploymentList"),
+    ] {
+        let (status, warning) = warning_of(a, path);
+        assert_eq!(status, 200, "{path}");
+        let warning = warning.unwrap_or_default();
+        assert!(
+            warning.starts_with("299 - ") && warning.contains("were not recorded"),
+            "{path}: {warning}"
+        );
+        let list = get(a, path).json();
+        assert_eq!(list["kind"], kind);
+        assert_eq!(list["items"], serde_json::json!([]), "{path}");
+    }
+    let (status, warning) = warning_of(
+        a,
+        "/apis/apps/v1/namespaces/payments/deployments/checkout-api",
+    );
+    assert_eq!(status, 404);
+    assert!(warning.is_some());
+    let missing = get(
+        a,
+        "/apis/apps/v1/namespaces/payments/deployments/checkout-api",
+    )
+    .json();
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("not recorded"),
+        "{missing}"
+    );
+    let w = watch(
+        a,
+        "/apis/argoproj.io/v1alpha1/analysisruns?watch=true&timeoutSeconds=1",
+        Duration::from_secs(5),
+    );
+    assert_eq!(w.status, 200);
+    assert!(w.lines.is_empty(), "{:?}", w.lines);
+    assert!(w.ended, "the watch ends at its timeout");
+    assert_eq!(get(a, "/apis/apps/v1/statefulsets").status, 404);
+    assert_eq!(get(a, "/apis/batch/v1/jobs").status, 404);
+}
+
 #[test]
 fn base_rv_is_the_recorded_initial_lists_version() {
     let records = records();
@@ -411,6 +490,12 @@ fn discovery_names_every_recorded_kind_with_read_verbs_only() {
         let mut want_names: Vec<&str> = resources.iter().map(|(p, _)| p.as_str()).collect();
         if gv == "v1" {
             want_names.push("namespaces");
+        }
+        // The stand-ins `kubectl argo rollouts get` needs, in a group the recording holds.
+        match gv.as_str() {
+            "argoproj.io/v1alpha1" => want_names.extend(["analysisruns", "experiments"]),
+            "apps/v1" => want_names.push("deployments"),
+            _ => {}
         }
         assert_eq!(names, want_names, "{path}");
         for r in served {

@@ -696,3 +696,124 @@ pub fn manifests(file: &str, ns: &str, skip: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join("\n---\n")
 }
+
+/// `kubectl argo rollouts get rollout` output with what differs between two looks at the same
+/// objects taken apart (ages, measured to each one's "now"; the widths that follow from them;
+/// the screen clears of `-w`) taken out.
+pub fn comparable(output: &str) -> String {
+    let is_age = |t: &str| {
+        let mut digits = false;
+        let mut units = 0;
+        for ch in t.chars() {
+            match ch {
+                '0'..='9' => digits = true,
+                's' | 'm' | 'h' | 'd' | 'y' if digits => {
+                    digits = false;
+                    units += 1;
+                }
+                _ => return false,
+            }
+        }
+        units > 0 && !digits
+    };
+    output
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|t| if is_age(t) { "AGE" } else { t })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Cluster {
+    /// `kubectl argo rollouts get rollout NAME -n NS` with `kubeconfig`: its stdout, which
+    /// must be a success.
+    pub fn plugin_get(&self, kubeconfig: &Path, ns: &str, name: &str) -> String {
+        let mut c = Command::new(self.bin.join("kubectl-argo-rollouts"));
+        c.arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["get", "rollout", name, "-n", ns]);
+        let o = run_bounded(c);
+        assert!(
+            o.status.success(),
+            "kubectl argo rollouts get rollout {name}: {}",
+            text(&o.stderr)
+        );
+        text(&o.stdout)
+    }
+
+    /// The first screen `kubectl argo rollouts get rollout NAME -n NS -w` draws within
+    /// `seconds`, with `kubeconfig`.
+    pub fn plugin_watch_first(
+        &self,
+        kubeconfig: &Path,
+        ns: &str,
+        name: &str,
+        seconds: u64,
+    ) -> String {
+        let mut c = Command::new(self.bin.join("kubectl-argo-rollouts"));
+        c.arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["get", "rollout", name, "-n", ns, "-w"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = Killed(c.spawn().unwrap());
+        let out = drain(child.0.stdout.take());
+        let _err = drain(child.0.stderr.take());
+        std::thread::sleep(Duration::from_secs(seconds));
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "get -w is still watching after {seconds} s"
+        );
+        drop(child);
+        let all = text(&out.join().unwrap())
+            .replace("\x1b[H", "")
+            .replace("\x1b[0;0H", "");
+        // Each screen starts by clearing the terminal.
+        all.split("\x1b[2J")
+            .find(|screen| !screen.trim().is_empty())
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+impl Recorder {
+    /// Stops the recorder as [`Recorder::stop`] does, after taking what the real
+    /// `kubectl argo rollouts get rollout NAME` shows of the live cluster; then serves the
+    /// recording and asserts that the plugin shows the same rollout from it, with `get` and
+    /// with `get -w`. Lines of the kinds in `unrecorded` (which `record` does not record) are
+    /// taken out of the live view, and with them the tree's drawing, which they change.
+    pub fn stop_and_compare_with_serve(
+        self,
+        cluster: &Cluster,
+        name: &str,
+        unrecorded: &[&str],
+    ) -> String {
+        let ns = self.namespace.clone();
+        let view = |s: &str| {
+            let c = comparable(s);
+            if unrecorded.is_empty() {
+                return c;
+            }
+            c.lines()
+                .filter(|l| !unrecorded.iter().any(|k| l.contains(&format!(" {k} "))))
+                .map(|l| l.trim_start_matches(|ch| "│├└─ ".contains(ch)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let live = view(&cluster.plugin_get(&cluster.kubeconfig, &ns, name));
+        let path = self.path.clone();
+        let err = self.stop(cluster);
+        let served = crate::common::serve(&path, &[]);
+        let replayed = view(&cluster.plugin_get(&served.kubeconfig, &ns, name));
+        assert_eq!(replayed, live, "the plugin's view of the served recording");
+        let watched = view(&cluster.plugin_watch_first(&served.kubeconfig, &ns, name, 4));
+        assert_eq!(watched, live, "the plugin's first screen of get -w");
+        err
+    }
+}
