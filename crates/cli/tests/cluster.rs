@@ -213,11 +213,8 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     std::thread::sleep(Duration::from_secs(35));
     let sets = ns.replica_sets();
     let first_running = sets.values().any(|(h, n)| *h == first && *n > 0);
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    keep(&file, "seed-rerender-at-pause");
-    assert_audit_truth(&c, &ns.name, &file);
 
-    let (report, code) = analyze(&c, &file);
+    let (report, code) = finish(&c, &ns, rec, "seed-rerender-at-pause", &[]);
     let found = rules(&report);
     assert_eq!(code, Some(1), "{found:?}");
     for rule in ["rerender-restart", "pause-lost", "config-only-rerender"] {
@@ -241,7 +238,7 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
 /// pause at step 1: the start of each move of test 2.
 fn released_and_paused<'a>(c: &'a real::Cluster, name: &str) -> (Namespace<'a>, Recorder) {
     let ns = Namespace::new(c, name);
-    let file = c.home.path().join(format!("{name}.rfr"));
+    let file = rec_path(c, name);
     let rec = Recorder::start(c, &ns.name, &file, &[]);
     c.apply(&ns.name, &Render::default().yaml());
     ns.wait_phase(APP, "Healthy");
@@ -314,15 +311,30 @@ fn issue_25_clean_release_promoted_to_healthy() {
     let (code, out) = check(&c, &ns.name, &[]);
     assert_eq!(code, Some(0), "check passes on a clean release: {out}");
     std::thread::sleep(Duration::from_secs(2));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    keep(&rec_path(&c, "clean"), "clean-release-promoted");
-    assert_audit_truth(&c, &ns.name, &rec_path(&c, "clean"));
-    let (report, code) = analyze(&c, &rec_path(&c, "clean"));
+    let (report, code) = finish(&c, &ns, rec, "clean-release-promoted", &[]);
     assert_eq!(rules(&report), Vec::<String>::new(), "{done}");
     assert_eq!(code, Some(0));
     assert!(undecided(&report).is_empty(), "{report}");
 }
 
+/// The end of a test: stops `rec`, comparing the plugin's views of the live cluster and of the
+/// served recording (`unrecorded` as [`Recorder::stop_and_compare_with_serve`] takes it), keeps
+/// the recording as fixture `fixture`, checks it against the audit log, and analyzes it.
+fn finish(
+    c: &real::Cluster,
+    ns: &Namespace<'_>,
+    rec: Recorder,
+    fixture: &str,
+    unrecorded: &[&str],
+) -> (Value, Option<i32>) {
+    let file = rec.path.clone();
+    rec.stop_and_compare_with_serve(c, APP, unrecorded);
+    keep(&file, fixture);
+    assert_audit_truth(c, &ns.name, &file);
+    analyze(c, &file)
+}
+
+/// Where a test named `name` writes its recording.
 fn rec_path(c: &real::Cluster, name: &str) -> std::path::PathBuf {
     c.home.path().join(format!("{name}.rfr"))
 }
@@ -338,11 +350,8 @@ fn issue_25_abort_is_not_the_race() {
         s["abort"] == true && s["phase"] == "Degraded"
     });
     std::thread::sleep(Duration::from_secs(12));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    let file = rec_path(&c, "abort");
-    keep(&file, "abort");
-    assert_audit_truth(&c, &ns.name, &file);
-    assert_not_the_race(&analyze(&c, &file).0, "abort");
+    let (report, _) = finish(&c, &ns, rec, "abort", &[]);
+    assert_not_the_race(&report, "abort");
 }
 
 /// Test 2: while paused, a render changes only the steps: the real controller starts the
@@ -369,11 +378,8 @@ fn issue_25_steps_only_change_is_not_the_race() {
         "a steps change keeps the pod-template hash"
     );
     std::thread::sleep(Duration::from_secs(12));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    let file = rec_path(&c, "steps");
-    keep(&file, "steps-only-change");
-    assert_audit_truth(&c, &ns.name, &file);
-    assert_not_the_race(&analyze(&c, &file).0, "a steps-only change");
+    let (report, _) = finish(&c, &ns, rec, "steps-only-change", &[]);
+    assert_not_the_race(&report, "a steps-only change");
 }
 
 /// Test 2: `kubectl argo rollouts undo` while paused: the stable template comes back and the
@@ -389,11 +395,8 @@ fn issue_25_undo_to_stable_is_not_the_race() {
         s["phase"] == "Healthy" && s["currentPodHash"] == stable
     });
     std::thread::sleep(Duration::from_secs(12));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    let file = rec_path(&c, "undo");
-    keep(&file, "undo-to-stable");
-    assert_audit_truth(&c, &ns.name, &file);
-    assert_not_the_race(&analyze(&c, &file).0, "undo");
+    let (report, _) = finish(&c, &ns, rec, "undo-to-stable", &[]);
+    assert_not_the_race(&report, "undo");
 }
 
 /// Test 2: a user patches `status.currentStepIndex` past the pause; the real controller goes
@@ -423,11 +426,7 @@ fn issue_25_a_manual_step_index_patch_is_not_the_race() {
         s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
     });
     std::thread::sleep(Duration::from_secs(2));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    let file = rec_path(&c, "patch");
-    keep(&file, "manual-step-index-patch");
-    assert_audit_truth(&c, &ns.name, &file);
-    let report = analyze(&c, &file).0;
+    let (report, _) = finish(&c, &ns, rec, "manual-step-index-patch", &[]);
     assert_not_the_race(&report, "a status patch");
 }
 
@@ -482,10 +481,7 @@ fn issue_25_adoption_selector_drift() {
     assert!(out.contains("v417") && out.contains("v418"), "{out}");
     // canary-not-in-endpoints waits for the endpoints to settle; the recording goes past it.
     std::thread::sleep(Duration::from_secs(15));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    keep(&file, "adoption-selector-drift");
-    assert_audit_truth(&c, &ns.name, &file);
-    let (report, code) = analyze(&c, &file);
+    let (report, code) = finish(&c, &ns, rec, "adoption-selector-drift", &[]);
     let found = rules(&report);
     assert_eq!(code, Some(1), "{found:?}");
     for rule in ["service-selector-mismatch", "canary-not-in-endpoints"] {
@@ -912,10 +908,7 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         Some(second.as_str())
     );
     std::thread::sleep(Duration::from_secs(2));
-    rec.stop_and_compare_with_serve(&c, APP, &[]);
-    keep(&file, "blue-green-rerender-while-paused");
-    assert_audit_truth(&c, &ns.name, &file);
-    let (report, _) = analyze(&c, &file);
+    let (report, _) = finish(&c, &ns, rec, "blue-green-rerender-while-paused", &[]);
     let found = rules(&report);
     // What the analyzer gets right today: the two renders. The lost pre-promotion pause is
     // not reported yet (the canary rules read canary steps only); this recording is the
@@ -1089,10 +1082,7 @@ spec:
         "the controller asked the metric"
     );
     std::thread::sleep(Duration::from_secs(2));
-    rec.stop_and_compare_with_serve(&c, APP, &["AnalysisRun"]);
-    keep(&file, "canary-web-analysis");
-    assert_audit_truth(&c, &ns.name, &file);
-    let (report, code) = analyze(&c, &file);
+    let (report, code) = finish(&c, &ns, rec, "canary-web-analysis", &["AnalysisRun"]);
     assert_eq!(rules(&report), Vec::<String>::new());
     assert_eq!(code, Some(0));
 }

@@ -761,17 +761,7 @@ fn record_live_prints_the_findings_that_analyze_finds_in_the_file() {
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&analyzed.stdout).unwrap();
-    let mut expected: Vec<(String, String)> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["rule"].as_str().unwrap().to_owned(),
-                f["subject"]["name"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let mut expected = common::findings(&report);
     expected.sort();
     assert_eq!(live, expected, "{err}");
     let rules: Vec<&str> = live.iter().map(|(r, _)| r.as_str()).collect();

@@ -75,13 +75,25 @@ fn connect(addr: SocketAddr, method: &str, path: &str, accept: &str) -> BufReade
     BufReader::new(s)
 }
 
-/// Reads the status line and headers; returns the status and whether the body is chunked, or
-/// its length.
-fn head(r: &mut BufReader<TcpStream>) -> (u16, bool, Option<usize>) {
+/// A response's status line and the headers these tests read.
+struct Head {
+    status: u16,
+    chunked: bool,
+    len: Option<usize>,
+    warning: Option<String>,
+}
+
+/// Reads the status line and headers.
+fn read_head(r: &mut BufReader<TcpStream>) -> Head {
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
     let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let (mut chunked, mut len) = (false, None);
+    let mut h = Head {
+        status,
+        chunked: false,
+        len: None,
+        warning: None,
+    };
     loop {
         line.clear();
         r.read_line(&mut line).unwrap();
@@ -91,12 +103,20 @@ fn head(r: &mut BufReader<TcpStream>) -> (u16, bool, Option<usize>) {
         }
         let (k, v) = l.split_once(':').unwrap();
         match k.to_ascii_lowercase().as_str() {
-            "transfer-encoding" => chunked = v.trim().eq_ignore_ascii_case("chunked"),
-            "content-length" => len = Some(v.trim().parse().unwrap()),
+            "transfer-encoding" => h.chunked = v.trim().eq_ignore_ascii_case("chunked"),
+            "content-length" => h.len = Some(v.trim().parse().unwrap()),
+            "warning" => h.warning = Some(v.trim().to_owned()),
             _ => {}
         }
     }
-    (status, chunked, len)
+    h
+}
+
+/// Reads the status line and headers; returns the status and whether the body is chunked, or
+/// its length.
+fn head(r: &mut BufReader<TcpStream>) -> (u16, bool, Option<usize>) {
+    let h = read_head(r);
+    (h.status, h.chunked, h.len)
 }
 
 /// The next chunk of a chunked body; `None` at its end.
@@ -352,24 +372,8 @@ fn item_names(list: &Value) -> Vec<String> {
 
 /// The status and the `Warning` header of a GET of `path`.
 fn warning_of(addr: SocketAddr, path: &str) -> (u16, Option<String>) {
-    let mut r = connect(addr, "GET", path, "application/json");
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let mut warning = None;
-    loop {
-        line.clear();
-        r.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        if k.eq_ignore_ascii_case("warning") {
-            warning = Some(v.trim().to_owned());
-        }
-    }
-    (status, warning)
+    let h = read_head(&mut connect(addr, "GET", path, "application/json"));
+    (h.status, h.warning)
 }
 
 /// `kubectl argo rollouts get rollout` waits for lists of AnalysisRuns, Experiments and

@@ -20,6 +20,21 @@ pub fn recording(name: &str) -> PathBuf {
         .join(format!("{name}.rfr"))
 }
 
+/// (rule, subject name) of each finding of a JSON report, in the report's order.
+pub fn findings(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_owned(),
+                f["subject"]["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -489,24 +489,12 @@ pub fn analyze(cluster: &Cluster, file: &Path) -> (Value, Option<i32>) {
     (report, o.status.code())
 }
 
-/// (rule, subject name) of each finding of `report`.
-pub fn findings(report: &Value) -> Vec<(String, String)> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["rule"].as_str().unwrap().to_owned(),
-                f["subject"]["name"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 /// The rules of `report`'s findings, in order.
 pub fn rules(report: &Value) -> Vec<String> {
-    findings(report).into_iter().map(|(r, _)| r).collect()
+    crate::common::findings(report)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect()
 }
 
 /// How a recording compares with the audit log's writes in its namespace.
