@@ -907,6 +907,20 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         selected_hash(&c, &ns.name, APP).as_deref(),
         Some(second.as_str())
     );
+    // The old active revision keeps its pods for scaleDownDelaySeconds (20) after the switch;
+    // the recording ends once the controller has scaled it down, in a state that no longer
+    // changes with the clock (the plugin shows the delay counting down to its own "now").
+    until(
+        "the old active revision scaled down after its delay",
+        Duration::from_secs(60),
+        || {
+            let sets = ns.replica_sets();
+            sets.values()
+                .any(|(h, n)| *h == stable && *n == 0)
+                .then_some(())
+        },
+        || ns.state(),
+    );
     std::thread::sleep(Duration::from_secs(2));
     let (report, _) = finish(&c, &ns, rec, "blue-green-rerender-while-paused", &[]);
     let found = rules(&report);
@@ -1085,4 +1099,21 @@ spec:
     let (report, code) = finish(&c, &ns, rec, "canary-web-analysis", &["AnalysisRun"]);
     assert_eq!(rules(&report), Vec::<String>::new());
     assert_eq!(code, Some(0));
+}
+
+/// What the live-against-served comparison takes out is only what the plugin measures to its
+/// own clock; a status, a name or a count that differs still fails it.
+#[test]
+fn the_plugin_views_compared_differ_only_in_the_clock() {
+    let live = "⧉ checkout-api-6f99d57796  ReplicaSet  ✔ Healthy  2m5s  delay:18s\n\n";
+    let served = "⧉ checkout-api-6f99d57796   ReplicaSet  ✔ Healthy  2m9s  delay:14s";
+    assert_eq!(real::comparable(live), real::comparable(served));
+    for other in [
+        "⧉ checkout-api-6f99d57796  ReplicaSet  ✔ Healthy  2m9s  delay:passed",
+        "⧉ checkout-api-6f99d57796  ReplicaSet  • ScaledDown  2m9s  delay:14s",
+        "⧉ checkout-api-5599dbf775  ReplicaSet  ✔ Healthy  2m9s  delay:14s",
+        "⧉ checkout-api-6f99d57796  ReplicaSet  ✔ Healthy  2m9s  ready:1/1",
+    ] {
+        assert_ne!(real::comparable(live), real::comparable(other), "{other}");
+    }
 }

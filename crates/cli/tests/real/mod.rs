@@ -686,8 +686,8 @@ pub fn manifests(file: &str, ns: &str, skip: &[&str]) -> String {
 }
 
 /// `kubectl argo rollouts get rollout` output with what differs between two looks at the same
-/// objects taken apart (ages, measured to each one's "now"; the widths that follow from them;
-/// the screen clears of `-w`) taken out.
+/// objects taken apart (ages and scale-down delays, measured to each one's "now"; the widths
+/// that follow from them; the screen clears of `-w`) taken out.
 pub fn comparable(output: &str) -> String {
     let is_age = |t: &str| {
         let mut digits = false;
@@ -708,7 +708,12 @@ pub fn comparable(output: &str) -> String {
         .lines()
         .map(|l| {
             l.split_whitespace()
-                .map(|t| if is_age(t) { "AGE" } else { t })
+                .map(|t| match t.strip_prefix("delay:") {
+                    // A ReplicaSet's scale-down delay, counted down to the plugin's "now".
+                    Some(d) if is_age(d) => "delay:AGE",
+                    _ if is_age(t) => "AGE",
+                    _ => t,
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         })
