@@ -650,7 +650,7 @@ impl Loop {
 
     fn expired_reason(&self, rv: &str, message: &str) -> String {
         format!(
-            "watch of {}{} expired at resourceVersion {rv} (410 Gone: {message}); changes until the relist are unknown",
+            "watch of {}{} expired at resourceVersion {rv} (410 Gone: {message})",
             self.target.resource.qualified(),
             self.target.scope()
         )
