@@ -9,6 +9,7 @@
 # annotation of a Pod, a Service and a Rollout; a recording's lag is how late it saw them
 # (benches/examples/probe_lag.rs). Prints the recorder's peak RSS, its CPU, the lag, the live
 # pods, the gaps, and `analyze` of the result against `gzip -dc` of the same file.
+# KEEP=DIR keeps the recording there (scale.rfr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -38,6 +39,7 @@ finish() {
     done
   fi
   "$here/down.sh" "$dir" >/dev/null 2>&1 || true
+  if [ -n "${KEEP:-}" ] && [ -f "$dir/scale.rfr" ]; then mkdir -p "$KEEP" && cp "$dir/scale.rfr" "$KEEP/"; fi
   rm -rf "$dir"
   exit "$rc"
 }
@@ -114,7 +116,7 @@ clock_ticks=$(getconf CLK_TCK)
 # The prober: every second, its send time on the probe Pod, Service and Rollout.
 probed=app-$rollouts
 (
-  while :; do
+  while [ ! -f "$dir/stop-probes" ]; do
     for path in "/api/v1/namespaces/$ns/pods/probe" "/api/v1/namespaces/$ns/services/probe" \
       "/apis/argoproj.io/v1alpha1/namespaces/$ns/rollouts/$probed"; do
       code=$(api PATCH "$path" "{\"metadata\":{\"annotations\":{\"rf-probe\":\"$(date +%s%N)\"}}}")
@@ -123,7 +125,8 @@ probed=app-$rollouts
     sleep 1
   done
 ) &
-pids+=($!)
+prober=$!
+pids+=("$prober")
 
 # The sampler: the recorder's RSS and the live pods, every 5 s.
 (
@@ -166,6 +169,11 @@ while [ "$(date +%s)" -lt "$until_t" ]; do
 done
 log "rolled $rolled times in $roll_minutes min"
 
+# The prober stops first, and the recorder gets 3 s for its last probes: every probe sent
+# must be in the recording.
+touch "$dir/stop-probes"
+wait "$prober" || true
+sleep 3
 peak_kib=$(awk '/^VmHWM/ {print $2}' "/proc/$recorder/status")
 read -r utime stime < <(awk '{print $14, $15}' "/proc/$recorder/stat")
 elapsed=$(($(date +%s) - started))
@@ -195,7 +203,7 @@ for g in gaps:
 EOF
 echo "probes sent: $(wc -l < "$dir/probes"), refused: $(cat "$dir/probe-errors" 2>/dev/null | wc -l) (404: the probed Rollout before it is applied)"
 if [ -f "$dir/probe-errors" ]; then sort "$dir/probe-errors" | uniq -c | sed 's/^/  /'; fi
-echo "lag (ms from the probe's send to the recorder's observed_at):"
+echo "lag (ms from the probe's send to the recorder's observed_at; probes seen should equal probes sent):"
 "$probe_lag" "$dir/scale.rfr" rf-probe Pod/probe Service/probe "Rollout/$probed"
 echo "file: $(stat -c %s "$dir/scale.rfr") bytes"
 awk -v a="$a_s" -v g="$g_s" -v kib="$a_kib" 'BEGIN {
