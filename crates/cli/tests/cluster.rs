@@ -860,13 +860,18 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         s["phase"] == "Paused" && s["pauseConditions"][0]["reason"] == "BlueGreenPause"
     }));
     assert_ne!(first, stable);
-    let preview = |c: &real::Cluster| selected_hash(c, &ns.name, "checkout-api-preview");
-    until(
-        "the preview Service on the first render",
-        Duration::from_secs(30),
-        || (preview(&c).as_deref() == Some(first.as_str())).then_some(()),
-        || ns.state(),
-    );
+    let preview_on = |render: &str, hash: &str| {
+        until(
+            &format!("the preview Service on the {render} render"),
+            Duration::from_secs(30),
+            || {
+                (selected_hash(&c, &ns.name, "checkout-api-preview").as_deref() == Some(hash))
+                    .then_some(())
+            },
+            || ns.state(),
+        );
+    };
+    preview_on("first", &first);
     assert_eq!(
         selected_hash(&c, &ns.name, APP).as_deref(),
         Some(stable.as_str())
@@ -880,12 +885,7 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
                 && s["currentPodHash"] != first.as_str()
         }),
     );
-    until(
-        "the preview Service on the second render",
-        Duration::from_secs(30),
-        || (preview(&c).as_deref() == Some(second.as_str())).then_some(()),
-        || ns.state(),
-    );
+    preview_on("second", &second);
     assert_eq!(
         selected_hash(&c, &ns.name, APP).as_deref(),
         Some(stable.as_str()),
