@@ -15,6 +15,7 @@ use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
 };
 use crate::rollout::{At, RolloutTrack, Transition};
+use crate::routes::Routes;
 use crate::time::rfc3339;
 use crate::timeline::Timeline;
 use crate::view::{ReplicaSetView, RolloutView, Str};
@@ -112,6 +113,10 @@ pub struct Analyzer {
     /// How many of `live` each kind has.
     live_per_kind: HashMap<Kind, usize>,
     world: World,
+    /// The rollouts by what a Service may route to them through: a change of a Service's
+    /// endpoints looks at the rollouts it routes to without walking every rollout of the
+    /// namespace.
+    routes: Routes,
     facts: Facts,
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
     /// namespace -> ReplicaSet -> rollout, nested like `live`.
@@ -171,6 +176,7 @@ impl Analyzer {
             live_key: Vec::new(),
             live_per_kind: HashMap::default(),
             world: World::default(),
+            routes: Routes::default(),
             facts: Facts::default(),
             rs_owner: HashMap::default(),
             tracked_by: HashMap::default(),
@@ -366,10 +372,12 @@ impl Analyzer {
                             _ => None,
                         };
                         self.on_rollout(rec, view.as_deref_mut(), pos);
+                        self.index_routes(&rec.namespace, &rec.name);
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
                         if let Some(owner) = self.on_replicaset(rec, &view, pos) {
+                            self.index_routes(&rec.namespace, &owner);
                             self.look_at(&rec.namespace, &owner, None, pos, false);
                         }
                     }
@@ -472,6 +480,13 @@ impl Analyzer {
     /// The rollout owning ReplicaSet `name` of `namespace`, as last seen.
     fn rs_owner(&self, namespace: &str, name: &str) -> Option<&String> {
         self.rs_owner.get(namespace)?.get(name)
+    }
+
+    /// Indexes rollout `name` again by what a Service may route to it through.
+    fn index_routes(&mut self, namespace: &str, name: &str) {
+        if let Some(track) = self.tracks.get(namespace, name) {
+            self.routes.update(track);
+        }
     }
 
     /// The track of rollout `name`, made when it is new.
@@ -612,6 +627,37 @@ impl Analyzer {
                 .tracks_in(namespace)
                 .map(|t| (t.namespace.clone(), t.name.clone()))
                 .collect(),
+            // Only the rollouts the Service routes to: a detector looks at a rollout's
+            // Services through `route`, so the endpoints of any other Service change nothing
+            // it sees (and a namespace of many rollouts has as many Services, each of whose
+            // endpoints change at every pod that becomes ready).
+            Touched::Endpoints {
+                namespace,
+                service,
+                was,
+            } => {
+                let ns = self.world.namespace(namespace);
+                let mut routed: BTreeSet<&str> = BTreeSet::new();
+                for name in [service, was].into_iter().flatten() {
+                    let Some(svc) = ns.and_then(|n| n.service(name)) else {
+                        continue;
+                    };
+                    routed.extend(
+                        self.routes
+                            .candidates(namespace, name, svc)
+                            .into_iter()
+                            .filter(|r| {
+                                self.tracks
+                                    .get(namespace, r)
+                                    .is_some_and(|t| crate::world::route(t, name, svc).is_some())
+                            }),
+                    );
+                }
+                routed
+                    .into_iter()
+                    .map(|r| (namespace.to_string(), r.to_owned()))
+                    .collect()
+            }
             Touched::App { namespace, name } => match self.world.app(namespace, name) {
                 // The rollouts it lists and the ones that name it, in (namespace, name) order
                 // as a walk over every rollout gave them.

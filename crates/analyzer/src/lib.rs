@@ -39,6 +39,7 @@ mod pack;
 mod prepare;
 mod report;
 mod rollout;
+mod routes;
 mod skim;
 mod time;
 mod timeline;

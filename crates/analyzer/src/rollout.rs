@@ -568,9 +568,9 @@ impl RolloutTrack {
             return;
         }
         let services: Vec<String> = world
-            .services_in(&self.namespace)
-            .filter(|(name, svc)| crate::world::route(self, name, svc).is_some())
-            .map(|(name, _)| name.to_owned())
+            .routing(self)
+            .into_iter()
+            .map(|(name, _, _)| name.to_owned())
             .collect();
         for service in services {
             let now = crate::world::membership(world, self, &service);

@@ -1392,6 +1392,7 @@ mod tests {
             events: 3_000,
             seed: 7,
             applications: true,
+            ..rf_scenarios::ScaleConfig::default()
         });
         all.extend(objects(&scale.records));
         all

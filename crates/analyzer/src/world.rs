@@ -112,8 +112,15 @@ impl AppObj {
 pub(crate) enum Touched {
     /// A Pod whose revision, readiness or images changed (or that appeared or went).
     Pod { namespace: Str, name: Str },
-    /// A Service's selector, or the endpoints of a Service.
+    /// A Service's selector (or the Service appeared or went).
     Service { namespace: Str },
+    /// The endpoints of a Service: `service` is the Service the EndpointSlice serves now,
+    /// `was` the one it served before when that differs.
+    Endpoints {
+        namespace: Str,
+        service: Option<Str>,
+        was: Option<Str>,
+    },
     /// An Application.
     App { namespace: Str, name: Str },
 }
@@ -133,10 +140,16 @@ pub(crate) struct Namespace {
     /// Pod names by pod-template hash, so a rollout's revision is looked up without scanning
     /// every pod of the namespace.
     pods_by_hash: HashMap<String, BTreeSet<String>>,
+    /// Service names by one label of their selector (key, then value): a Service selects a
+    /// pod only when the pod has every label of its selector, that one among them, so the
+    /// Services that may select a rollout's pods are found from their labels without a walk
+    /// over every Service of the namespace.
+    by_selector_label: HashMap<String, HashMap<String, BTreeSet<String>>>,
 }
 
 impl Namespace {
     /// The Services, by name.
+    #[cfg(test)]
     pub fn services(&self) -> impl Iterator<Item = (&str, &ServiceObj)> + '_ {
         self.services.iter().map(|(name, s)| (name.as_str(), s))
     }
@@ -163,6 +176,11 @@ impl Namespace {
         self.pods.get(name)
     }
 
+    /// The Service `name`, if recorded.
+    pub fn service(&self, name: &str) -> Option<&ServiceObj> {
+        self.services.get(name)
+    }
+
     fn is_empty(&self) -> bool {
         self.services.is_empty() && self.slices.is_empty() && self.pods.is_empty()
     }
@@ -179,25 +197,111 @@ impl Namespace {
         deleted: bool,
     ) -> Option<Touched> {
         if deleted {
-            self.services.remove(rec.name.as_str());
+            if let Some(old) = self.services.remove(rec.name.as_str()) {
+                self.unindex_selector(&rec.name, old.selector.as_ref());
+            }
         } else {
             let Parsed::Service(v) = parsed else {
                 return None;
             };
             let selector = v.spec.selector;
-            if let Some(old) = self.services.get_mut(rec.name.as_str()) {
-                if old.selector == selector {
-                    return None;
-                }
-                *old = ServiceObj { selector, pos };
-            } else {
-                self.services
-                    .insert(rec.name.clone(), ServiceObj { selector, pos });
+            let old = self.services.get(rec.name.as_str());
+            if old.is_some_and(|old| old.selector == selector) {
+                return None;
             }
+            if let Some(old) = self.services.remove(rec.name.as_str()) {
+                self.unindex_selector(&rec.name, old.selector.as_ref());
+            }
+            self.index_selector(&rec.name, selector.as_ref());
+            self.services
+                .insert(rec.name.clone(), ServiceObj { selector, pos });
         }
         Some(Touched::Service {
             namespace: Str::new(&rec.namespace),
         })
+    }
+
+    /// Indexes Service `name` under one label of `selector`: the one the fewest Services are
+    /// indexed under yet (the first such), so that a label every pod of the namespace has
+    /// (`team: payments`) is not the one asked for when an `app` label is there.
+    fn index_selector(&mut self, name: &str, selector: Option<&BTreeMap<String, String>>) {
+        let indexed = |k: &str, v: &str| {
+            self.by_selector_label
+                .get(k)
+                .and_then(|by| by.get(v))
+                .map_or(0, BTreeSet::len)
+        };
+        let Some((k, v)) = selector
+            .into_iter()
+            .flatten()
+            .min_by_key(|(k, v)| indexed(k, v))
+        else {
+            return;
+        };
+        self.by_selector_label
+            .entry(k.clone())
+            .or_default()
+            .entry(v.clone())
+            .or_default()
+            .insert(name.to_owned());
+    }
+
+    /// Drops Service `name` from the index, under whichever label of `selector` it was.
+    fn unindex_selector(&mut self, name: &str, selector: Option<&BTreeMap<String, String>>) {
+        for (k, v) in selector.into_iter().flatten() {
+            let Some(by_value) = self.by_selector_label.get_mut(k.as_str()) else {
+                continue;
+            };
+            if let Some(names) = by_value.get_mut(v.as_str()) {
+                names.remove(name);
+                if names.is_empty() {
+                    by_value.remove(v.as_str());
+                }
+            }
+            if by_value.is_empty() {
+                self.by_selector_label.remove(k.as_str());
+            }
+        }
+    }
+
+    /// The Services that route to `track` ([`route`]), in name order, with why: what
+    /// `services().filter_map(route)` gives, found through the rollout's names and its pod
+    /// labels rather than by asking every Service of the namespace (a namespace of many
+    /// rollouts has as many Services, and this runs at every look).
+    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<(&'a str, &'a ServiceObj, Route)> {
+        let mut names: BTreeSet<&'a str> = BTreeSet::new();
+        for named in [&track.canary_service, &track.stable_service] {
+            if let Some((name, _)) = named
+                .as_deref()
+                .and_then(|n| self.services.get_key_value(n))
+            {
+                names.insert(name.as_str());
+            }
+        }
+        if !self.by_selector_label.is_empty() {
+            let live = track
+                .replicasets
+                .values()
+                .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty());
+            for rs in live {
+                for (k, v) in &rs.pod_labels {
+                    if let Some(found) = self
+                        .by_selector_label
+                        .get(k.as_str())
+                        .and_then(|by| by.get(v.as_str()))
+                    {
+                        names.extend(found.iter().map(String::as_str));
+                    }
+                }
+            }
+        }
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let svc = self.services.get(name)?;
+                Some((name, svc, route(track, name, svc)?))
+            })
+            .collect()
     }
 
     fn apply_slice(
@@ -211,6 +315,7 @@ impl Namespace {
         if let Some(old) = &old {
             unindex(&mut self.slices_of, &old.service, &rec.name);
         }
+        let mut now_serves: Option<Str> = None;
         if !deleted {
             let Parsed::Slice(v) = parsed else {
                 return None;
@@ -233,6 +338,7 @@ impl Namespace {
                 let unchanged = old
                     .as_ref()
                     .is_some_and(|o| o.service == service && o.endpoints == endpoints);
+                now_serves = Some(Str::new(&service));
                 self.slices.insert(
                     rec.name.clone(),
                     SliceObj {
@@ -246,8 +352,14 @@ impl Namespace {
                 }
             }
         }
-        Some(Touched::Service {
+        let was = old
+            .map(|o| o.service)
+            .filter(|o| now_serves.as_deref() != Some(o.as_str()))
+            .map(|o| Str::new(&o));
+        Some(Touched::Endpoints {
             namespace: Str::new(&rec.namespace),
+            service: now_serves,
+            was,
         })
     }
 
@@ -488,6 +600,7 @@ impl World {
     }
 
     /// The Services of a namespace, by name.
+    #[cfg(test)]
     pub fn services_in<'a>(
         &'a self,
         ns: &str,
@@ -496,6 +609,14 @@ impl World {
             .get(ns)
             .into_iter()
             .flat_map(Namespace::services)
+    }
+
+    /// The Services that route to `track`, in name order, with why ([`Namespace::routing`]).
+    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<(&'a str, &'a ServiceObj, Route)> {
+        self.namespaces
+            .get(&track.namespace)
+            .map(|n| n.routing(track))
+            .unwrap_or_default()
     }
 
     /// The EndpointSlices of a Service.
@@ -876,6 +997,134 @@ mod tests {
         assert!(
             served > cases / 5 && served < cases * 4 / 5,
             "{served} of {cases}"
+        );
+    }
+
+    /// Applies a Service record of namespace `ns` with `selector` (`None`: no selector);
+    /// `deleted` deletes it.
+    fn service(
+        world: &mut World,
+        seq: u64,
+        name: &str,
+        selector: Option<&[(&str, &str)]>,
+        deleted: bool,
+    ) {
+        let mut spec = serde_json::Map::new();
+        if let Some(sel) = selector {
+            let sel: serde_json::Map<String, serde_json::Value> = sel
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).into()))
+                .collect();
+            spec.insert("selector".to_owned(), sel.into());
+        }
+        let object =
+            serde_json::json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec});
+        let rec = Record {
+            seq,
+            observed_at: Timestamp(0),
+            kind: Kind::Service,
+            op: if deleted {
+                Op::Deleted { inferred: false }
+            } else {
+                Op::Modified
+            },
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: String::new(),
+            resource_version: seq.to_string(),
+            actor: None,
+            object: if deleted {
+                Vec::new()
+            } else {
+                serde_json::to_vec(&object).unwrap_or_default()
+            },
+        };
+        let parsed = crate::Prepared::of(&rec).0;
+        let pos = At {
+            file: 0,
+            seq,
+            at: Timestamp(0),
+        };
+        world.apply(&rec, parsed, pos);
+    }
+
+    #[test]
+    fn the_services_routing_to_a_rollout_are_the_ones_a_walk_over_every_service_finds() {
+        // Services come, change selector and go, with selectors drawn from labels the
+        // rollout's pods have and do not have (a label all share, its own `app`, another
+        // rollout's, a revision's hash), none, or no selector at all; the rollout names some
+        // of them as its canary or stable Service, and its ReplicaSets come and go.
+        const LABELS: [(&str, &str); 6] = [
+            ("team", "pay"),
+            ("app", "r"),
+            ("app", "s"),
+            (HASH_LABEL, "h1"),
+            (HASH_LABEL, "h2"),
+            ("tier", "web"),
+        ];
+        let replicaset = |name: &str, hash: &str, tier: bool| -> ReplicaSetView {
+            let mut labels = serde_json::json!({"team": "pay", "app": "r", HASH_LABEL: hash});
+            if tier {
+                labels["tier"] = "web".into();
+            }
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns", "labels": labels,
+                    "ownerReferences": [{"kind": "Rollout", "name": "r", "uid": "u"}]},
+                "spec": {"replicas": 1, "template": {"metadata": {"labels": labels}}}
+            }))
+            .unwrap_or_default()
+        };
+        let mut rng = rf_scenarios::SplitMix::new(11);
+        let mut world = World::default();
+        let mut track = RolloutTrack::new("ns", "r", false);
+        let (mut routed, mut looks) = (0, 0);
+        for seq in 0..3000u64 {
+            let name = ["a", "b", "c", "d", "e", "f", "g"][rng.below(7)];
+            match rng.below(10) {
+                0 => service(&mut world, seq, name, None, true),
+                1 => service(&mut world, seq, name, None, false),
+                2 => {
+                    let (rs, hash) = [("r-h1", "h1"), ("r-h2", "h2")][rng.below(2)];
+                    let pos = At {
+                        file: 0,
+                        seq,
+                        at: Timestamp(0),
+                    };
+                    let view = replicaset(rs, hash, rng.below(2) == 0);
+                    track.observe_replicaset(&view, &[], pos, rng.below(3) == 0, false);
+                }
+                3 => {
+                    let pick = |rng: &mut rf_scenarios::SplitMix| {
+                        (rng.below(3) > 0).then(|| ["a", "b", "h"][rng.below(3)].to_owned())
+                    };
+                    track.canary_service = pick(&mut rng);
+                    track.stable_service = pick(&mut rng);
+                }
+                _ => {
+                    let selector: Vec<(&str, &str)> = (0..rng.below(4))
+                        .map(|_| LABELS[rng.below(LABELS.len())])
+                        .collect::<BTreeMap<_, _>>()
+                        .into_iter()
+                        .collect();
+                    service(&mut world, seq, name, Some(&selector), false);
+                }
+            }
+            let walk: Vec<(&str, Route)> = world
+                .services_in("ns")
+                .filter_map(|(name, svc)| Some((name, route(&track, name, svc)?)))
+                .collect();
+            let found: Vec<(&str, Route)> = world
+                .routing(&track)
+                .into_iter()
+                .map(|(name, _, why)| (name, why))
+                .collect();
+            assert_eq!(found, walk, "at {seq}");
+            routed += walk.len();
+            looks += 1;
+        }
+        assert!(
+            routed > looks && routed < looks * 5,
+            "{routed} Services routed over {looks} looks"
         );
     }
 

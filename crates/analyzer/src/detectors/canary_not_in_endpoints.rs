@@ -27,9 +27,7 @@ use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack};
 use crate::time::rfc3339;
 use crate::view::Step;
-use crate::world::{
-    PodObj, Route, World, has_revision, membership, of_revision, route, serves_revision,
-};
+use crate::world::{PodObj, Route, World, has_revision, membership, of_revision, serves_revision};
 
 type Key = (String, String, String, String);
 
@@ -203,16 +201,12 @@ impl Detector for CanaryNotInEndpoints {
         };
         let promoted = cur.stable_rs.as_deref() == Some(hash);
         let named = track.canary_service.is_some() || track.stable_service.is_some();
-        let services = s
-            .world
-            .namespace(ns)
-            .into_iter()
-            .flat_map(|n| {
-                n.services()
-                    // A lookup, before the walk over the rollout's ReplicaSets that `route` is.
-                    .filter(|(name, _)| n.has_slices(name))
-            })
-            .filter_map(|(name, svc)| Some((name, route(track, name, svc)?)))
+        let n = s.world.namespace(ns);
+        let routing = s.world.routing(track);
+        let services = routing
+            .iter()
+            .filter(|(name, _, _)| n.is_some_and(|n| n.has_slices(name)))
+            .map(|(name, _, why)| (*name, *why))
             .filter(|(_, why)| match why {
                 Route::Canary => !promoted,
                 Route::Stable => promoted,

@@ -25,7 +25,7 @@ use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling};
 use crate::diff::HASH_LABEL;
 use crate::finding::{Evidence, Finding, Rule, Subject};
 use crate::time::rfc3339;
-use crate::world::{Route, route};
+use crate::world::Route;
 
 type Key = (String, String, String, String);
 
@@ -59,12 +59,10 @@ impl Detector for ServiceSelectorMismatch {
         else {
             return self.settling.end(mine);
         };
-        for (name, svc) in s.world.services_in(ns) {
+        for (name, svc, why) in s.world.routing(track) {
             let Some(selector) = &svc.selector else {
                 continue;
             };
-            // Cheaper than asking whether the Service routes to the rollout at all: most
-            // Services of a look select the current revision.
             let wrong: Vec<(&String, &String, Option<&String>)> = selector
                 .iter()
                 .filter(|(k, _)| k.as_str() != HASH_LABEL)
@@ -74,9 +72,6 @@ impl Detector for ServiceSelectorMismatch {
             if wrong.is_empty() {
                 continue;
             }
-            let Some(why) = route(track, name, svc) else {
-                continue;
-            };
             let key = (
                 ns.clone(),
                 track.name.clone(),
