@@ -15,6 +15,7 @@ fn bench(c: &mut Criterion) {
         events: 20_000,
         seed: 1,
         applications: false,
+        ..ScaleConfig::default()
     });
     let bytes = recording.write_to(Vec::new()).unwrap();
     let raw: u64 = recording

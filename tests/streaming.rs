@@ -66,6 +66,7 @@ fn retained_replicasets_follow_live_ones_not_the_number_of_releases() {
         events: 20_000,
         seed: 3,
         applications: false,
+        ..rf_scenarios::ScaleConfig::default()
     });
     let mut analyzer = Analyzer::new(Options::default());
     analyzer.begin_file("x", 1, &recording.header);

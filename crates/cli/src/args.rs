@@ -261,7 +261,7 @@ pub struct SimulateArgs {
     /// List the scenarios.
     #[arg(long)]
     pub list: bool,
-    /// For the `scale` scenario: rollouts, each in its own namespace.
+    /// For the `scale` scenario: rollouts, each in its own namespace (see --per-namespace).
     #[arg(long, default_value_t = 20)]
     pub rollouts: usize,
     /// For the `scale` scenario: records to make (at least).
@@ -273,6 +273,13 @@ pub struct SimulateArgs {
     /// For the `scale` scenario: each rollout managed by an Argo CD Application.
     #[arg(long)]
     pub applications: bool,
+    /// For the `scale` scenario: pods of each rollout.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub replicas: u32,
+    /// For the `scale` scenario: rollouts that share a namespace (its Services, EndpointSlices
+    /// and pods).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_namespace: u64,
 }
 
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use crate::spec::{SimConfig, TemplateChange, config_checksum};
 /// What [`scale`] makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScaleConfig {
-    /// Rollouts, each in its own namespace.
+    /// Rollouts, [`per_namespace`](Self::per_namespace) to a namespace.
     pub rollouts: usize,
     /// Records to make in all (the result has at least this many, and at most one release
     /// cycle of one rollout more).
@@ -24,6 +24,24 @@ pub struct ScaleConfig {
     /// Each rollout managed by an Argo CD Application (namespace `argocd`, named after it),
     /// syncing each release and following its health, as the recorder records them.
     pub applications: bool,
+    /// Pods of each rollout (`spec.replicas`).
+    pub replicas: u32,
+    /// Rollouts that share a namespace (and so its Services, EndpointSlices and pods): 1 gives
+    /// each its own, as a team per namespace; many gives one namespace the size of a cluster's.
+    pub per_namespace: usize,
+}
+
+impl Default for ScaleConfig {
+    fn default() -> Self {
+        ScaleConfig {
+            rollouts: 20,
+            events: 100_000,
+            seed: 1,
+            applications: false,
+            replicas: SimConfig::default().replicas,
+            per_namespace: 1,
+        }
+    }
 }
 
 fn paused(sim: &Sim) -> bool {
@@ -132,9 +150,10 @@ impl Parts {
         for i in 0..rollouts {
             let name = format!("svc-{i:04}");
             let mut sim = Sim::new(SimConfig {
-                namespace: format!("team-{i:04}"),
+                namespace: format!("team-{:04}", i / config.per_namespace.max(1)),
                 rollout: name.clone(),
                 app: name.clone(),
+                replicas: config.replicas.max(1),
                 // Pods churn with every release, as in a cluster; Events expire after an hour.
                 services: vec![crate::spec::ServiceConfig::new(&name).with_selector("app", &name)],
                 event_ttl: Some(3600),
@@ -169,20 +188,20 @@ impl Parts {
         );
         rec.header.source.namespaces.clear();
         rec.header.source.kinds = kinds;
-        rec.header.notes.insert(
-            "scale".to_owned(),
-            format!(
-                "rollouts={} events={} seed={}{}",
-                config.rollouts,
-                config.events,
-                config.seed,
-                if config.applications {
-                    " applications"
-                } else {
-                    ""
-                }
-            ),
+        let mut note = format!(
+            "rollouts={} events={} seed={}",
+            config.rollouts, config.events, config.seed
         );
+        if config.applications {
+            note.push_str(" applications");
+        }
+        if config.replicas != SimConfig::default().replicas {
+            note.push_str(&format!(" replicas={}", config.replicas));
+        }
+        if config.per_namespace > 1 {
+            note.push_str(&format!(" per-namespace={}", config.per_namespace));
+        }
+        rec.header.notes.insert("scale".to_owned(), note);
         Ok(Parts {
             parts,
             recording: rec,
@@ -251,6 +270,7 @@ mod tests {
             events: 2_000,
             seed: 7,
             applications: false,
+            ..ScaleConfig::default()
         };
         let a = scale(&config);
         assert!(a.records.len() >= 2_000);
@@ -273,12 +293,78 @@ mod tests {
     }
 
     #[test]
+    fn rollouts_can_share_a_namespace_and_have_many_pods() {
+        let config = ScaleConfig {
+            rollouts: 4,
+            events: 4_000,
+            replicas: 12,
+            per_namespace: 2,
+            ..ScaleConfig::default()
+        };
+        let a = scale(&config);
+        assert_eq!(
+            a.header.notes["scale"],
+            "rollouts=4 events=4000 seed=1 replicas=12 per-namespace=2"
+        );
+        let mut rollouts_by_ns: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+            std::collections::BTreeMap::new();
+        for r in a
+            .records
+            .iter()
+            .filter(|r| r.kind == Kind::Rollout && r.op.has_object())
+        {
+            rollouts_by_ns
+                .entry(r.namespace.as_str())
+                .or_default()
+                .insert(r.name.as_str());
+        }
+        let shape: Vec<(&str, Vec<&str>)> = rollouts_by_ns
+            .iter()
+            .map(|(ns, names)| (*ns, names.iter().copied().collect()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("team-0000", vec!["svc-0000", "svc-0001"]),
+                ("team-0001", vec!["svc-0002", "svc-0003"])
+            ]
+        );
+        // Each rollout's Service selects only its own pods, of which it runs `replicas`.
+        let listed_pods = a
+            .records
+            .iter()
+            .filter(|r| {
+                r.kind == Kind::Pod && r.op == Op::Listed && r.name.starts_with("svc-0001-")
+            })
+            .count();
+        assert_eq!(listed_pods, 12);
+        let default = scale(&ScaleConfig {
+            rollouts: 4,
+            events: 4_000,
+            ..ScaleConfig::default()
+        });
+        assert_eq!(
+            default.header.notes["scale"],
+            "rollouts=4 events=4000 seed=1"
+        );
+        assert!(
+            default
+                .records
+                .iter()
+                .filter(|r| r.kind == Kind::Rollout && r.op.has_object())
+                .all(|r| r.namespace == format!("team-{}", &r.name[4..])),
+            "one namespace per rollout by default"
+        );
+    }
+
+    #[test]
     fn write_scale_writes_the_file_of_the_recording_scale_makes() {
         let config = ScaleConfig {
             rollouts: 4,
             events: 6_000,
             seed: 3,
             applications: false,
+            ..ScaleConfig::default()
         };
         let whole = scale(&config);
         let (streamed, n) = write_scale(&config, Vec::new()).unwrap();
@@ -303,6 +389,7 @@ mod tests {
             events: 9_000,
             seed: 2,
             applications: true,
+            ..ScaleConfig::default()
         };
         let a = scale(&config);
         assert!(a.header.source.kinds.contains(&Kind::Application));
@@ -339,6 +426,7 @@ mod tests {
             events: 30_000,
             seed: 1,
             applications: false,
+            ..ScaleConfig::default()
         });
         let count = |kind: Kind, op: fn(&Op) -> bool| {
             a.records

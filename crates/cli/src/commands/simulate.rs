@@ -43,6 +43,8 @@ pub fn run(args: &SimulateArgs, out: &mut dyn Write) -> Result<Exit> {
             events: args.events,
             seed: args.seed,
             applications: args.applications,
+            replicas: args.replicas,
+            per_namespace: usize::try_from(args.per_namespace).unwrap_or(usize::MAX),
         };
         if output == Path::new("-") {
             rf_scenarios::write_scale(&config, &mut *out)?;
