@@ -15,6 +15,11 @@
 #
 #   benches/compare.sh [EVENTS] [ROLLOUTS] [SEED]     default: 1000000 events over 200 rollouts
 #   APPLICATIONS=1 benches/compare.sh ...             each rollout managed by an Argo CD Application
+#   CROWDED=0 benches/compare.sh ...                  without the crowded namespace below
+#
+# Then analyze -o json vs gzip -dc on a second generated recording, a namespace the size of a
+# cluster's: 200 rollouts of 100 pods in one namespace (simulate scale --per-namespace 200
+# --replicas 100), where each EndpointSlice holds 100 endpoints and the namespace 200 Services.
 #
 # Needs: jq, gzip, curl, /usr/bin/time (GNU time). The recording is generated (deterministic by seed)
 # in a temporary directory and removed at the end; set KEEP=DIR to keep it there.
@@ -154,3 +159,16 @@ awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v gj="$gj_s" -v j="$j_s
   }
   printf "(times: analyze %.2f s / %.2f s, gzip -dc %.2f s / %.2f s, gzip -dc of the JSON lines %.2f s, jq %.2f s)\n", a, a2, g, g2, gj, j
 }'
+
+if [ "${CROWDED:-1}" != 0 ]; then
+  crowded="$dir/crowded-200x100-$seed.rfr"
+  if [ ! -s "$crowded" ]; then
+    echo "generating the crowded namespace (200 rollouts x 100 pods)..." >&2
+    "$bin" simulate scale --rollouts 200 --per-namespace 200 --replicas 100 --events 300000 --seed "$seed" -o "$crowded" >/dev/null 2>&1
+  fi
+  read -r c_s c_kib < <(measure "$bin" analyze "$crowded" -o json --fail-on never)
+  read -r cg_s _ < <(measure gzip -dc "$crowded")
+  awk -v a="$c_s" -v g="$cg_s" -v kib="$c_kib" 'BEGIN {
+    printf "crowded namespace: analyze / gzip -dc %.2f (analyze %.2f s, %.1f MiB; gzip -dc %.2f s)   (target <= 1.0)\n", a / g, a, kib / 1024, g
+  }'
+fi
