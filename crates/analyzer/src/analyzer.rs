@@ -693,9 +693,17 @@ impl Analyzer {
 
     /// Lets every detector look at rollout `name` of `ns` and the world around it.
     fn look_at(&mut self, ns: &str, name: &str, touched: Option<&Touched>, now: At, end: bool) {
+        let Some(track) = self.tracks.get(ns, name) else {
+            return;
+        };
+        if track.last.is_none() && !self.opts.timelines {
+            return;
+        }
+        // Asked once per look, for the timeline and every detector.
+        let routing = self.world.routing(track);
         if self.opts.timelines {
             if let Some(track) = self.tracks.get_mut(ns, name) {
-                track.observe_traffic(&self.world, now);
+                track.observe_traffic(&self.world, &routing, now);
             }
         }
         let Some(track) = self.tracks.get(ns, name) else {
@@ -707,6 +715,7 @@ impl Analyzer {
         let scene = Scene {
             track,
             world: &self.world,
+            routing: &routing,
             now,
             touched,
             snapshot: self.opts.snapshot,

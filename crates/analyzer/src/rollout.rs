@@ -562,29 +562,30 @@ impl RolloutTrack {
     }
 
     /// Records the endpoint membership by revision of every Service that routes to this
-    /// rollout, when it changed.
-    pub fn observe_traffic(&mut self, world: &crate::world::World, pos: At) {
+    /// rollout (`routing`, [`World::routing`](crate::world::World::routing) of it), when it
+    /// changed.
+    pub fn observe_traffic(
+        &mut self,
+        world: &crate::world::World,
+        routing: &[crate::world::Routed<'_>],
+        pos: At,
+    ) {
         if !self.keep_timeline || self.traffic.len() >= MAX_TIMELINE_ENTRIES {
             return;
         }
-        let services: Vec<String> = world
-            .routing(self)
-            .into_iter()
-            .map(|(name, _, _)| name.to_owned())
-            .collect();
-        for service in services {
-            let now = crate::world::membership(world, self, &service);
-            if self.traffic_last.get(&service) == Some(&now) {
+        for &(service, _, _) in routing {
+            let now = crate::world::membership(world, self, service);
+            if self.traffic_last.get(service) == Some(&now) {
                 continue;
             }
             self.traffic.push(crate::timeline::TrafficEntry {
                 at: pos.at,
                 file: pos.file,
                 seq: pos.seq,
-                service: service.clone(),
+                service: service.to_owned(),
                 endpoints: now.clone(),
             });
-            self.traffic_last.insert(service, now);
+            self.traffic_last.insert(service.to_owned(), now);
         }
     }
 

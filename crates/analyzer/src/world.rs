@@ -268,7 +268,7 @@ impl Namespace {
     /// `services().filter_map(route)` gives, found through the rollout's names and its pod
     /// labels rather than by asking every Service of the namespace (a namespace of many
     /// rollouts has as many Services, and this runs at every look).
-    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<(&'a str, &'a ServiceObj, Route)> {
+    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<Routed<'a>> {
         let mut names: BTreeSet<&'a str> = BTreeSet::new();
         for named in [&track.canary_service, &track.stable_service] {
             if let Some((name, _)) = named
@@ -612,7 +612,7 @@ impl World {
     }
 
     /// The Services that route to `track`, in name order, with why ([`Namespace::routing`]).
-    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<(&'a str, &'a ServiceObj, Route)> {
+    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<Routed<'a>> {
         self.namespaces
             .get(&track.namespace)
             .map(|n| n.routing(track))
@@ -803,6 +803,9 @@ pub(crate) fn of_revision(
         },
     }
 }
+
+/// A Service that routes to a rollout: its name, the Service, and why.
+pub(crate) type Routed<'a> = (&'a str, &'a ServiceObj, Route);
 
 /// Why a Service routes to a rollout's pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1000,6 +1003,41 @@ mod tests {
         );
     }
 
+    /// Applies a record of `kind` `ns/name` holding `object`, or its deletion (`None`).
+    fn apply_object(
+        world: &mut World,
+        seq: u64,
+        kind: Kind,
+        (ns, name): (&str, &str),
+        object: Option<serde_json::Value>,
+    ) {
+        let rec = Record {
+            seq,
+            observed_at: Timestamp(0),
+            kind,
+            op: if object.is_some() {
+                Op::Modified
+            } else {
+                Op::Deleted { inferred: false }
+            },
+            namespace: ns.into(),
+            name: name.into(),
+            uid: String::new(),
+            resource_version: seq.to_string(),
+            actor: None,
+            object: object
+                .map(|o| serde_json::to_vec(&o).unwrap_or_default())
+                .unwrap_or_default(),
+        };
+        let parsed = crate::Prepared::of(&rec).0;
+        let pos = At {
+            file: 0,
+            seq,
+            at: Timestamp(0),
+        };
+        world.apply(&rec, parsed, pos);
+    }
+
     /// Applies a Service record of namespace `ns` with `selector` (`None`: no selector);
     /// `deleted` deletes it.
     fn service(
@@ -1019,33 +1057,13 @@ mod tests {
         }
         let object =
             serde_json::json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec});
-        let rec = Record {
+        apply_object(
+            world,
             seq,
-            observed_at: Timestamp(0),
-            kind: Kind::Service,
-            op: if deleted {
-                Op::Deleted { inferred: false }
-            } else {
-                Op::Modified
-            },
-            namespace: "ns".into(),
-            name: name.into(),
-            uid: String::new(),
-            resource_version: seq.to_string(),
-            actor: None,
-            object: if deleted {
-                Vec::new()
-            } else {
-                serde_json::to_vec(&object).unwrap_or_default()
-            },
-        };
-        let parsed = crate::Prepared::of(&rec).0;
-        let pos = At {
-            file: 0,
-            seq,
-            at: Timestamp(0),
-        };
-        world.apply(&rec, parsed, pos);
+            Kind::Service,
+            ("ns", name),
+            (!deleted).then_some(object),
+        );
     }
 
     #[test]
@@ -1137,29 +1155,13 @@ mod tests {
             .collect();
         let object = serde_json::json!({"metadata": {"name": name, "namespace": ns},
             "status": {"resources": resources}});
-        let rec = Record {
+        apply_object(
+            world,
             seq,
-            observed_at: Timestamp(0),
-            kind: Kind::Application,
-            op: if rollouts.is_some() {
-                Op::Modified
-            } else {
-                Op::Deleted { inferred: false }
-            },
-            namespace: ns.into(),
-            name: name.into(),
-            uid: String::new(),
-            resource_version: seq.to_string(),
-            actor: None,
-            object: serde_json::to_vec(&object).unwrap_or_default(),
-        };
-        let parsed = crate::Prepared::of(&rec).0;
-        let pos = At {
-            file: 0,
-            seq,
-            at: Timestamp(0),
-        };
-        world.apply(&rec, parsed, pos);
+            Kind::Application,
+            (ns, name),
+            rollouts.map(|_| object),
+        );
     }
 
     #[test]

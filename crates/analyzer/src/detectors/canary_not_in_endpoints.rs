@@ -202,8 +202,8 @@ impl Detector for CanaryNotInEndpoints {
         let promoted = cur.stable_rs.as_deref() == Some(hash);
         let named = track.canary_service.is_some() || track.stable_service.is_some();
         let n = s.world.namespace(ns);
-        let routing = s.world.routing(track);
-        let services = routing
+        let services = s
+            .routing
             .iter()
             .filter(|(name, _, _)| n.is_some_and(|n| n.has_slices(name)))
             .map(|(name, _, why)| (*name, *why))

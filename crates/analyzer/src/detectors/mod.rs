@@ -9,7 +9,7 @@ use rf_format::Timestamp;
 
 use crate::finding::{Finding, Subject};
 use crate::rollout::{At, RolloutTrack, Transition};
-use crate::world::{Touched, World};
+use crate::world::{Routed, Touched, World};
 
 mod canary_not_in_endpoints;
 mod config_only_rerender;
@@ -35,6 +35,8 @@ pub(crate) const SETTLE_SECONDS: i64 = 10;
 pub(crate) struct Scene<'a> {
     pub track: &'a RolloutTrack,
     pub world: &'a World,
+    /// The Services that route to the rollout ([`World::routing`]).
+    pub routing: &'a [Routed<'a>],
     /// The record being replayed (or the end of the analysis).
     pub now: At,
     /// What the record changed, when it was not the rollout itself.

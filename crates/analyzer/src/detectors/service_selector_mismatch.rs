@@ -59,7 +59,7 @@ impl Detector for ServiceSelectorMismatch {
         else {
             return self.settling.end(mine);
         };
-        for (name, svc, why) in s.world.routing(track) {
+        for &(name, svc, why) in s.routing {
             let Some(selector) = &svc.selector else {
                 continue;
             };
