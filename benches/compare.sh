@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's figures, measured in one run on one generated recording, as ratios (these machines
+# The performance targets, measured in one run on one generated recording, as ratios (these machines
 # are shared and noisy: absolute times mean little, ratios of runs side by side do):
 #
 #   analyze -o json          vs  gzip -dc FILE            (target: ratio <= 1.0)

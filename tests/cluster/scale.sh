@@ -7,8 +7,11 @@
 # namespace; once every one is Healthy they keep rolling (a new pod template for a tenth of them
 # every 30 s) for ROLL_MINUTES (default 5). Every second a prober writes its send time into an
 # annotation of a Pod, a Service and a Rollout; a recording's lag is how late it saw them
-# (benches/examples/probe_lag.rs). Prints the recorder's peak RSS, its CPU, the lag, the live
-# pods, the gaps, and `analyze` of the result against `gzip -dc` of the same file.
+# (benches/examples/probe_lag.rs). Beside the recorder, a reference client (curl, and a few
+# lines of Python that note when each line arrives) holds the same three watches: its lag is the
+# API server's, and the recorder's time minus the reference's, probe by probe, is the lag the
+# recorder adds. Prints the recorder's peak RSS, its CPU, the lag, the live pods, the gaps, and
+# `analyze` of the result against `gzip -dc` of the same file.
 # KEEP=DIR keeps the recording there (scale.rfr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,6 +112,40 @@ until [ -s "$dir/scale.rfr" ]; do
   kill -0 "$recorder" 2>/dev/null || { log "the recorder exited"; cat "$dir/record.log" >&2; exit 1; }
   sleep 0.2
 done
+
+# The reference watches: the namespace's Pods, Services and Rollouts, as the recorder watches
+# them. For each line carrying a probe of a probed object, the first time that value arrived.
+cat > "$dir/stamp.py" <<'EOF'
+import json, sys, time
+kind, annotation, names = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+needle = f'"{annotation}":"'.encode()
+seen = set()
+for line in sys.stdin.buffer:
+    t = time.time_ns()
+    if needle not in line:
+        continue
+    try:
+        meta = json.loads(line)["object"]["metadata"]
+    except (ValueError, KeyError, TypeError):
+        continue
+    value = (meta.get("annotations") or {}).get(annotation)
+    if meta.get("name") in names and value and (meta["name"], value) not in seen:
+        seen.add((meta["name"], value))
+        print(f"{kind}/{meta['name']} {value} {t}", flush=True)
+EOF
+reference() { # KIND PATH NAME
+  # Until the probes stop, or the run ends and takes $dir with it.
+  while [ -d "$dir" ] && [ ! -f "$dir/stop-probes" ]; do
+    curl -sS -N --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+      "$server$2?watch=1" 2>> "$dir/reference.log" || sleep 1
+  done | python3 -u "$dir/stamp.py" "$1" rf-probe "$3" >> "$dir/reference-$1"
+}
+reference Pod "/api/v1/namespaces/$ns/pods" probe &
+pids+=($!)
+reference Service "/api/v1/namespaces/$ns/services" probe &
+pids+=($!)
+reference Rollout "/apis/argoproj.io/v1alpha1/namespaces/$ns/rollouts" "app-$rollouts" &
+pids+=($!)
 sleep 3 # the initial lists of an empty namespace
 started=$(date +%s)
 clock_ticks=$(getconf CLK_TCK)
@@ -203,8 +240,10 @@ for g in gaps:
 EOF
 echo "probes sent: $(wc -l < "$dir/probes"), refused: $(cat "$dir/probe-errors" 2>/dev/null | wc -l) (404: the probed Rollout before it is applied)"
 if [ -f "$dir/probe-errors" ]; then sort "$dir/probe-errors" | uniq -c | sed 's/^/  /'; fi
-echo "lag (ms from the probe's send to the recorder's observed_at; probes seen should equal probes sent):"
-"$probe_lag" "$dir/scale.rfr" rf-probe Pod/probe Service/probe "Rollout/$probed"
+echo "lag (ms from the probe's send to the recorder's observed_at; probes seen should equal probes sent),"
+echo "the reference client's lag (the API server's), and the recorder's time minus the reference's:"
+cat "$dir"/reference-* > "$dir/reference"
+"$probe_lag" --reference "$dir/reference" "$dir/scale.rfr" rf-probe Pod/probe Service/probe "Rollout/$probed"
 echo "file: $(stat -c %s "$dir/scale.rfr") bytes"
 awk -v a="$a_s" -v g="$g_s" -v kib="$a_kib" 'BEGIN {
   printf "analyze -o json: %.2f s, peak RSS %.1f MiB; gzip -dc %.2f s; ratio %.2f\n", a, kib / 1024, g, (g > 0 ? a / g : 0)
