@@ -1,6 +1,8 @@
 //! rollout-forensics: the command-line tool. The only crate that prints or exits.
 
 mod args;
+mod atomic;
+mod cluster;
 mod commands;
 mod exit;
 mod input;

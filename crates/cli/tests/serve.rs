@@ -1,6 +1,6 @@
 //! `rollout-forensics serve` against a client no one here wrote: kubectl. Each test starts the
 //! real binary on loopback, reads its URL from stdout, and runs kubectl with the kubeconfig it
-//! wrote. Tests that need kubectl are skipped (with a message) when /usr/bin/kubectl is absent.
+//! wrote. Tests that need kubectl fail, saying how to install it, when /usr/bin/kubectl is absent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rf_format::{End, Header, Kind, Op, Reader, Record, Timestamp};
 use rf_recorder::{Config, Hooks, Rotation, SourceInfo};
-use rf_replay::{Background, Options, Pace, Timeline};
+use rf_serve::{Background, Options, Pace, Timeline};
 
 const NAME: &str = "rerender-race-reruns";
 

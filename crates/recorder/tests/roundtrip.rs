@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rf_format::{End, Kind, Op, Reader, Record};
 use rf_recorder::{Config, SourceInfo, Summary};
-use rf_replay::{Background, Faults, Options, Pace, Timeline};
+use rf_serve::{Background, Faults, Options, Pace, Timeline};
 use serde_json::Value;
 
 /// A `Write` whose bytes the test can read afterwards.

@@ -129,7 +129,7 @@ fn run_on(args: &AnalyzeArgs, files: &[std::path::PathBuf], out: &mut dyn Write)
     };
     match &args.write {
         Some(path) => {
-            crate::commands::simulate::write_atomically(path, |file| {
+            crate::atomic::write_atomically(path, |file| {
                 let mut w = std::io::BufWriter::new(file);
                 write(&mut w, Style::plain())?;
                 w.flush()?;

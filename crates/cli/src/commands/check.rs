@@ -17,7 +17,7 @@ use rf_format::{Header, Kind, Op, Record, Source, Timestamp, Writer};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::commands::record::client_for;
+use crate::cluster::client_for;
 use crate::exit::Exit;
 use crate::timespec::parse_duration;
 

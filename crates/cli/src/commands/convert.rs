@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rf_format::{End, FORMAT_VERSION, Writer};
 
-use crate::commands::simulate::write_atomically;
+use crate::atomic::write_atomically;
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]

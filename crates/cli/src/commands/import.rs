@@ -11,7 +11,7 @@ use rf_analyzer::{human_duration, rfc3339};
 use rf_format::Writer;
 use rf_import::Input;
 
-use crate::commands::simulate::write_atomically;
+use crate::atomic::write_atomically;
 use crate::exit::Exit;
 
 /// The sources `import` reads.

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use rf_analyzer::{Analyzer, FileEnd, Finding, Options};
 use rf_format::{Header, Record, Timestamp};
-use rf_recorder::{Config, Hooks, Progress, SourceInfo, Summary, Tap};
+use rf_recorder::{Config, Hooks, Progress, Summary, Tap};
 
 use crate::exit::Exit;
 use crate::timespec::parse_duration;
@@ -112,56 +111,6 @@ fn config(args: &RecordArgs) -> Result<Config> {
         config.watch_timeout = duration(s, "--watch-timeout")?;
     }
     Ok(config)
-}
-
-/// A client from `--kubeconfig`/`--context` (or the usual inference), the source for the
-/// header, and the context's default namespace.
-pub(crate) async fn client_for(
-    kubeconfig: Option<&std::path::Path>,
-    context: Option<&str>,
-) -> Result<(kube::Client, SourceInfo, String)> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        cluster: None,
-        user: None,
-    };
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
-        }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .context("cannot use the kubeconfig context")?,
-        None => {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let default = home.map(|h| h.join(".kube").join("config"));
-            let from_env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
-            let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
-            if !from_env && !in_cluster && default.as_ref().is_none_or(|d| !d.exists()) {
-                bail!(
-                    "no kubeconfig found: KUBECONFIG is not set, {} does not exist, and this is not a pod in a cluster; set KUBECONFIG, pass --kubeconfig PATH, or run inside a cluster",
-                    default
-                        .map_or_else(|| "~/.kube/config".to_owned(), |d| d.display().to_string())
-                );
-            }
-            kube::Config::infer().await.context(
-                "no usable kubeconfig: set KUBECONFIG, pass --kubeconfig PATH, or run inside a cluster",
-            )?
-        }
-    };
-    let server = config.cluster_url.to_string();
-    let namespace = config.default_namespace.clone();
-    let client =
-        kube::Client::try_from(config).context("cannot build a client from the kubeconfig")?;
-    let source = SourceInfo {
-        context: context.map(str::to_owned),
-        server: Some(server.trim_end_matches('/').to_owned()),
-    };
-    Ok((client, source, namespace))
 }
 
 fn status_line(p: &Progress) -> String {
@@ -367,7 +316,7 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let (client, source, default_ns) =
-            client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+            crate::cluster::client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
         config.namespaces = if args.all_namespaces {
             Vec::new()
         } else if args.namespaces.is_empty() {

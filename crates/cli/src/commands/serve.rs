@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
 use rf_format::Reader;
-use rf_replay::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
+use rf_serve::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
 use crate::exit::Exit;

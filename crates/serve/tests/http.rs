@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rf_format::{Header, Kind, Op, Reader, Record, Source, Timestamp};
-use rf_replay::{Background, Faults, Options, Pace, Timeline, human_duration};
+use rf_serve::{Background, Faults, Options, Pace, Timeline, human_duration};
 use serde_json::Value;
 
 const RECORDING: &str = concat!(

@@ -1,4 +1,4 @@
-//! rf-replay: a read-only Kubernetes API server that serves a rollout-forensics recording, so
+//! rf-serve: a read-only Kubernetes API server that serves a rollout-forensics recording, so
 //! kubectl, k9s and `kubectl argo rollouts get rollout -w` can look at a past incident, and so the
 //! recorder's tests have an API server whose whole history is known.
 //!
@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use rf_replay::{Background, Options, Pace, Timeline};
+//! use rf_serve::{Background, Options, Pace, Timeline};
 //! let file = std::fs::File::open("recordings/rerender-race.rfr")?;
 //! let timeline = Arc::new(Timeline::read(file)?);
 //! let server = Background::start(timeline, Options { pace: Pace::Max, ..Options::default() })?;

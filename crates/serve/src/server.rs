@@ -136,7 +136,7 @@ impl Background {
         let addr = server.local_addr();
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
-            .name("rf-replay".into())
+            .name("rf-serve".into())
             .spawn(move || {
                 runtime.block_on(server.run(async {
                     let _ = stopped.await;
