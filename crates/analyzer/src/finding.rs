@@ -36,99 +36,43 @@ impl fmt::Display for Severity {
     }
 }
 
-/// The stable identity of a detector. Ids never change once released; see `docs/rules.md`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
-    /// `rerender-restart`
-    RerenderRestart,
-    /// `pause-lost`
-    PauseLost,
-    /// `config-only-rerender`
-    ConfigOnlyRerender,
-    /// `hash-only-change`
-    HashOnlyChange,
-    /// `orphaned-replicaset`
-    OrphanedReplicaSet,
-    /// `manual-step-jump`
-    ManualStepJump,
-    /// `restart-churn`
-    RestartChurn,
-    /// `service-selector-mismatch`
-    ServiceSelectorMismatch,
-    /// `canary-not-in-endpoints`
-    CanaryNotInEndpoints,
-    /// `gitops-health-mismatch`
-    GitopsHealthMismatch,
-    /// `double-render`
-    DoubleRender,
-    /// `image-not-pinned`
-    ImageNotPinned,
-    /// `image-digest-drift`
-    ImageDigestDrift,
-    /// `no-rollback-history`
-    NoRollbackHistory,
+/// Makes [`Rule`] of the registry's lines (`crate::rules`).
+macro_rules! rule_enum {
+    ($($variant:ident, $id:literal, $severity:ident, $module:ident;)*) => {
+        /// The stable identity of a detector. Ids never change once released; see
+        /// `docs/rules.md` and `rollout-forensics rules`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Rule {
+            $(
+                #[doc = concat!("`", $id, "`")]
+                $variant,
+            )*
+        }
+
+        impl Rule {
+            /// Every rule, in the order they are documented.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant),*];
+
+            /// The kebab-case id, as in reports and `--fail-on` output.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)*
+                }
+            }
+
+            /// The rule's severity (a finding of `gitops-health-mismatch` can be lower: `info`
+            /// when the GitOps UI is red by design).
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(Rule::$variant => Severity::$severity,)*
+                }
+            }
+        }
+    };
 }
+crate::rules::registry!(rule_enum);
 
 impl Rule {
-    /// Every rule, in the order they are documented.
-    pub const ALL: [Rule; 14] = [
-        Rule::RerenderRestart,
-        Rule::PauseLost,
-        Rule::ConfigOnlyRerender,
-        Rule::HashOnlyChange,
-        Rule::OrphanedReplicaSet,
-        Rule::ManualStepJump,
-        Rule::RestartChurn,
-        Rule::ServiceSelectorMismatch,
-        Rule::CanaryNotInEndpoints,
-        Rule::GitopsHealthMismatch,
-        Rule::DoubleRender,
-        Rule::ImageNotPinned,
-        Rule::ImageDigestDrift,
-        Rule::NoRollbackHistory,
-    ];
-
-    /// The kebab-case id, as in reports and `--fail-on` output.
-    pub fn id(self) -> &'static str {
-        match self {
-            Rule::RerenderRestart => "rerender-restart",
-            Rule::PauseLost => "pause-lost",
-            Rule::ConfigOnlyRerender => "config-only-rerender",
-            Rule::HashOnlyChange => "hash-only-change",
-            Rule::OrphanedReplicaSet => "orphaned-replicaset",
-            Rule::ManualStepJump => "manual-step-jump",
-            Rule::RestartChurn => "restart-churn",
-            Rule::ServiceSelectorMismatch => "service-selector-mismatch",
-            Rule::CanaryNotInEndpoints => "canary-not-in-endpoints",
-            Rule::GitopsHealthMismatch => "gitops-health-mismatch",
-            Rule::DoubleRender => "double-render",
-            Rule::ImageNotPinned => "image-not-pinned",
-            Rule::ImageDigestDrift => "image-digest-drift",
-            Rule::NoRollbackHistory => "no-rollback-history",
-        }
-    }
-
-    /// The rule's severity (a finding of `gitops-health-mismatch` can be lower: `info` when the
-    /// GitOps UI is red by design).
-    pub fn severity(self) -> Severity {
-        match self {
-            Rule::RerenderRestart
-            | Rule::PauseLost
-            | Rule::OrphanedReplicaSet
-            | Rule::ServiceSelectorMismatch
-            | Rule::CanaryNotInEndpoints
-            | Rule::ImageDigestDrift => Severity::Error,
-            Rule::ConfigOnlyRerender
-            | Rule::HashOnlyChange
-            | Rule::ManualStepJump
-            | Rule::RestartChurn
-            | Rule::GitopsHealthMismatch
-            | Rule::DoubleRender
-            | Rule::ImageNotPinned
-            | Rule::NoRollbackHistory => Severity::Warning,
-        }
-    }
-
     /// True for a rule whose detector amends its findings at the end of the analysis
     /// (`restart-churn` counts every restart there): its findings stay decoded until then
     /// instead of being packed. At most one per rollout.
@@ -138,7 +82,7 @@ impl Rule {
 
     /// The rule with this id.
     pub fn from_id(id: &str) -> Option<Rule> {
-        Rule::ALL.into_iter().find(|r| r.id() == id)
+        Rule::ALL.iter().copied().find(|r| r.id() == id)
     }
 }
 

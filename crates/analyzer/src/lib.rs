@@ -40,6 +40,7 @@ mod prepare;
 mod report;
 mod rollout;
 mod routes;
+mod rules;
 mod skim;
 mod time;
 mod timeline;

@@ -55,6 +55,8 @@ pub enum Command {
     /// Rewrite a recording in another format version (1: every object whole, for older
     /// rollout-forensics builds).
     Convert(crate::commands::convert::ConvertArgs),
+    /// The rules the analyzer applies; with an id, what it detects, why it matters, an example.
+    Rules(crate::commands::rules::RulesArgs),
 }
 
 /// Output formats of the commands other than `analyze` (each command's `-o` says what its

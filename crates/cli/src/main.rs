@@ -46,6 +46,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Check(a) => commands::check::run(a, out),
         Command::Import(a) => commands::import::run(a, out),
         Command::Convert(a) => commands::convert::run(a, out),
+        Command::Rules(a) => commands::rules::run(a, out),
     }
 }
 

@@ -1,13 +1,15 @@
-//! `canary-not-in-endpoints` (error).
+//! `canary-not-in-endpoints` (error): the rollout says its revision takes traffic, but the
+//! Service's EndpointSlices hold none of its ready pods.
 //!
 //! # What it detects
 //! The rollout says its current revision takes traffic (a canary weight above 0, a step past
 //! the first `setWeight`, or Healthy after promotion), pods of that revision are Ready, and yet
-//! for at least [`SETTLE_SECONDS`](super::SETTLE_SECONDS) the EndpointSlices of the Service that
-//! should send it traffic hold no ready address of any of its pods. The Service is the
-//! `canaryService` (the `stableService` once promoted) when the rollout names them, else every
-//! Service that selects the rollout's pods. A Service none of whose EndpointSlices was recorded
-//! is not judged.
+//! for at least 10 s the EndpointSlices (`kubernetes.io/service-name`) of the Service that should
+//! send it traffic hold no ready address of any of its pods. The Service is the `canaryService`
+//! (the `stableService` once promoted) when the rollout names them, else every Service that
+//! selects the rollout's pods. A pod's revision comes from its hash label, else its owner
+//! ReplicaSet, else its name. Not raised after an abort. A Service none of whose EndpointSlices
+//! was recorded is not judged.
 //!
 //! # Why it matters
 //! This is adoption, not application: the canary's metrics, the analysis and the promotion all
@@ -16,6 +18,13 @@
 //! # Example
 //! At setWeight 20 the slice of `checkout-api` lists four pods of `68f6c5dd9b` (stable) and none
 //! of `5d98c7bf64`, whose pod is Ready.
+//!
+//! # Evidence
+//! The endpoint pods by revision, the ready pods of the revision, and the commands (`kubectl get
+//! endpointslices -l kubernetes.io/service-name=...`) that show it.
+//!
+//! # Remedy
+//! Do not promote on the canary's metrics; fix what keeps its pods out of the Service.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +39,12 @@ use crate::view::Step;
 use crate::world::{PodObj, Route, World, has_revision, membership, of_revision, serves_revision};
 
 type Key = (String, String, String, String);
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(CanaryNotInEndpoints::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct CanaryNotInEndpoints {

@@ -1,9 +1,15 @@
-//! `config-only-rerender` (warning).
+//! `config-only-rerender` (warning): the restart's two pod templates differ only in annotations
+//! (e.g. `checksum/config`).
 //!
 //! # What it detects
 //! A canary restart (see `rerender-restart`) whose two revisions' pod templates differ only in
 //! `metadata.annotations` (the `rollouts-pod-template-hash` label ignored): typically a
-//! `checksum/config` annotation that a Helm chart computes from rendered config.
+//! `checksum/config` annotation that a Helm chart computes from rendered config. Both templates
+//! come from the revisions' ReplicaSets, or both from the rollout's spec, never one of each; the
+//! finding names each key with its old and new value. A comparison waits for a template not known
+//! yet (a ReplicaSet seen after the status that names it); a rollout keeps its 16 latest waiting
+//! comparisons, so one whose templates never come (a ReplicaSet deleted before the recording
+//! began) is dropped in time. The same holds for `hash-only-change`.
 //!
 //! # Why it matters
 //! Nothing about the application changed: the same release was rendered twice with different
@@ -14,11 +20,20 @@
 //! # Example
 //! `checkout-api-7b4c9f5d86` and `checkout-api-5d98c7bf64` differ only in
 //! `metadata.annotations["checksum/config"]`: `9a41…` -> `c07e…`.
+//!
+//! # Remedy
+//! Do not roll back; resolve the values revision before the image tag is written.
 
 use crate::detectors::{Comparisons, Detector, PendingDiff};
 use crate::diff::{Change, only_annotations};
 use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(ConfigOnlyRerender::default())
+}
 
 #[derive(Debug)]
 pub(crate) struct ConfigOnlyRerender(Comparisons);

@@ -1,12 +1,14 @@
-//! `double-render` (warning).
+//! `double-render` (warning): two renders of the rollout's pod template within 120 s, the second
+//! changing only annotations (or two Application syncs, then a restart).
 //!
 //! # What it detects
-//! Two renders of the same rollout within [`WINDOW_SECONDS`]: two changes of its pod template,
+//! Two renders of the same rollout within 120 s: two changes of its pod template,
 //! the second changing only annotations (a config checksum, a timestamp); or, when the Rollout's
 //! records do not show both changes (a relist after a gap coalesces them), two syncs of the Argo
 //! CD Application that manages it with different revisions, followed by a restart of its canary.
 //! The finding names both times, both generations and, when an Application manages the rollout,
-//! the Git revisions it synced.
+//! the Git revisions of its history nearest to each (waiting up to 30 s for that history to catch
+//! up).
 //!
 //! # Why it matters
 //! These are the two renders of the re-render race: the first starts a canary, the second
@@ -17,6 +19,9 @@
 //! # Example
 //! Generation 2 at 13:02:30 (image and `checksum/config`, revision 3f2a…) and generation 3 at
 //! 13:03:00 (`checksum/config` only, revision 9c1e…): 30 s apart.
+//!
+//! # Remedy
+//! Render once per release.
 
 use std::collections::HashMap;
 
@@ -47,6 +52,12 @@ struct Pending {
 /// Reported renders remembered per rollout: only recent ones are asked about (an
 /// Application's last two syncs, a render just made).
 const KEEP_FIRED: usize = 16;
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(DoubleRender::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct DoubleRender {

@@ -1,4 +1,6 @@
-//! `gitops-health-mismatch` (info or warning).
+//! `gitops-health-mismatch` (info or warning): the Argo CD Application reads red while the rollout
+//! pauses by design (info), or green while the rollout is Degraded or its revision is not adopted
+//! (warning).
 //!
 //! # What it detects
 //! The Argo CD Application that manages a rollout (it lists the Rollout in
@@ -8,7 +10,9 @@
 //!   canary pause step by design (not aborted, not Degraded);
 //! - **warning**: the Application reads `Healthy` and `Synced` while the rollout is Degraded, or
 //!   while its current revision takes traffic that no Service sends it
-//!   (`canary-not-in-endpoints`), for at least [`SETTLE_SECONDS`](super::SETTLE_SECONDS).
+//!   (`canary-not-in-endpoints`), for at least 10 s.
+//!
+//! Once per Application, revision and kind of disagreement.
 //!
 //! # Why it matters
 //! People act on the GitOps UI. A paused canary reads red there by design, and pipelines get
@@ -18,6 +22,9 @@
 //! # Example
 //! `checkout-api` reads `Suspended` at 13:03:00 while the rollout waits at step 1 (pause until
 //! promoted) on `7b4c9f5d86`.
+//!
+//! # Remedy
+//! Trust the rollout, not the app health; add an adoption check to the sync.
 
 use rf_format::{Kind, Timestamp};
 
@@ -27,6 +34,12 @@ use crate::time::rfc3339;
 
 /// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
 type Key = (String, String, String, String, String, &'static str);
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(GitopsHealthMismatch::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct GitopsHealthMismatch {

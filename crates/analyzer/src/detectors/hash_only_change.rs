@@ -1,4 +1,4 @@
-//! `hash-only-change` (warning).
+//! `hash-only-change` (warning): a new pod-template hash for a semantically identical template.
 //!
 //! # What it detects
 //! `status.currentPodHash` changed although the two revisions' pod templates are semantically
@@ -13,11 +13,20 @@
 //! # Example
 //! After a controller upgrade, `checkout-api-6d8f7c9b54` replaced `checkout-api-5f7d9c8b46`
 //! with an identical template.
+//!
+//! # Remedy
+//! `kubectl argo rollouts promote NAME -n NS --full` once the templates are checked.
 
 use crate::detectors::{Comparisons, Detector, PendingDiff, argo};
 use crate::diff::Change;
 use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack, Transition};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(HashOnlyChange::default())
+}
 
 #[derive(Debug)]
 pub(crate) struct HashOnlyChange(Comparisons);

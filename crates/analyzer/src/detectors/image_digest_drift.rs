@@ -1,4 +1,5 @@
-//! `image-digest-drift` (error).
+//! `image-digest-drift` (error): one image reference ran as different digests in the rollout's pods
+//! (a moved tag).
 //!
 //! # What it detects
 //! One image reference (the same `image` string in the pod spec, not pinned by digest) ran as
@@ -16,6 +17,9 @@
 //! # Example
 //! `checkout-api:1.42.0` ran as `sha256:9f2c…` in `checkout-api-5d98c7bf64-x7k2p` (the canary)
 //! and as `sha256:41aa…` in `checkout-api-5d98c7bf64-q8w3z`, created after promotion.
+//!
+//! # Remedy
+//! Decide which build should run, pin it, roll out again; make release tags immutable.
 
 use std::collections::HashMap;
 
@@ -45,6 +49,12 @@ struct ImageDigests {
     seen: Vec<Seen>,
     /// Digests reported beyond those (a tag moved more often than that).
     reported_beyond: Vec<Box<str>>,
+}
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(ImageDigestDrift::default())
 }
 
 #[derive(Debug, Default)]

@@ -1,4 +1,4 @@
-//! `image-not-pinned` (warning).
+//! `image-not-pinned` (warning): a container image referenced by tag, without `@sha256:`.
 //!
 //! # What it detects
 //! A container or init container of the rollout's pod template names its image by tag (or by
@@ -15,6 +15,9 @@
 //! # Example
 //! `registry.example.com/payments/checkout-api:1.42.0` in container `app` of
 //! `payments/checkout-api`.
+//!
+//! # Remedy
+//! Deploy by digest.
 
 use std::collections::HashMap;
 
@@ -22,6 +25,12 @@ use crate::detectors::{Detector, RecentImages, argo};
 use crate::diff::HASH_LABEL;
 use crate::finding::{Finding, Rule};
 use crate::rollout::Transition;
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(ImageNotPinned::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct ImageNotPinned {

@@ -1,4 +1,5 @@
-//! `manual-step-jump` (warning).
+//! `manual-step-jump` (warning): `currentStepIndex` moved past a pause that was never reached (a
+//! status patch).
 //!
 //! # What it detects
 //! `status.currentStepIndex` moved forward, with the pod-template hash unchanged and no
@@ -13,10 +14,20 @@
 //!
 //! # Example
 //! `currentStepIndex` 0 -> 2 by manager `kubectl-patch`, skipping the `pause: {}` at step 1.
+//!
+//! # Remedy
+//! Abort and retry if the skipped checks matter; advance with `promote`, never by patching
+//! `status.currentStepIndex`.
 
 use crate::detectors::{Detector, argo, step_words};
 use crate::finding::{Finding, Rule};
 use crate::rollout::Transition;
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(ManualStepJump)
+}
 
 #[derive(Debug)]
 pub(crate) struct ManualStepJump;

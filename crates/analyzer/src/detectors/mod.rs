@@ -7,24 +7,68 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rf_format::Timestamp;
 
-use crate::finding::{Finding, Subject};
+use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RolloutTrack, Transition};
 use crate::world::{Routed, Touched, World};
 
-mod canary_not_in_endpoints;
-mod config_only_rerender;
-mod double_render;
-mod gitops_health_mismatch;
-mod hash_only_change;
-mod image_digest_drift;
-mod image_not_pinned;
-mod manual_step_jump;
-mod no_rollback_history;
-mod orphaned_replicaset;
-mod pause_lost;
-mod rerender_restart;
-mod restart_churn;
-mod service_selector_mismatch;
+/// Makes the detector modules of the registry's lines (`crate::rules`), the constructor of every
+/// detector, and each rule's documentation (its detector module's).
+macro_rules! detector_modules {
+    ($($variant:ident, $id:literal, $severity:ident, $module:ident;)*) => {
+        $(mod $module;)*
+
+        /// One instance of every detector, in rule order.
+        pub(crate) fn all(snapshot: bool) -> Vec<Box<dyn Detector>> {
+            vec![$($module::detector(snapshot)),*]
+        }
+
+        /// The source of a rule's detector: its module documentation is the rule's.
+        fn source(rule: Rule) -> &'static str {
+            match rule {
+                $(Rule::$variant => include_str!(concat!(stringify!($module), ".rs")),)*
+            }
+        }
+    };
+}
+crate::rules::registry!(detector_modules);
+
+impl Rule {
+    /// The rule's documentation, in Markdown: a first paragraph `` `id` (severity): what it
+    /// finds. ``, then the headings `What it detects`, `Why it matters` and `Example`, and
+    /// `Evidence` and `Remedy` where there is more to say.
+    pub fn documentation(self) -> String {
+        let mut doc = String::new();
+        for line in source(self).lines().take_while(|l| l.starts_with("//!")) {
+            let line = line.trim_start_matches("//!");
+            doc.push_str(line.strip_prefix(' ').unwrap_or(line));
+            doc.push('\n');
+        }
+        doc
+    }
+
+    /// What the rule finds, in one sentence: its documentation's first paragraph, after
+    /// `` `id` (severity): ``.
+    pub fn summary(self) -> String {
+        let doc = self.documentation();
+        let first = doc.split("\n\n").next().unwrap_or_default();
+        let text = first.split_once("): ").map_or(first, |(_, t)| t);
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// The severities its findings can have, as its documentation says them: `error`, or
+    /// `info or warning`.
+    pub fn severity_words(self) -> String {
+        let doc = self.documentation();
+        let first = doc.lines().next().unwrap_or_default();
+        first
+            .split_once(" (")
+            .and_then(|(_, rest)| rest.split_once("): "))
+            .map_or_else(
+                || self.severity().to_string(),
+                |(words, _)| words.to_owned(),
+            )
+    }
+}
 
 /// How long a cross-object mismatch must hold before it counts: the endpoints controller and
 /// Argo CD's refresh follow a change within seconds.
@@ -238,26 +282,6 @@ pub(crate) trait Detector: Debug + Send {
     }
 }
 
-/// One instance of every detector, in rule order.
-pub(crate) fn all(snapshot: bool) -> Vec<Box<dyn Detector>> {
-    vec![
-        Box::new(rerender_restart::RerenderRestart),
-        Box::new(pause_lost::PauseLost),
-        Box::new(config_only_rerender::ConfigOnlyRerender::default()),
-        Box::new(hash_only_change::HashOnlyChange::default()),
-        Box::new(orphaned_replicaset::OrphanedReplicaSet { snapshot }),
-        Box::new(manual_step_jump::ManualStepJump),
-        Box::new(restart_churn::RestartChurn),
-        Box::new(service_selector_mismatch::ServiceSelectorMismatch::default()),
-        Box::new(canary_not_in_endpoints::CanaryNotInEndpoints::default()),
-        Box::new(gitops_health_mismatch::GitopsHealthMismatch::default()),
-        Box::new(double_render::DoubleRender::default()),
-        Box::new(image_not_pinned::ImageNotPinned::default()),
-        Box::new(image_digest_drift::ImageDigestDrift::default()),
-        Box::new(no_rollback_history::NoRollbackHistory::default()),
-    ]
-}
-
 /// A revision change whose templates are compared once both are known (the new ReplicaSet can
 /// arrive after the status that names its hash).
 #[derive(Debug, Clone)]
@@ -392,7 +416,69 @@ pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::{Comparisons, KEEP_IMAGES, KEEP_PENDING, RecentImages};
+    use crate::finding::{Rule, Severity};
     use crate::rollout::{At, Progress, RevisionChange, RevisionClass, RolloutTrack};
+
+    #[test]
+    fn every_rule_has_one_detector_and_its_documentation_under_the_same_headings() {
+        assert_eq!(super::all(false).len(), Rule::ALL.len());
+        let mut ids = std::collections::BTreeSet::new();
+        for &rule in Rule::ALL {
+            assert!(ids.insert(rule.id()), "{rule}: the id is taken");
+            assert_eq!(Rule::from_id(rule.id()), Some(rule));
+            let doc = rule.documentation();
+            let first = format!("`{}` ({}): ", rule.id(), rule.severity_words());
+            assert!(doc.starts_with(&first), "{rule}: begins {first:?}:\n{doc}");
+            assert!(
+                rule.severity_words()
+                    .split(" or ")
+                    .any(|w| w == rule.severity().as_str()),
+                "{rule}: its severity {} is not in {:?}",
+                rule.severity(),
+                rule.severity_words()
+            );
+            let summary = rule.summary();
+            assert!(
+                summary.len() > 20 && !summary.contains('\n'),
+                "{rule}: {summary:?}"
+            );
+            let headings: Vec<&str> = doc.lines().filter(|l| l.starts_with("# ")).collect();
+            let want = ["# What it detects", "# Why it matters", "# Example"];
+            assert_eq!(&headings[..3], want, "{rule}: headings {headings:?}");
+            for h in &headings[3..] {
+                assert!(
+                    ["# Evidence", "# Remedy"].contains(h),
+                    "{rule}: heading {h}"
+                );
+            }
+            // What users read is plain Markdown: no rustdoc links into the code.
+            assert!(
+                !doc.contains("](") && !doc.contains("[`"),
+                "{rule}: a rustdoc link:\n{doc}"
+            );
+        }
+        // The durations the documentation states are the code's.
+        assert!(Rule::OrphanedReplicaSet.documentation().contains(&format!(
+            "at least {} s",
+            super::orphaned_replicaset::GRACE_SECONDS
+        )));
+        assert!(Rule::DoubleRender.documentation().contains(&format!(
+            "within {} s",
+            super::double_render::WINDOW_SECONDS
+        )));
+        for rule in [
+            Rule::CanaryNotInEndpoints,
+            Rule::ServiceSelectorMismatch,
+            Rule::GitopsHealthMismatch,
+        ] {
+            assert!(
+                rule.documentation()
+                    .contains(&format!("at least {} s", super::SETTLE_SECONDS)),
+                "{rule}"
+            );
+        }
+        assert_eq!(Rule::GitopsHealthMismatch.severity(), Severity::Warning);
+    }
 
     #[test]
     fn a_rollout_keeps_its_latest_comparisons_waiting_for_templates_that_never_come() {

@@ -1,9 +1,10 @@
-//! `no-rollback-history` (warning).
+//! `no-rollback-history` (warning): `revisionHistoryLimit: 0`, or the previous stable ReplicaSet
+//! deleted before the rollout was Healthy.
 //!
 //! # What it detects
 //! A rollout with `spec.revisionHistoryLimit: 0` (reported once, when first seen so), or the
-//! ReplicaSet of its previous stable revision deleted while the rollout was not yet Healthy on
-//! the new one (reported per ReplicaSet).
+//! ReplicaSet of its stable revision deleted mid-release, or of its previous stable revision
+//! deleted while the rollout was not yet Healthy on the new one (reported per ReplicaSet).
 //!
 //! # Why it matters
 //! A rollback to the previous release reuses its ReplicaSet. Without it, `kubectl argo rollouts
@@ -13,6 +14,9 @@
 //! # Example
 //! `payments/checkout-api` has `revisionHistoryLimit: 0`: after the release of `5d98c7bf64` the
 //! ReplicaSet of `68f6c5dd9b` is deleted.
+//!
+//! # Remedy
+//! Keep `revisionHistoryLimit` at 2 or more; keep pruning away from ReplicaSets a Rollout owns.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,6 +25,12 @@ use rf_format::Kind;
 use crate::detectors::{Detector, argo};
 use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{RolloutTrack, Transition};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(NoRollbackHistory::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct NoRollbackHistory {

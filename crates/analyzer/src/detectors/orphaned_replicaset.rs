@@ -1,10 +1,11 @@
-//! `orphaned-replicaset` (error).
+//! `orphaned-replicaset` (error): a ReplicaSet of a rollout, neither current nor stable, still
+//! running at the end.
 //!
 //! # What it detects
 //! At the end of the analysis (the last record, or `--at`), a ReplicaSet of a rollout that is
 //! neither the current (`status.currentPodHash`) nor the stable (`status.stableRS`) revision
 //! still has replicas, has no `scale-down-deadline` still in the future, and either has been in
-//! that state for at least [`GRACE_SECONDS`] or saw the current revision complete a step after it
+//! that state for at least 30 s or saw the current revision complete a step after it
 //! (the controller reconciled and left it up). A ReplicaSet is the rollout's when its controlling
 //! ownerReference names the rollout, or, released from it (no owner), when it carries the
 //! `rollouts-pod-template-hash` label and is named `<rollout>-<hash>`.
@@ -17,6 +18,10 @@
 //! # Example
 //! `checkout-api-7b4c9f5d86` (the first render) still runs 1 pod at the end of the recording,
 //! with `scale-down-deadline: ""`, while the rollout is on `5d98c7bf64` and stable on `68f6c5dd9b`.
+//!
+//! # Remedy
+//! Exactly `kubectl -n NS scale rs NAME --replicas=0`; let an abort converge and do one clean full
+//! run instead of re-running the pipeline.
 
 use rf_format::Kind;
 
@@ -29,6 +34,12 @@ use crate::view::Str;
 /// How long a ReplicaSet may stay up after it stopped being current or stable before it counts
 /// as orphaned: the controller scales it down within a few syncs.
 pub(crate) const GRACE_SECONDS: i64 = 30;
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(OrphanedReplicaSet { snapshot })
+}
 
 #[derive(Debug)]
 pub(crate) struct OrphanedReplicaSet {

@@ -1,4 +1,4 @@
-//! `pause-lost` (error).
+//! `pause-lost` (error): a canary pause step that was reached, then lost to a restart at step 0.
 //!
 //! # What it detects
 //! A canary pause step was reached (a `CanaryPauseStep` pause condition was seen for the
@@ -13,11 +13,21 @@
 //! # Example
 //! Paused at step 1 on `7b4c9f5d86` since 13:02:56; at 13:03:26 `currentPodHash: 5d98c7bf64`,
 //! `currentStepIndex: 0`, `pauseConditions` removed.
+//!
+//! # Remedy
+//! Watch it reach the pause again (`kubectl argo rollouts get rollout NAME -n NS --watch`); make
+//! the wait's timer restart when `status.currentPodHash` changes.
 
 use crate::detectors::{Detector, argo, step_words};
 use crate::finding::{Finding, Rule};
 use crate::rollout::{RevisionClass, Transition};
 use crate::time::{human_duration, rfc3339};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(PauseLost)
+}
 
 #[derive(Debug)]
 pub(crate) struct PauseLost;

@@ -1,4 +1,5 @@
-//! `rerender-restart` (error).
+//! `rerender-restart` (error): a canary that had progressed restarted at step 0 because
+//! `status.currentPodHash` changed.
 //!
 //! # What it detects
 //! `status.currentPodHash` changed while a canary was in progress and had progressed (reached a
@@ -17,11 +18,25 @@
 //! `checkout-api` paused at step 1 on `7b4c9f5d86`; 30 s after the first render a second render
 //! of the same release changed `checksum/config`; the status then read `currentPodHash:
 //! 5d98c7bf64, currentStepIndex: 0`.
+//!
+//! # Evidence
+//! Where the old revision got to (and paused), both renders with their generations and managers,
+//! the new ReplicaSet's creation, the status write that reset the index.
+//!
+//! # Remedy
+//! Do not re-run the pipeline; `kubectl argo rollouts get rollout NAME -n NS`. Render once per
+//! release; make the wait reset on a hash change.
 
 use crate::detectors::{Detector, argo, step_words};
 use crate::finding::{Finding, Rule};
 use crate::rollout::{RevisionClass, Transition};
 use crate::time::{human_duration, rfc3339};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(RerenderRestart)
+}
 
 #[derive(Debug)]
 pub(crate) struct RerenderRestart;

@@ -1,4 +1,4 @@
-//! `restart-churn` (warning).
+//! `restart-churn` (warning): two or more restarts of the same rollout within the recording.
 //!
 //! # What it detects
 //! The same rollout's canary restarted (see `rerender-restart`) two or more times within the
@@ -12,11 +12,20 @@
 //! # Example
 //! `checkout-api` restarted at 13:03:26, 13:09:01 and 13:14:36: three pipeline runs, three
 //! double renders.
+//!
+//! # Remedy
+//! Stop re-running the pipeline; render once per release.
 
 use crate::detectors::{Detector, argo};
 use crate::finding::{Finding, Rule, Subject};
 use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
 use crate::time::{human_duration, rfc3339};
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(RestartChurn)
+}
 
 #[derive(Debug)]
 pub(crate) struct RestartChurn;

@@ -1,11 +1,13 @@
-//! `service-selector-mismatch` (error).
+//! `service-selector-mismatch` (error): a Service that routes to the rollout does not select the
+//! current revision's pods.
 //!
 //! # What it detects
 //! A Service that routes to the rollout (named as its `canaryService` or `stableService`, or
 //! whose selector selects the pods of one of its revisions) has a selector that the pods of the
-//! current revision (`status.currentPodHash`) do not satisfy, for at least
-//! [`SETTLE_SECONDS`](super::SETTLE_SECONDS). The `rollouts-pod-template-hash` key is left out:
-//! the controller manages it on the canary and stable Services.
+//! current revision (`status.currentPodHash`) do not satisfy, for at least 10 s. The
+//! `rollouts-pod-template-hash` key is left out: the controller manages it on the canary and
+//! stable Services. The finding names each key with the Service's value and the pods' value, once
+//! per Service and revision.
 //!
 //! # Why it matters
 //! Every gate can be green while no customer reaches the new revision: the rollout is Healthy
@@ -16,6 +18,10 @@
 //! # Example
 //! Service `checkout-api` selects `version: v417` (pinned in an environment values file) while
 //! the rollout stamps `version: v418` on the pods of `5d98c7bf64`: the canary takes no traffic.
+//!
+//! # Remedy
+//! Make the selector match; the finding gives the `kubectl patch` that removes the mismatching keys
+//! (Argo CD reverts it unless Git is fixed too). Keep release labels out of Service selectors.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +34,12 @@ use crate::time::rfc3339;
 use crate::world::Route;
 
 type Key = (String, String, String, String);
+
+
+/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
+    Box::new(ServiceSelectorMismatch::default())
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct ServiceSelectorMismatch {

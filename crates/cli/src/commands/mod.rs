@@ -7,6 +7,7 @@ pub mod diff;
 pub mod import;
 pub mod inspect;
 pub mod record;
+pub mod rules;
 pub mod serve;
 pub mod simulate;
 pub mod timeline;
