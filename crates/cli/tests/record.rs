@@ -981,6 +981,49 @@ fn issue_24_wait_on_a_rollout_that_does_not_exist_says_so_at_once() {
 }
 
 #[test]
+fn wait_interrupted_before_an_answer_exits_130_and_says_so() {
+    // Served as it ends, paused at step 1, the rollout stays so: a wait for Healthy has no
+    // answer until it is stopped.
+    let s = serve(&recording("rerender-race"), &[]);
+    let mut c = bin(s.dir.path());
+    c.args(["wait", "checkout-api", "-n", "payments", "--for", "healthy"])
+        .args(["--timeout", "5m", "--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the wait ended before it was interrupted"
+    );
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let begun = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "wait stops within 10 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{}{err}", text(&o.stdout));
+    assert!(
+        err.contains("wait interrupted before healthy held for checkout-api"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));
+}
+
+#[test]
 fn wait_records_what_it_watched_when_asked() {
     let s = serve(&recording("abort"), &["--speed", "max"]);
     let evidence = s.dir.path().join("wait.rfr");

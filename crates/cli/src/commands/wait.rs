@@ -13,7 +13,7 @@ use rf_recorder::{Config, Hooks, Tap};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::commands::record::client_for;
+use crate::cluster::client_for;
 use crate::exit::Exit;
 use crate::timespec::parse_duration;
 
@@ -110,6 +110,10 @@ impl Outcome {
         }
     }
 }
+
+/// The exit code of a wait interrupted (SIGINT or SIGTERM) before it had an answer: 128 + SIGINT,
+/// as a shell reports a command it interrupted.
+pub const INTERRUPTED: u8 = 130;
 
 /// The last state seen, for messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -396,7 +400,13 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
         .lock()
         .map_err(|_| anyhow::anyhow!("the wait state was poisoned"))?;
     let Some(outcome) = s.outcome.clone() else {
-        bail!("interrupted before the condition held");
+        // Interrupted: no answer, and the shell's code for it, so that no pipeline reads it as
+        // a timeout or an input error.
+        eprintln!(
+            "rollout-forensics: wait interrupted before {} held for {}",
+            args.condition, args.rollout
+        );
+        return Ok(Exit::Code(INTERRUPTED));
     };
     let rollout = format!("{namespace}/{}", args.rollout);
     if outcome == Outcome::NotFound {
