@@ -656,8 +656,8 @@ fn the_readme_shows_the_real_output_of_its_first_command() {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .unwrap();
-    let start = readme.find("## Reading the output\n\n```\n").unwrap();
-    let block = &readme[start..]["## Reading the output\n\n```\n".len()..];
+    let start = readme.find("## Example\n\n```\n").unwrap();
+    let block = &readme[start..]["## Example\n\n```\n".len()..];
     let block = &block[..block.find("\n```").unwrap()];
     // As the README runs it, from the project's root.
     let o = bin()
