@@ -683,14 +683,7 @@ fn sigint_and_sigterm_close_the_recording_cleanly_with_a_summary() {
         );
         let err = drain(child.0.stderr.take());
         std::thread::sleep(Duration::from_millis(1500));
-        let id = child.0.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args([signal, &id])
-                .status()
-                .unwrap()
-                .success()
-        );
+        common::signal(&child, signal);
         let status = wait_bounded(&mut child, Duration::from_secs(10), "the stopped recorder");
         let err = text(&err.join().unwrap());
         assert_eq!(status.code(), Some(0), "{signal}: {err}");
@@ -985,42 +978,32 @@ fn wait_interrupted_before_an_answer_exits_130_and_says_so() {
     // Served as it ends, paused at step 1, the rollout stays so: a wait for Healthy has no
     // answer until it is stopped.
     let s = serve(&recording("rerender-race"), &[]);
-    let mut c = bin(s.dir.path());
-    c.args(["wait", "checkout-api", "-n", "payments", "--for", "healthy"])
-        .args(["--timeout", "5m", "--kubeconfig"])
-        .arg(&s.kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
+    let mut child = Killed(
+        bin(s.dir.path())
+            .args(["wait", "checkout-api", "-n", "payments", "--for", "healthy"])
+            .args(["--timeout", "5m", "--kubeconfig"])
+            .arg(&s.kubeconfig)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let out = drain(child.0.stdout.take());
+    let err = drain(child.0.stderr.take());
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        child.try_wait().unwrap().is_none(),
+        child.0.try_wait().unwrap().is_none(),
         "the wait ended before it was interrupted"
     );
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let begun = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            begun.elapsed() < Duration::from_secs(10),
-            "wait stops within 10 s of SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(130), "{}{err}", text(&o.stdout));
+    common::signal(&child, "-INT");
+    let status = wait_bounded(&mut child, Duration::from_secs(10), "the interrupted wait");
+    let (out, err) = (text(&out.join().unwrap()), text(&err.join().unwrap()));
+    assert_eq!(status.code(), Some(130), "{out}{err}");
     assert!(
         err.contains("wait interrupted before healthy held for checkout-api"),
         "{err}"
     );
-    assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));
+    assert!(out.is_empty(), "{out}");
 }
 
 #[test]

@@ -71,6 +71,19 @@ pub fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<Vec<u8>> {
     })
 }
 
+/// Sends `signal` (`-INT`, `-TERM`) to `child`, as Ctrl-C or a supervisor does.
+pub fn signal(child: &Killed, signal: &str) {
+    let id = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args([signal, &id])
+            .status()
+            .unwrap()
+            .success(),
+        "kill {signal} {id}"
+    );
+}
+
 /// Waits for `child` to exit; fails the test (the guard kills it) after `limit`.
 pub fn wait_bounded(child: &mut Killed, limit: Duration, what: &str) -> ExitStatus {
     let started = Instant::now();
