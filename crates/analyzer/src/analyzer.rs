@@ -2,24 +2,26 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{HashMap, HashSet};
+use crate::base::{HashMap, HashSet};
 
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 
-use crate::by_name::ByName;
+use crate::base::At;
+use crate::base::Str;
+use crate::base::by_name::ByName;
+use crate::base::time::rfc3339;
 use crate::detectors::{self, Detector, Facts, Scene};
-use crate::finding::Finding;
-use crate::pack::PackedFindings;
-use crate::prepare::{Parsed, Prepared};
+use crate::input::prepare::{Parsed, Prepared};
+use crate::input::view::{ReplicaSetView, RolloutView};
+use crate::model::rollout::{RolloutTrack, Transition};
+use crate::model::routes::Routes;
+use crate::model::world::{Touched, World};
+use crate::report::finding::Finding;
+use crate::report::pack::PackedFindings;
+use crate::report::timeline::Timeline;
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
 };
-use crate::rollout::{At, RolloutTrack, Transition};
-use crate::routes::Routes;
-use crate::time::rfc3339;
-use crate::timeline::Timeline;
-use crate::view::{ReplicaSetView, RolloutView, Str};
-use crate::world::{Touched, World};
 
 /// Adds `n` to the count of `key` (copied only the first time).
 fn bump(counts: &mut BTreeMap<String, u64>, key: &str, n: u64) {
@@ -188,7 +190,7 @@ impl Analyzer {
             findings: Vec::new(),
             packed: PackedFindings::default(),
             held: Vec::new(),
-            pack_every: crate::pack::CHUNK,
+            pack_every: crate::report::pack::CHUNK,
             summary,
             counts: Counts::default(),
             warnings_dropped: 0,
@@ -330,7 +332,7 @@ impl Analyzer {
                         "nothing was recorded between {before} (until {}) and {after} (from {}): {}",
                         rfc3339(from),
                         rfc3339(to),
-                        crate::time::human_duration(to.0.saturating_sub(from.0))
+                        crate::base::time::human_duration(to.0.saturating_sub(from.0))
                     ),
                 });
             }
@@ -504,7 +506,7 @@ impl Analyzer {
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
-        let now = crate::rollout::tracking_app(&view.metadata);
+        let now = crate::model::rollout::tracking_app(&view.metadata);
         if track.tracked_by.as_deref() == now {
             return;
         }
@@ -618,7 +620,7 @@ impl Analyzer {
                     // with a revision of that hash or name.
                     None => self
                         .tracks_in(namespace)
-                        .filter(|t| crate::world::revision(t, name, pod).is_some())
+                        .filter(|t| crate::model::traffic::revision(t, name, pod).is_some())
                         .map(|t| (t.namespace.clone(), t.name.clone()))
                         .collect(),
                 }
@@ -647,9 +649,9 @@ impl Analyzer {
                             .candidates(namespace, name, svc)
                             .into_iter()
                             .filter(|r| {
-                                self.tracks
-                                    .get(namespace, r)
-                                    .is_some_and(|t| crate::world::route(t, name, svc).is_some())
+                                self.tracks.get(namespace, r).is_some_and(|t| {
+                                    crate::model::traffic::route(t, name, svc).is_some()
+                                })
                             }),
                     );
                 }
@@ -703,7 +705,7 @@ impl Analyzer {
         let routing = self.world.routing(track);
         if self.opts.timelines {
             if let Some(track) = self.tracks.get_mut(ns, name) {
-                track.observe_traffic(&self.world, &routing, now);
+                crate::model::traffic::observe(track, &self.world, &routing, now);
             }
         }
         let Some(track) = self.tracks.get(ns, name) else {
@@ -761,7 +763,7 @@ impl Analyzer {
         let tail = self.end_checks();
         let findings = if self.packed.is_empty() {
             let mut findings = tail;
-            findings.sort_by(crate::pack::report_order);
+            findings.sort_by(crate::report::pack::report_order);
             findings
         } else {
             let mut packed = std::mem::take(&mut self.packed);
@@ -786,7 +788,7 @@ impl Analyzer {
         // record and the first byte of the report.
         let count = || packed.iter().count();
         let warning_at = self.summary.warnings.len();
-        let (read, mut report) = if packed.len() < crate::pack::DECODE_APART {
+        let (read, mut report) = if packed.len() < crate::report::pack::DECODE_APART {
             (count(), self.report(Vec::new()))
         } else {
             std::thread::scope(|scope| {
@@ -832,7 +834,7 @@ impl Analyzer {
     }
 
     /// Findings are packed (sorted and compressed) every `n` findings rather than every
-    /// [`crate::pack::CHUNK`]: for tests of the packed path on small recordings.
+    /// [`crate::report::pack::CHUNK`]: for tests of the packed path on small recordings.
     #[doc(hidden)]
     pub fn pack_findings_every(mut self, n: usize) -> Self {
         self.pack_every = n.max(1);
@@ -1208,8 +1210,8 @@ mod packed_tests {
     use rf_format::{Kind, Timestamp};
 
     use super::{Analyzer, Options, read_back_warning};
-    use crate::finding::{Finding, Rule, Subject};
-    use crate::pack::DECODE_APART;
+    use crate::report::finding::{Finding, Rule, Subject};
+    use crate::report::pack::DECODE_APART;
 
     /// An analyzer holding `n` findings, packed every 97.
     fn holding(n: usize) -> Analyzer {

@@ -10,6 +10,17 @@
 //! This crate never touches a clock, a file, the network or the environment: time comes only
 //! from record timestamps, so every finding is reproducible from the recording alone.
 //!
+//! Its modules are layers, and each uses only those before it (`tests/layers.rs` checks it):
+//!
+//! - `base`: where a record sits, short strings, Kubernetes names, time, the maps;
+//! - `input`: the views of the objects read, the skimming reader that fills them, `Prepared`;
+//! - `report`: findings, the rule registry, timelines, the `Report`;
+//! - `model`: each rollout's track and its classification of hash changes, the world of
+//!   Services, EndpointSlices, Pods and Applications, the traffic between them, template diffs
+//!   (it writes timeline entries and evidence, so it comes after `report`);
+//! - `detectors`: one file per rule, reading the model (never `input`) and writing findings;
+//! - `analyzer`, the engine on top: it feeds each record to the model, then to the detectors.
+//!
 //! ```no_run
 //! use rf_analyzer::{Analyzer, Options};
 //! # fn records() -> Vec<rf_format::Record> { Vec::new() }
@@ -27,38 +38,25 @@
 //! ```
 
 mod analyzer;
-/// The analyzer's hash maps, looked up on every record: std's maps with a faster, still randomly
-/// seeded hasher (keys come from recordings, which may be hostile).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
-mod by_name;
+mod base;
 mod detectors;
-mod diff;
-mod finding;
-mod pack;
-mod prepare;
+mod input;
+mod model;
 mod report;
-mod rollout;
-mod routes;
-mod rules;
-mod skim;
-mod time;
-mod timeline;
-mod view;
-mod world;
 
 #[cfg(test)]
 mod testkit;
 
 pub use analyzer::{Analyzer, Options, Retained, analyze};
-pub use diff::{Change, HASH_LABEL, Path, Segment, only_annotations, string_values, template_diff};
-pub use finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
-pub use pack::{Merge, PackedFindings};
-pub use prepare::Prepared;
+pub use base::HASH_LABEL;
+pub use base::time::{human_duration, parse_rfc3339, rfc3339};
+pub use input::prepare::Prepared;
+pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
+pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
+pub use report::pack::{Merge, PackedFindings};
+pub use report::timeline::{
+    MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry, TrafficEntry,
+};
 pub use report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
-};
-pub use time::{human_duration, parse_rfc3339, rfc3339};
-pub use timeline::{
-    MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry, TrafficEntry,
 };

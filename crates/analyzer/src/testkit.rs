@@ -117,7 +117,7 @@ impl Kit {
     }
 
     pub fn set_managed(&mut self, manager: &str, status: bool) {
-        let time = crate::time::rfc3339(Timestamp::from_unix_seconds(self.t));
+        let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t));
         let mut entry = json!({"manager": manager, "operation": "Update", "time": time});
         if status {
             entry["subresource"] = json!("status");
@@ -306,7 +306,7 @@ impl Kit {
     /// A pod `<rollout>-<hash>-<suffix>` of revision `hash`, running `image` as `image_id`.
     pub fn pod(&mut self, hash: &str, suffix: &str, ready: bool, image: &str, image_id: &str) {
         let name = format!("{NAME}-{hash}-{suffix}");
-        let since = crate::time::rfc3339(self.now());
+        let since = crate::base::time::rfc3339(self.now());
         let obj = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
@@ -344,7 +344,7 @@ impl Kit {
             .enumerate()
             .map(|(i, (rev, at))| {
                 json!({"id": i, "revision": rev,
-                       "deployedAt": crate::time::rfc3339(Timestamp::from_unix_seconds(T0 + at))})
+                       "deployedAt": crate::base::time::rfc3339(Timestamp::from_unix_seconds(T0 + at))})
             })
             .collect();
         let obj = json!({

@@ -25,12 +25,13 @@
 //! Do not roll back; resolve the values revision before the image tag is written.
 
 use crate::detectors::{Comparisons, Detector, PendingDiff};
-use crate::diff::{Change, only_annotations};
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
+use crate::model::diff::{Change, only_annotations};
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::base::At;
+use crate::model::rollout::{RevisionClass, RolloutTrack, Transition};
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ConfigOnlyRerender::default())
 }

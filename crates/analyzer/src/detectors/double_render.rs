@@ -28,10 +28,10 @@ use std::collections::HashMap;
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{Detector, Facts, Scene, argo};
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{SpecChange, Transition};
-use crate::time::{human_duration, rfc3339};
-use crate::world::{AppObj, World};
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::model::rollout::{SpecChange, Transition};
+use crate::base::time::{human_duration, rfc3339};
+use crate::model::world::{AppObj, World};
 
 /// Two renders closer than this are one render too many.
 pub(crate) const WINDOW_SECONDS: i64 = 120;
@@ -54,7 +54,7 @@ struct Pending {
 const KEEP_FIRED: usize = 16;
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(DoubleRender::default())
 }
@@ -119,7 +119,7 @@ impl DoubleRender {
         &mut self,
         p: &Pending,
         world: &World,
-        track: &crate::rollout::RolloutTrack,
+        track: &crate::model::rollout::RolloutTrack,
         out: &mut Vec<Finding>,
     ) {
         let apps: Vec<&AppObj> = world.apps_of(track).collect();

@@ -29,14 +29,14 @@
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo, step_words};
-use crate::finding::{Finding, Rule, Severity, Subject};
-use crate::time::rfc3339;
+use crate::report::finding::{Finding, Rule, Severity, Subject};
+use crate::base::time::rfc3339;
 
 /// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
 type Key = (String, String, String, String, String, &'static str);
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(GitopsHealthMismatch::default())
 }

@@ -18,12 +18,13 @@
 //! `kubectl argo rollouts promote NAME -n NS --full` once the templates are checked.
 
 use crate::detectors::{Comparisons, Detector, PendingDiff, argo};
-use crate::diff::Change;
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{At, RolloutTrack, Transition};
+use crate::model::diff::Change;
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::base::At;
+use crate::model::rollout::{RolloutTrack, Transition};
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(HashOnlyChange::default())
 }

@@ -27,9 +27,10 @@ use rf_format::{Kind, Timestamp};
 
 use crate::detectors::image_not_pinned::pinned;
 use crate::detectors::{Detector, Facts, RecentImages, Scene};
-use crate::finding::{Evidence, Finding, Rule, Subject};
-use crate::rollout::At;
-use crate::world::{Touched, revision};
+use crate::report::finding::{Evidence, Finding, Rule, Subject};
+use crate::base::At;
+use crate::model::traffic::{revision};
+use crate::model::world::{Touched};
 
 /// The first pod seen with a digest.
 #[derive(Debug, Clone)]
@@ -52,7 +53,7 @@ struct ImageDigests {
 }
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ImageDigestDrift::default())
 }

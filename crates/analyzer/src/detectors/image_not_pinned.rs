@@ -22,12 +22,12 @@
 use std::collections::HashMap;
 
 use crate::detectors::{Detector, RecentImages, argo};
-use crate::diff::HASH_LABEL;
-use crate::finding::{Finding, Rule};
-use crate::rollout::Transition;
+use crate::base::HASH_LABEL;
+use crate::report::finding::{Finding, Rule};
+use crate::model::rollout::Transition;
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ImageNotPinned::default())
 }

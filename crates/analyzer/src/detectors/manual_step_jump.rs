@@ -20,11 +20,11 @@
 //! `status.currentStepIndex`.
 
 use crate::detectors::{Detector, argo, step_words};
-use crate::finding::{Finding, Rule};
-use crate::rollout::Transition;
+use crate::report::finding::{Finding, Rule};
+use crate::model::rollout::Transition;
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ManualStepJump)
 }

@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rf_format::Timestamp;
 
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{At, RolloutTrack, Transition};
-use crate::world::{Routed, Touched, World};
+use crate::base::At;
+use crate::model::rollout::{RolloutTrack, Transition};
+use crate::model::traffic::Routed;
+use crate::model::world::{Touched, World};
+use crate::report::finding::{Finding, Rule, Subject};
 
-/// Makes the detector modules of the registry's lines (`crate::rules`), the constructor of every
+/// Makes the detector modules of the registry's lines (`crate::report::rules`), the constructor of every
 /// detector, and each rule's documentation (its detector module's).
 macro_rules! detector_modules {
     ($($variant:ident, $id:literal, $severity:ident, $module:ident;)*) => {
@@ -30,7 +32,7 @@ macro_rules! detector_modules {
         }
     };
 }
-crate::rules::registry!(detector_modules);
+crate::report::rules::registry!(detector_modules);
 
 impl Rule {
     /// The rule's documentation, in Markdown: a first paragraph `` `id` (severity): what it
@@ -257,7 +259,7 @@ pub(crate) trait Detector: Debug + Send {
     fn on_replicaset(&mut self, _track: &RolloutTrack, _out: &mut Vec<Finding>) {}
     /// The analysis ends at `end` (the last record, or `--at`). `findings` holds the findings
     /// not packed yet, among them every one of a rule that is
-    /// [`amended_at_end`](crate::finding::Rule::amended_at_end): a detector may amend those.
+    /// [`amended_at_end`](crate::report::finding::Rule::amended_at_end): a detector may amend those.
     /// What the analysis ended too soon to decide (a grace period not yet over) goes to
     /// `undecided`, one sentence each with the rollout it concerns, so that no finding's
     /// absence reads as a clean bill.
@@ -288,12 +290,16 @@ pub(crate) trait Detector: Debug + Send {
 pub(crate) struct PendingDiff {
     pub namespace: String,
     pub rollout: String,
-    pub change: crate::rollout::RevisionChange,
+    pub change: crate::model::rollout::RevisionChange,
     pub pos: At,
 }
 
 impl PendingDiff {
-    pub fn of(track: &RolloutTrack, change: &crate::rollout::RevisionChange, pos: At) -> Self {
+    pub fn of(
+        track: &RolloutTrack,
+        change: &crate::model::rollout::RevisionChange,
+        pos: At,
+    ) -> Self {
         PendingDiff {
             namespace: track.namespace.clone(),
             rollout: track.name.clone(),
@@ -310,15 +316,20 @@ impl PendingDiff {
     pub fn resolve(
         &self,
         track: &RolloutTrack,
-    ) -> Option<(Vec<crate::diff::Change>, &'static str)> {
+    ) -> Option<(Vec<crate::model::diff::Change>, &'static str)> {
         let (a, b, source) = track.comparable_templates(&self.change.from, &self.change.to)?;
         Some((track.template_diff(a, b)?, source))
     }
 }
 
 /// Turns a resolved comparison into findings.
-pub(crate) type EmitFn =
-    fn(&PendingDiff, &RolloutTrack, Vec<crate::diff::Change>, &'static str, &mut Vec<Finding>);
+pub(crate) type EmitFn = fn(
+    &PendingDiff,
+    &RolloutTrack,
+    Vec<crate::model::diff::Change>,
+    &'static str,
+    &mut Vec<Finding>,
+);
 
 /// Template comparisons kept waiting per rollout ([`Comparisons::queue`]).
 pub(crate) const KEEP_PENDING: usize = 16;
@@ -346,7 +357,7 @@ impl Comparisons {
     pub fn queue(
         &mut self,
         t: &Transition<'_>,
-        change: &crate::rollout::RevisionChange,
+        change: &crate::model::rollout::RevisionChange,
         out: &mut Vec<Finding>,
     ) {
         self.wait(t.track, change, t.cur.pos, out);
@@ -355,7 +366,7 @@ impl Comparisons {
     fn wait(
         &mut self,
         track: &RolloutTrack,
-        change: &crate::rollout::RevisionChange,
+        change: &crate::model::rollout::RevisionChange,
         pos: At,
         out: &mut Vec<Finding>,
     ) {
@@ -416,8 +427,9 @@ pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::{Comparisons, KEEP_IMAGES, KEEP_PENDING, RecentImages};
-    use crate::finding::{Rule, Severity};
-    use crate::rollout::{At, Progress, RevisionChange, RevisionClass, RolloutTrack};
+    use crate::base::At;
+    use crate::model::rollout::{Progress, RevisionChange, RevisionClass, RolloutTrack};
+    use crate::report::finding::{Rule, Severity};
 
     #[test]
     fn every_rule_has_one_detector_and_its_documentation_under_the_same_headings() {
@@ -485,7 +497,7 @@ mod tests {
         fn never_emitted(
             _: &super::PendingDiff,
             _: &RolloutTrack,
-            _: Vec<crate::diff::Change>,
+            _: Vec<crate::model::diff::Change>,
             _: &'static str,
             _: &mut Vec<crate::Finding>,
         ) {

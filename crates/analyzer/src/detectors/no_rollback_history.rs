@@ -23,11 +23,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use rf_format::Kind;
 
 use crate::detectors::{Detector, argo};
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{RolloutTrack, Transition};
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::model::rollout::{RolloutTrack, Transition};
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(NoRollbackHistory::default())
 }

@@ -26,17 +26,18 @@
 use rf_format::Kind;
 
 use crate::detectors::Detector;
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{At, RolloutTrack, RsTrack};
-use crate::time::{human_duration, parse_rfc3339, rfc3339};
-use crate::view::Str;
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::base::At;
+use crate::model::rollout::{RolloutTrack, RsTrack};
+use crate::base::time::{human_duration, parse_rfc3339, rfc3339};
+use crate::base::Str;
 
 /// How long a ReplicaSet may stay up after it stopped being current or stable before it counts
 /// as orphaned: the controller scales it down within a few syncs.
 pub(crate) const GRACE_SECONDS: i64 = 30;
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(OrphanedReplicaSet { snapshot })
 }

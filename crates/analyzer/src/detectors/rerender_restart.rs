@@ -28,12 +28,12 @@
 //! release; make the wait reset on a hash change.
 
 use crate::detectors::{Detector, argo, step_words};
-use crate::finding::{Finding, Rule};
-use crate::rollout::{RevisionClass, Transition};
-use crate::time::{human_duration, rfc3339};
+use crate::report::finding::{Finding, Rule};
+use crate::model::rollout::{RevisionClass, Transition};
+use crate::base::time::{human_duration, rfc3339};
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(RerenderRestart)
 }

@@ -17,12 +17,13 @@
 //! Stop re-running the pipeline; render once per release.
 
 use crate::detectors::{Detector, argo};
-use crate::finding::{Finding, Rule, Subject};
-use crate::rollout::{At, RevisionClass, RolloutTrack, Transition};
-use crate::time::{human_duration, rfc3339};
+use crate::report::finding::{Finding, Rule, Subject};
+use crate::base::At;
+use crate::model::rollout::{RevisionClass, RolloutTrack, Transition};
+use crate::base::time::{human_duration, rfc3339};
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(RestartChurn)
 }
@@ -31,8 +32,8 @@ pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
 pub(crate) struct RestartChurn;
 
 /// The finding's summary, explanation and evidence: every restart counted, the ones kept
-/// ([`KEEP_RESTARTS`](crate::rollout::KEEP_RESTARTS): the first and the latest) named.
-fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::finding::Evidence>) {
+/// ([`KEEP_RESTARTS`](crate::model::rollout::KEEP_RESTARTS): the first and the latest) named.
+fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::report::finding::Evidence>) {
     let kept = &track.restarts;
     let total = track.restarts_total.max(kept.len());
     let (Some(first), Some(last)) = (kept.first(), kept.last()) else {
@@ -111,7 +112,7 @@ impl Detector for RestartChurn {
 #[cfg(test)]
 mod tests {
     use crate::Rule;
-    use crate::rollout::KEEP_RESTARTS;
+    use crate::model::rollout::KEEP_RESTARTS;
     use crate::testkit::{Kit, template};
 
     fn restarts(n: usize) -> Kit {
@@ -167,7 +168,7 @@ mod tests {
         assert!(
             f[0].summary.starts_with(&format!(
                 "the canary restarted twice by {}; by the end of the analysis, restarted 3 times",
-                crate::time::rfc3339(f[0].at)
+                crate::base::time::rfc3339(f[0].at)
             )),
             "{}",
             f[0].summary
@@ -180,7 +181,7 @@ mod tests {
         let n = KEEP_RESTARTS + 10;
         let f = churn(restarts(n));
         // The first restart (h0 -> h1, 30 s in) to the last (30 s apart each).
-        let span = crate::time::human_duration((n as i64 - 1) * 30 * 1_000_000_000);
+        let span = crate::base::time::human_duration((n as i64 - 1) * 30 * 1_000_000_000);
         assert!(
             f[0].summary
                 .contains(&format!("restarted {n} times in {span}")),

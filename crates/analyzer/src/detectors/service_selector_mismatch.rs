@@ -28,15 +28,15 @@ use std::collections::BTreeMap;
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling};
-use crate::diff::HASH_LABEL;
-use crate::finding::{Evidence, Finding, Rule, Subject};
-use crate::time::rfc3339;
-use crate::world::Route;
+use crate::base::HASH_LABEL;
+use crate::report::finding::{Evidence, Finding, Rule, Subject};
+use crate::base::time::rfc3339;
+use crate::model::traffic::{Route};
 
 type Key = (String, String, String, String);
 
 
-/// The detector, for the registry (`crate::rules`); `snapshot`: the records are one snapshot.
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ServiceSelectorMismatch::default())
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use rf_format::{Kind, Timestamp};
 use serde::Serialize;
 
-use crate::time::rfc3339;
+use crate::base::time::rfc3339;
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -36,7 +36,7 @@ impl fmt::Display for Severity {
     }
 }
 
-/// Makes [`Rule`] of the registry's lines (`crate::rules`).
+/// Makes [`Rule`] of the registry's lines (`crate::report::rules`).
 macro_rules! rule_enum {
     ($($variant:ident, $id:literal, $severity:ident, $module:ident;)*) => {
         /// The stable identity of a detector. Ids never change once released; see
@@ -70,7 +70,7 @@ macro_rules! rule_enum {
         }
     };
 }
-crate::rules::registry!(rule_enum);
+crate::report::rules::registry!(rule_enum);
 
 impl Rule {
     /// True for a rule whose detector amends its findings at the end of the analysis
@@ -149,7 +149,7 @@ pub struct Evidence {
 
 impl Evidence {
     /// The record at `pos`, about `object`, showing `detail`.
-    pub(crate) fn of(pos: crate::rollout::At, object: Subject, detail: impl Into<String>) -> Self {
+    pub(crate) fn of(pos: crate::base::At, object: Subject, detail: impl Into<String>) -> Self {
         Evidence {
             file: pos.file,
             seq: pos.seq,

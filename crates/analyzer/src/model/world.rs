@@ -1,20 +1,22 @@
 //! The objects that decide where traffic goes, as last seen: Services, their EndpointSlices,
-//! Pods and Argo CD Applications. Rollouts and ReplicaSets live in their [`RolloutTrack`]s.
+//! Pods and Argo CD Applications. Rollouts and ReplicaSets live in their
+//! [`RolloutTrack`](crate::model::rollout::RolloutTrack)s; how the two meet is
+//! [`traffic`](crate::model::traffic).
 //!
 //! Each object is reduced to the few fields the cross-object detectors compare, so memory follows
 //! the number of live objects, not the number of records.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::HashMap;
+use crate::base::HashMap;
 
 use rf_format::{Kind, Op, Record, Timestamp};
 
-use crate::diff::HASH_LABEL;
-use crate::prepare::Parsed;
-use crate::rollout::{At, RolloutTrack};
-use crate::time::parse_rfc3339;
-use crate::view::Str;
+use crate::base::At;
+use crate::base::HASH_LABEL;
+use crate::base::Str;
+use crate::base::time::parse_rfc3339;
+use crate::input::prepare::Parsed;
 
 type Key = (String, String);
 
@@ -87,22 +89,21 @@ pub(crate) struct AppObj {
 
 impl AppObj {
     /// Its last record, as evidence showing `detail`.
-    pub fn evidence(&self, detail: impl Into<String>) -> crate::finding::Evidence {
-        crate::finding::Evidence::of(
+    pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
+        crate::report::finding::Evidence::of(
             self.pos,
-            crate::finding::Subject::new(Kind::Application, &self.namespace, &self.name),
+            crate::report::finding::Subject::new(Kind::Application, &self.namespace, &self.name),
             detail,
         )
     }
 
-    /// True when this Application manages `track`: what [`World::apps_of`] answers by index
-    /// (and the tests check it against).
+    /// True when this Application manages rollout `ns`/`name`, which names `tracked_by` as its
+    /// Application: what [`World::apps_of_rollout`] answers by index (and the tests check it
+    /// against).
     #[cfg(test)]
-    pub fn manages(&self, track: &RolloutTrack) -> bool {
-        self.rollouts
-            .iter()
-            .any(|(ns, n)| *ns == track.namespace && *n == track.name)
-            || track.tracked_by.as_deref() == Some(self.name.as_str())
+    pub fn manages(&self, ns: &str, name: &str, tracked_by: Option<&str>) -> bool {
+        self.rollouts.iter().any(|(n, r)| n == ns && r == name)
+            || tracked_by == Some(self.name.as_str())
     }
 }
 
@@ -264,27 +265,25 @@ impl Namespace {
         }
     }
 
-    /// The Services that route to `track` ([`route`]), in name order, with why: what
-    /// `services().filter_map(route)` gives, found through the rollout's names and its pod
-    /// labels rather than by asking every Service of the namespace (a namespace of many
-    /// rollouts has as many Services, and this runs at every look).
-    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<Routed<'a>> {
+    /// The names of the Services named in `named` and of those whose selector holds one of the
+    /// pod labels in `labels`, in name order: the Services that may route to a rollout, found
+    /// through its names and its pods' labels rather than by asking every Service of the
+    /// namespace (a namespace of many rollouts has as many Services, and this runs at every
+    /// look).
+    pub fn services_for<'a, 'l>(
+        &'a self,
+        named: [Option<&str>; 2],
+        labels: impl Iterator<Item = &'l BTreeMap<String, String>>,
+    ) -> BTreeSet<&'a str> {
         let mut names: BTreeSet<&'a str> = BTreeSet::new();
-        for named in [&track.canary_service, &track.stable_service] {
-            if let Some((name, _)) = named
-                .as_deref()
-                .and_then(|n| self.services.get_key_value(n))
-            {
+        for name in named.into_iter().flatten() {
+            if let Some((name, _)) = self.services.get_key_value(name) {
                 names.insert(name.as_str());
             }
         }
         if !self.by_selector_label.is_empty() {
-            let live = track
-                .replicasets
-                .values()
-                .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty());
-            for rs in live {
-                for (k, v) in &rs.pod_labels {
+            for pod_labels in labels {
+                for (k, v) in pod_labels {
                     if let Some(found) = self
                         .by_selector_label
                         .get(k.as_str())
@@ -296,12 +295,6 @@ impl Namespace {
             }
         }
         names
-            .into_iter()
-            .filter_map(|name| {
-                let svc = self.services.get(name)?;
-                Some((name, svc, route(track, name, svc)?))
-            })
-            .collect()
     }
 
     fn apply_slice(
@@ -611,14 +604,6 @@ impl World {
             .flat_map(Namespace::services)
     }
 
-    /// The Services that route to `track`, in name order, with why ([`Namespace::routing`]).
-    pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<Routed<'a>> {
-        self.namespaces
-            .get(&track.namespace)
-            .map(|n| n.routing(track))
-            .unwrap_or_default()
-    }
-
     /// The EndpointSlices of a Service.
     pub fn slices_of<'a>(
         &'a self,
@@ -689,18 +674,23 @@ impl World {
         self.apps.get(&(ns.to_owned(), name.to_owned()))
     }
 
-    /// The Applications that manage `track` ([`AppObj::manages`]), by namespace and name.
-    pub fn apps_of<'a>(&'a self, track: &'a RolloutTrack) -> impl Iterator<Item = &'a AppObj> + 'a {
+    /// The Applications that manage rollout `ns`/`name` (the Rollouts of their
+    /// `status.resources[]`) or that it names as its own (`tracked_by`, its tracking id or
+    /// instance label), by namespace and name.
+    pub fn apps_of_rollout<'a>(
+        &'a self,
+        ns: &str,
+        name: &str,
+        tracked_by: Option<&str>,
+    ) -> impl Iterator<Item = &'a AppObj> + 'a {
         // Most recordings hold no Application: no lookup by the rollout's names then (this
         // runs at every look).
         let any = !self.apps.is_empty();
         let listing = any
-            .then(|| self.listing.get(&track.namespace))
+            .then(|| self.listing.get(ns))
             .flatten()
-            .and_then(|by_name| by_name.get(&track.name));
-        let named = track
-            .tracked_by
-            .as_deref()
+            .and_then(|by_name| by_name.get(name));
+        let named = tracked_by
             .filter(|_| any)
             .and_then(|app| self.named.get(app));
         let mut keys: Vec<&Key> = listing.into_iter().chain(named).flatten().collect();
@@ -723,185 +713,14 @@ pub(crate) fn selects(
     !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
-/// The revision (pod-template hash) of a pod of `track`: its hash label when it names a
-/// revision of the rollout, else its owner ReplicaSet's hash, else by name
-/// (`<rollout>-<hash>-<suffix>`).
-pub(crate) fn revision<'a>(
-    track: &'a RolloutTrack,
-    pod_name: &str,
-    pod: Option<&'a PodObj>,
-) -> Option<&'a str> {
-    if let Some(p) = pod {
-        if let Some(h) = p.hash.as_deref() {
-            if track
-                .replicasets
-                .values()
-                .any(|rs| rs.hash.as_deref() == Some(h))
-            {
-                return Some(h);
-            }
-        }
-        if let Some(owner) = &p.owner {
-            if let Some(h) = track
-                .replicasets
-                .get(owner.as_str())
-                .and_then(|rs| rs.hash.as_deref())
-            {
-                return Some(h);
-            }
-        }
-        if p.hash.is_some() {
-            return None;
-        }
-    }
-    track
-        .replicasets
-        .values()
-        .filter(|rs| {
-            pod_name
-                .strip_prefix(rs.name.as_str())
-                .is_some_and(|rest| rest.starts_with('-') && !rest[1..].contains('-'))
-        })
-        .find_map(|rs| rs.hash.as_deref())
-}
-
-/// True when a ReplicaSet of `track` has pod-template hash `hash`.
-pub(crate) fn has_revision(track: &RolloutTrack, hash: &str) -> bool {
-    track
-        .replicasets
-        .values()
-        .any(|rs| rs.hash.as_deref() == Some(hash))
-}
-
-/// `revision(track, pod_name, pod) == Some(hash)`, answered with fewer walks over the
-/// rollout's ReplicaSets: `has_hash` is [`has_revision`]`(track, hash)`, asked once per look
-/// rather than per pod (this runs for every ready endpoint of a Service on every look).
-pub(crate) fn of_revision(
-    track: &RolloutTrack,
-    pod_name: &str,
-    pod: Option<&PodObj>,
-    hash: &str,
-    has_hash: bool,
-) -> bool {
-    let by_name = || revision(track, pod_name, None) == Some(hash);
-    let Some(p) = pod else {
-        return by_name();
-    };
-    let owner = || {
-        p.owner
-            .as_ref()
-            .and_then(|o| track.replicasets.get(o))
-            .and_then(|rs| rs.hash.as_deref())
-    };
-    match p.hash.as_deref() {
-        Some(h) if h == hash => has_hash || owner() == Some(hash),
-        // Its own label names another revision of the rollout, or its owner decides.
-        Some(h) => owner() == Some(hash) && !has_revision(track, h),
-        None => match owner() {
-            Some(o) => o == hash,
-            None => by_name(),
-        },
-    }
-}
-
-/// A Service that routes to a rollout: its name, the Service, and why.
-pub(crate) type Routed<'a> = (&'a str, &'a ServiceObj, Route);
-
-/// Why a Service routes to a rollout's pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// `spec.strategy.canary.canaryService`.
-    Canary,
-    /// `spec.strategy.canary.stableService`.
-    Stable,
-    /// Its selector selects the pods of at least one revision of the rollout.
-    Selects,
-}
-
-/// How `service` relates to `track`, if at all.
-pub(crate) fn route(track: &RolloutTrack, name: &str, svc: &ServiceObj) -> Option<Route> {
-    if track.canary_service.as_deref() == Some(name) {
-        return Some(Route::Canary);
-    }
-    if track.stable_service.as_deref() == Some(name) {
-        return Some(Route::Stable);
-    }
-    let selector = svc.selector.as_ref()?;
-    track
-        .replicasets
-        .values()
-        .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
-        .any(|rs| selects(selector, &rs.pod_labels))
-        .then_some(Route::Selects)
-}
-
-/// True when a ready endpoint of `service` is a pod of `track`'s revision `hash`: what a
-/// non-empty `membership(..)[hash]` says, without collecting every endpoint (this runs on
-/// every pod and endpoint change).
-pub(crate) fn serves_revision(
-    world: &World,
-    track: &RolloutTrack,
-    service: &str,
-    hash: &str,
-) -> bool {
-    let Some(n) = world.namespace(&track.namespace) else {
-        return false;
-    };
-    let has_hash = has_revision(track, hash);
-    // A pod of the revision is usually named `<rollout>-<hash>-<suffix>` (its ReplicaSet's
-    // name and a suffix): those endpoints are asked first, then the others. Each endpoint is
-    // asked once, so the answer is the same, with fewer pods looked up (this runs at every
-    // record that touches the rollout, and the stable pods often come first).
-    let named = |p: &str| {
-        p.strip_prefix(track.name.as_str())
-            .and_then(|r| r.strip_prefix('-'))
-            .and_then(|r| r.strip_prefix(hash))
-            .is_some_and(|r| r.starts_with('-'))
-    };
-    let serves = |first: bool| {
-        n.slices_of(service).any(|(_, slice)| {
-            slice.endpoints.iter().filter(|e| e.ready).any(|e| {
-                e.pod.as_deref().is_some_and(|p| {
-                    named(p) == first && of_revision(track, p, n.pod(p), hash, has_hash)
-                })
-            })
-        })
-    };
-    serves(true) || serves(false)
-}
-
-/// Ready endpoint pods of `service` by revision of `track` (`""`: not a pod of the rollout).
-pub(crate) fn membership(
-    world: &World,
-    track: &RolloutTrack,
-    service: &str,
-) -> BTreeMap<String, Vec<String>> {
-    let mut by: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (_, slice) in world.slices_of(&track.namespace, service) {
-        for e in slice.endpoints.iter().filter(|e| e.ready) {
-            let (rev, who) = match &e.pod {
-                Some(p) => (
-                    revision(track, p, world.pod(&track.namespace, p))
-                        .unwrap_or_default()
-                        .to_owned(),
-                    p.to_string(),
-                ),
-                None => (String::new(), e.address.to_string()),
-            };
-            by.entry(rev).or_default().push(who);
-        }
-    }
-    for pods in by.values_mut() {
-        pods.sort();
-        pods.dedup();
-    }
-    by
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::ReplicaSetView;
+    use crate::input::view::ReplicaSetView;
+    use crate::model::rollout::RolloutTrack;
+    use crate::model::traffic::{
+        Route, has_revision, membership, of_revision, revision, route, serves_revision,
+    };
 
     fn track_with(replicasets: &[(&str, Option<&str>)]) -> RolloutTrack {
         let mut track = RolloutTrack::new("ns", "r", false);
@@ -1180,7 +999,9 @@ mod tests {
                 let scan: Vec<&str> = world
                     .apps
                     .values()
-                    .filter(|a| a.manages(track))
+                    .filter(|a| {
+                        a.manages(&track.namespace, &track.name, track.tracked_by.as_deref())
+                    })
                     .map(|a| a.name.as_str())
                     .collect();
                 assert_eq!(got, scan, "{step}: {}", track.name);

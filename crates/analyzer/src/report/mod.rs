@@ -1,15 +1,20 @@
 //! The analysis result: findings, timelines and a summary of the recording. Serialized as JSON
 //! with a `schema_version` (see `docs/report-schema.md`); arrays are never null.
 
+pub(crate) mod finding;
+pub(crate) mod pack;
+pub(crate) mod rules;
+pub(crate) mod timeline;
+
 use std::collections::BTreeMap;
 
 use rf_format::{Header, Redaction, Timestamp};
 use serde::Serialize;
 
-use crate::finding::{Finding, Severity, serialize_time};
-use crate::pack::PackedFindings;
-use crate::time::rfc3339;
-use crate::timeline::Timeline;
+use crate::base::time::rfc3339;
+use crate::report::finding::{Finding, Severity, serialize_time};
+use crate::report::pack::PackedFindings;
+use crate::report::timeline::Timeline;
 
 /// The version of the JSON report's schema. Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::HashMap;
+use crate::base::HashMap;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ByName<V> {

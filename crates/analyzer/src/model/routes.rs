@@ -1,6 +1,6 @@
 //! Which rollouts a Service may route to, found without asking every rollout of its namespace.
 //!
-//! A Service routes to a rollout ([`route`](crate::world::route)) when the rollout names it as
+//! A Service routes to a rollout ([`route`](crate::model::traffic::route)) when the rollout names it as
 //! its canary or stable Service, or when its selector selects the pods of a live ReplicaSet of
 //! the rollout: then those pods carry every label of the selector, and the rollout is indexed
 //! under each of them. A change of a Service's endpoints asks for the rollouts under the
@@ -8,10 +8,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::HashMap;
-use crate::by_name::ByName;
-use crate::rollout::RolloutTrack;
-use crate::world::ServiceObj;
+use crate::base::HashMap;
+use crate::base::by_name::ByName;
+use crate::model::rollout::RolloutTrack;
+use crate::model::world::ServiceObj;
 
 /// Rollout names by a value, nested under what the value is of.
 type Names = HashMap<String, BTreeSet<String>>;
@@ -121,7 +121,7 @@ impl Routes {
     }
 
     /// The rollouts of `ns` that Service `service` (`svc`) may route to, in name order: each
-    /// one it routes to is among them (the caller asks [`route`](crate::world::route) of each).
+    /// one it routes to is among them (the caller asks [`route`](crate::model::traffic::route) of each).
     pub fn candidates<'a>(
         &'a self,
         ns: &str,
@@ -164,10 +164,10 @@ mod tests {
     use rf_format::Timestamp;
 
     use super::*;
-    use crate::diff::HASH_LABEL;
-    use crate::rollout::At;
-    use crate::view::ReplicaSetView;
-    use crate::world::route;
+    use crate::base::At;
+    use crate::base::HASH_LABEL;
+    use crate::input::view::ReplicaSetView;
+    use crate::model::traffic::route;
 
     #[test]
     fn every_rollout_a_service_routes_to_is_a_candidate() {

@@ -9,9 +9,10 @@ use std::cell::RefCell;
 use rf_format::{Kind, Op, Record};
 use serde::de::DeserializeOwned;
 
-use crate::{HashMap, skim};
+use crate::base::HashMap;
+use crate::input::skim;
 
-use crate::view::{
+use crate::input::view::{
     ApplicationView, EndpointSliceView, PodView, ReplicaSetView, RolloutView, ServiceView,
 };
 
@@ -165,7 +166,7 @@ impl Prepared {
                         .template
                         .as_ref()
                         .and_then(|raw| raw.bytes(&rec.object))
-                        .map_or(0, crate::rollout::digest);
+                        .map_or(0, crate::base::digest);
                     Parsed::ReplicaSet(v)
                 }
                 other => other,

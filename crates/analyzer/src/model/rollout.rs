@@ -8,23 +8,16 @@ use std::sync::Arc;
 use rf_format::{Kind, Timestamp};
 use serde_json::Value;
 
-use crate::finding::{Evidence, Subject};
-use crate::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
-use crate::view::{ReplicaSetView, RolloutView, Step, Str};
+use crate::base::{At, Str};
+use crate::input::view::{ReplicaSetView, RolloutView, Step};
+use crate::report::finding::{Evidence, Subject};
+use crate::report::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
 
 /// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
 const KEEP_DELETED: usize = 4;
 
 /// Restarts of the canary remembered per rollout: the first and the most recent ones.
 pub(crate) const KEEP_RESTARTS: usize = 16;
-
-/// Where a record sits: file index, seq, time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct At {
-    pub file: u32,
-    pub seq: u64,
-    pub at: Timestamp,
-}
 
 /// One observation of a Rollout: where and by whom it was observed, and its state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -236,7 +229,7 @@ pub(crate) struct Transition<'a> {
 }
 
 /// A pod template kept as its JSON text (a few hundred bytes to a few kilobytes; built it
-/// takes several times that), compared as text ([`crate::diff::diff_json`]): only where two
+/// takes several times that), compared as text ([`crate::model::diff::diff_json`]): only where two
 /// differ are their values built. Only text that is JSON is kept. Cloning shares the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Template(Arc<str>);
@@ -244,15 +237,15 @@ pub(crate) struct Template(Arc<str>);
 impl Template {
     /// The template of `raw`; `None` when it is not JSON.
     fn new(raw: &str) -> Option<Template> {
-        crate::skim::is_json(raw).then(|| Template(Arc::from(raw)))
+        crate::input::skim::is_json(raw).then(|| Template(Arc::from(raw)))
     }
 
     /// The template of `raw`, and the string values of its `metadata.labels` (the pod labels),
     /// read without building the parsed template; `None` when it does not parse.
     fn with_labels(raw: &str) -> Option<(Template, BTreeMap<String, String>)> {
-        let labels = match crate::skim::template_labels(raw) {
+        let labels = match crate::input::skim::template_labels(raw) {
             Some(labels) => labels,
-            None => crate::diff::string_values(
+            None => crate::model::diff::string_values(
                 &serde_json::from_str::<Value>(raw).ok()?,
                 "/metadata/labels",
             ),
@@ -360,13 +353,13 @@ pub(crate) struct RolloutTrack {
     /// The ReplicaSet of the last `observe_replicaset`, and whether that record deleted it.
     pub last_rs_change: Option<(Str, bool)>,
     /// Endpoint membership of the Services routing to it, per change (with timelines on).
-    pub traffic: Vec<crate::timeline::TrafficEntry>,
+    pub traffic: Vec<crate::report::timeline::TrafficEntry>,
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
     /// The last comparison of two templates: the detectors that compare a revision change's
     /// templates ask for the same one in turn.
-    compared: RefCell<Option<(Template, Template, Vec<crate::diff::Change>)>>,
+    compared: RefCell<Option<(Template, Template, Vec<crate::model::diff::Change>)>>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -461,16 +454,20 @@ impl RolloutTrack {
         }
     }
 
-    /// The differences between templates `a` and `b` ([`crate::diff::template_diff`]), or
+    /// The differences between templates `a` and `b` ([`crate::model::diff::template_diff`]), or
     /// `None` when one does not parse. The last answer is kept: every detector that compares
     /// a revision change asks for it.
-    pub fn template_diff(&self, a: &Template, b: &Template) -> Option<Vec<crate::diff::Change>> {
+    pub fn template_diff(
+        &self,
+        a: &Template,
+        b: &Template,
+    ) -> Option<Vec<crate::model::diff::Change>> {
         if let Some((x, y, changes)) = &*self.compared.borrow() {
             if x == a && y == b {
                 return Some(changes.clone());
             }
         }
-        let changes = crate::diff::diff_json(a.text(), b.text())?;
+        let changes = crate::model::diff::diff_json(a.text(), b.text())?;
         *self.compared.borrow_mut() = Some((a.clone(), b.clone(), changes.clone()));
         Some(changes)
     }
@@ -561,32 +558,31 @@ impl RolloutTrack {
         Some(prev)
     }
 
-    /// Records the endpoint membership by revision of every Service that routes to this
-    /// rollout (`routing`, [`World::routing`](crate::world::World::routing) of it), when it
-    /// changed.
-    pub fn observe_traffic(
+    /// True while the traffic timeline takes entries: timelines are kept and not full.
+    pub fn wants_traffic(&self) -> bool {
+        self.keep_timeline && self.traffic.len() < MAX_TIMELINE_ENTRIES
+    }
+
+    /// Records `endpoints`, the ready endpoint pods by revision of `service` (a Service that
+    /// routes to this rollout), at `pos` when they changed. One look records every Service that
+    /// routes to the rollout, so [`Self::wants_traffic`] is asked once per look, by the caller.
+    pub fn record_traffic(
         &mut self,
-        world: &crate::world::World,
-        routing: &[crate::world::Routed<'_>],
+        service: &str,
+        endpoints: BTreeMap<String, Vec<String>>,
         pos: At,
     ) {
-        if !self.keep_timeline || self.traffic.len() >= MAX_TIMELINE_ENTRIES {
+        if self.traffic_last.get(service) == Some(&endpoints) {
             return;
         }
-        for &(service, _, _) in routing {
-            let now = crate::world::membership(world, self, service);
-            if self.traffic_last.get(service) == Some(&now) {
-                continue;
-            }
-            self.traffic.push(crate::timeline::TrafficEntry {
-                at: pos.at,
-                file: pos.file,
-                seq: pos.seq,
-                service: service.to_owned(),
-                endpoints: now.clone(),
-            });
-            self.traffic_last.insert(service.to_owned(), now);
-        }
+        self.traffic.push(crate::report::timeline::TrafficEntry {
+            at: pos.at,
+            file: pos.file,
+            seq: pos.seq,
+            service: service.to_owned(),
+            endpoints: endpoints.clone(),
+        });
+        self.traffic_last.insert(service.to_owned(), endpoints);
     }
 
     /// Counts a restart and keeps it, forgetting the oldest but the first beyond
@@ -649,17 +645,17 @@ impl RolloutTrack {
                 (_, false) => (false, Vec::new()),
                 // A difference is a change; none may still be one (the hash label, a `null`
                 // where nothing was), which only the values' equality tells.
-                (Some(old), true) => match crate::diff::diff_json(old.text(), raw) {
+                (Some(old), true) => match crate::model::diff::diff_json(old.text(), raw) {
                     Some(diff) if !diff.is_empty() => (true, diff),
                     Some(_) => (
-                        crate::diff::same_json(old.text(), raw) != Some(true),
+                        crate::model::diff::same_json(old.text(), raw) != Some(true),
                         Vec::new(),
                     ),
                     None => (true, Vec::new()),
                 },
                 (None, true) => (true, Vec::new()),
             };
-            let only_annotations = !diff.is_empty() && crate::diff::only_annotations(&diff);
+            let only_annotations = !diff.is_empty() && crate::model::diff::only_annotations(&diff);
             let paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
             self.template_changes.push_back(SpecChange {
                 pos: cur.pos,
@@ -1126,10 +1122,10 @@ fn describe_changes(prev: Option<&Snapshot>, cur: &Snapshot, steps: &[Step]) -> 
     c
 }
 
-/// [`template_images`] of a template given as JSON text, read without building it: the
-/// containers' `image` strings, in order, each once.
+/// Every container and init container image of a template given as JSON text, read without
+/// building it: the containers' `image` strings, in order, each once.
 pub(crate) fn template_images_text(raw: &str) -> Vec<String> {
-    use crate::diff::{Sides, member, opener, string, trimmed};
+    use crate::model::diff::{Sides, member, opener, string, trimmed};
     /// The member `key` of the object `text` (`None` when `text` is not an object: a JSON
     /// pointer through it finds nothing); `Err` when it does not parse.
     fn at<'t>(sides: &Sides<'t>, text: Option<&'t str>, key: &str) -> Result<Option<&'t str>, ()> {
@@ -1190,7 +1186,7 @@ pub(crate) fn template_images(template: &Value) -> Vec<String> {
 /// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`
 /// annotation (`<app>:<group>/<kind>:<ns>/<name>`), else the `app.kubernetes.io/instance` label
 /// (Argo CD's default label tracking).
-pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<&str> {
+pub(crate) fn tracking_app<M>(meta: &crate::input::view::Meta<M>) -> Option<&str> {
     if let Some(id) = meta.annotations.get("argocd.argoproj.io/tracking-id") {
         if let Some((app, _)) = id.split_once(':') {
             if !app.is_empty() {
@@ -1203,14 +1199,6 @@ pub(crate) fn tracking_app<M>(meta: &crate::view::Meta<M>) -> Option<&str> {
         .get("app.kubernetes.io/instance")
         .map(Str::as_str)
         .filter(|s| !s.is_empty())
-}
-
-/// A cheap digest to tell whether a template's bytes changed (compared within one run only).
-/// foldhash reads 16 bytes a step; FNV-1a, used before, is one dependent multiply per byte,
-/// and every ReplicaSet record's template (about 1 KB) is digested.
-pub(crate) fn digest(bytes: &[u8]) -> u64 {
-    use std::hash::BuildHasher;
-    foldhash::fast::FixedState::with_seed(0x7465_6d70_6c61_7465).hash_one(bytes)
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use rf_format::{Kind, Timestamp};
 
-use crate::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
+use crate::report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 
 /// Findings per chunk.
 pub(crate) const CHUNK: usize = 2048;

@@ -1,7 +1,7 @@
 //! The fast path of [`Prepared::of`](crate::Prepared::of): a hand-written reader of the JSON
 //! objects detectors read, for the shapes the API server writes.
 //!
-//! The serde views in [`view`](crate::view) define what is read; this module reads the same
+//! The serde views in [`view`](crate::input::view) define what is read; this module reads the same
 //! fields in one pass, skipping everything else without building it. It gives up ([`Bail`]) on
 //! anything it does not handle exactly as serde would: an escaped key, a duplicate field, a
 //! value of an unexpected type, a number that is not a plain integer, nesting deeper than
@@ -21,13 +21,14 @@ use std::collections::BTreeMap;
 use compact_str::ToCompactString;
 use serde::de::IgnoredAny;
 
-use crate::time::parse_rfc3339;
-use crate::view::{
+use crate::base::Str;
+use crate::base::time::parse_rfc3339;
+use crate::input::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, Canary, CanaryStatus,
     Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView, Kept,
     KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
     PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
-    ServiceSpec, ServiceView, Skipped, Step, Str, Strategy, TargetRef, WeightDest, Weights,
+    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -1576,7 +1577,7 @@ mod tests {
     /// What the analyzer took from a parsed template before `template_labels`.
     fn labels_by_serde(text: &str) -> Option<BTreeMap<String, String>> {
         let v = serde_json::from_str::<serde_json::Value>(text).ok()?;
-        Some(crate::diff::string_values(&v, "/metadata/labels"))
+        Some(crate::model::diff::string_values(&v, "/metadata/labels"))
     }
 
     #[test]

@@ -13,10 +13,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::skim::Structure;
-
-/// The label every ReplicaSet of a Rollout carries on its pod template; never a difference.
-pub const HASH_LABEL: &str = "rollouts-pod-template-hash";
+use crate::base::HASH_LABEL;
+use crate::input::skim::Structure;
 
 /// One segment of a path into a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,7 +189,7 @@ pub(crate) fn trimmed(text: &str) -> &str {
 /// building its [`Value`] would).
 #[cfg(test)]
 fn whole(text: &str) -> Option<&str> {
-    crate::skim::is_json(text).then(|| trimmed(text))
+    crate::input::skim::is_json(text).then(|| trimmed(text))
 }
 
 /// The first byte of a value's text: `{`, `[`, `"`, `n`, ...
@@ -202,7 +200,7 @@ pub(crate) fn opener(v: &str) -> u8 {
 /// The members of an object's text, their values as text, sorted by key; the last of a
 /// repeated key wins, as in a [`Value`].
 pub(crate) fn members(text: &str) -> Option<Members<'_>> {
-    let Some(written) = crate::skim::raw_members(text) else {
+    let Some(written) = crate::input::skim::raw_members(text) else {
         // An escaped key: serde unescapes it.
         let built: BTreeMap<String, &RawValue> = serde_json::from_str(text).ok()?;
         return Some(
@@ -237,7 +235,7 @@ pub(crate) fn member<'t>(members: &[(Cow<'_, str>, &'t str)], key: &str) -> Opti
 
 /// The text of each item of an array's text.
 pub(crate) fn items(text: &str) -> Option<Vec<&str>> {
-    match crate::skim::raw_items(text) {
+    match crate::input::skim::raw_items(text) {
         Some(items) => Some(items),
         None => {
             let built: Vec<&RawValue> = serde_json::from_str(text).ok()?;
@@ -248,7 +246,7 @@ pub(crate) fn items(text: &str) -> Option<Vec<&str>> {
 
 /// The string whose JSON text is `text`, unescaped.
 pub(crate) fn string(text: &str) -> Option<Cow<'_, str>> {
-    crate::skim::raw_string(text).or_else(|| serde_json::from_str(text).ok().map(Cow::Owned))
+    crate::input::skim::raw_string(text).or_else(|| serde_json::from_str(text).ok().map(Cow::Owned))
 }
 
 fn value(text: &str) -> Option<Value> {

@@ -3,9 +3,9 @@
 use rf_format::Timestamp;
 use serde::Serialize;
 
-use crate::view::Str;
+use crate::base::Str;
 
-use crate::finding::{Subject, serialize_time};
+use crate::report::finding::{Subject, serialize_time};
 
 /// Entries kept per rollout before the timeline is cut (the report says so); keeps memory bounded
 /// on day-long recordings of a busy rollout.

@@ -12,11 +12,8 @@ use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::time::parse_rfc3339;
-
-/// A string held inline up to 24 bytes: most strings a view reads (names, hashes, phases,
-/// reasons, timestamps) are that short, and each was an allocation per record.
-pub(crate) type Str = compact_str::CompactString;
+use crate::base::Str;
+use crate::base::time::parse_rfc3339;
 
 /// A scalar read without building a `serde_json::Value` (these run for every record).
 enum Scalar {
@@ -101,7 +98,7 @@ pub(crate) const KEPT_ANNOTATIONS: &[&str] = &[
 /// The labels any detector reads; the others are skipped without being copied, as for
 /// [`KEPT_ANNOTATIONS`]. A detector that reads another label adds its key here.
 pub(crate) const KEPT_LABELS: &[&str] = &[
-    crate::diff::HASH_LABEL,
+    crate::base::HASH_LABEL,
     "kubernetes.io/service-name",
     "app.kubernetes.io/instance",
 ];
@@ -742,7 +739,7 @@ impl ReplicaSetView {
     pub fn hash(&self) -> Option<&str> {
         self.metadata
             .labels
-            .get(crate::diff::HASH_LABEL)
+            .get(crate::base::HASH_LABEL)
             .map(Str::as_str)
     }
 

@@ -1,0 +1,7 @@
+//! What the analyzer reads of a record: typed views of the objects it follows, the skimming
+//! reader that fills them from JSON bytes, and [`Prepared`](prepare::Prepared), a record read
+//! ahead of its turn.
+
+pub(crate) mod prepare;
+pub(crate) mod skim;
+pub(crate) mod view;
