@@ -58,7 +58,8 @@ fn analyze(bytes: &[u8]) -> usize {
     let mut a = Analyzer::new(Options::default());
     a.begin_file("bench", reader.format_version(), &reader.header().clone());
     for r in &mut reader {
-        a.push(&r.unwrap());
+        let r = r.unwrap();
+        a.push(&r, rf_analyzer::Prepared::of(&r), &mut rf_analyzer::Discard);
     }
     a.finish().findings.len()
 }

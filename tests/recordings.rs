@@ -41,7 +41,7 @@ fn replay(name: &str, a: &mut Analyzer) {
     let (header, records, closed_at) = read(name);
     a.begin_file(&format!("{name}.rfr"), header.format_version, &header);
     for r in &records {
-        a.push(r);
+        a.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
     }
     a.end_file(FileEnd::Closed, Some(closed_at), None);
 }
@@ -74,7 +74,7 @@ fn packed_findings_make_the_same_report() {
             report.tool.version = "(version)".to_owned();
             assert!(report.findings.is_empty());
             assert_eq!(
-                serde_json::to_string(&report.with_packed(&packed)).unwrap(),
+                serde_json::to_string(&report.with_findings(&packed)).unwrap(),
                 plain,
                 "{} streamed",
                 s.name

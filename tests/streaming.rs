@@ -37,12 +37,13 @@ fn retained_state_does_not_grow_with_events_over_the_same_objects() {
     analyzer.begin_file("x", 1, &scenario.header);
     for r in &scenario.records {
         seq = r.seq;
-        analyzer.push(r);
+        analyzer.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
     }
     let mut push_round = |analyzer: &mut Analyzer, n: u64| {
         for i in 0..live {
             seq += 1;
-            analyzer.push(&pod_event(seq, i, n));
+            let r = pod_event(seq, i, n);
+            analyzer.push(&r, rf_analyzer::Prepared::of(&r), &mut rf_analyzer::Discard);
         }
     };
     for n in 0..10 {
@@ -72,7 +73,7 @@ fn retained_replicasets_follow_live_ones_not_the_number_of_releases() {
     analyzer.begin_file("x", 1, &recording.header);
     let mut most = 0;
     for r in &recording.records {
-        analyzer.push(r);
+        analyzer.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
         most = most.max(analyzer.retained().replicasets);
     }
     let releases = recording

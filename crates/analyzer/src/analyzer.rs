@@ -18,6 +18,7 @@ use crate::model::routes::Routes;
 use crate::model::world::{Touched, World};
 use crate::report::finding::Finding;
 use crate::report::pack::PackedFindings;
+use crate::report::sink::FindingSink;
 use crate::report::timeline::Timeline;
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
@@ -272,29 +273,15 @@ impl Analyzer {
         }
     }
 
-    /// Replays one record. Returns the findings it made true (within the window and rollout
-    /// filter), in the order found.
-    pub fn push(&mut self, rec: &Record) -> Vec<Finding> {
-        self.push_prepared(rec, Prepared::of(rec))
-    }
-
-    /// [`push`](Analyzer::push) with the record's object already parsed by
-    /// [`Prepared::of`] (on another thread, say).
-    pub fn push_prepared(&mut self, rec: &Record, prepared: Prepared) -> Vec<Finding> {
-        self.replay(rec, prepared, true)
-    }
-
-    /// [`push_prepared`](Analyzer::push_prepared) for a caller that reads findings only in
-    /// the report: the findings made are not copied out (on a recording that makes a finding
-    /// every 50 records, those copies were about 1% of the replay).
-    pub fn replay_prepared(&mut self, rec: &Record, prepared: Prepared) {
-        self.replay(rec, prepared, false);
-    }
-
-    fn replay(&mut self, rec: &Record, prepared: Prepared, copy_out: bool) -> Vec<Finding> {
+    /// Replays one record, its object read by [`Prepared::of`] (on another thread, say): the
+    /// one way records go in. The findings it makes true (within the window and rollout
+    /// filter) go to `sink` as they are made, in the order found; the report holds them all
+    /// whatever the sink does ([`Discard`](crate::Discard) for a caller that reads only the
+    /// report).
+    pub fn push(&mut self, rec: &Record, prepared: Prepared, sink: &mut dyn FindingSink) {
         if self.opts.until.is_some_and(|u| rec.observed_at > u) {
             self.past_until = true;
-            return Vec::new();
+            return;
         }
         if self.summary.files.is_empty() {
             self.summary.files.push(FileSummary::from_header(
@@ -393,39 +380,34 @@ impl Analyzer {
                 }
             }
         }
-        let made = if copy_out {
-            self.findings[before..]
-                .iter()
-                .filter(|f| self.wanted(f))
-                .cloned()
-                .collect()
-        } else {
-            Vec::new()
-        };
+        self.hand_over(before, sink);
+    }
+
+    /// Gives `sink` the wanted findings made since the first `before`, then packs them if
+    /// there are enough.
+    fn hand_over(&mut self, before: usize, sink: &mut dyn FindingSink) {
+        for f in &self.findings[before..] {
+            if self.wanted(f) {
+                sink.finding(f);
+            }
+        }
         self.pack_if_full();
-        made
     }
 
     /// Time passed with no record: it is `now`, as a live caller's clock says (this crate reads
     /// none). Looks again at the rollouts whose re-check time has come, as the next record
     /// would, so that a finding that waits for time to pass (a grace period, a window that
-    /// closes) is made when it passes. Returns the findings it made true.
-    pub fn advance_to(&mut self, now: Timestamp) -> Vec<Finding> {
+    /// closes) is made when it passes. The findings it makes true go to `sink`.
+    pub fn advance_to(&mut self, now: Timestamp, sink: &mut dyn FindingSink) {
         let Some(last) = self.last_pos else {
-            return Vec::new();
+            return;
         };
         if now <= last.at || self.opts.until.is_some_and(|u| now > u) {
-            return Vec::new();
+            return;
         }
         let before = self.findings.len();
         self.run_due(At { at: now, ..last });
-        let made = self.findings[before..]
-            .iter()
-            .filter(|f| self.wanted(f))
-            .cloned()
-            .collect();
-        self.pack_if_full();
-        made
+        self.hand_over(before, sink);
     }
 
     fn wanted(&self, f: &Finding) -> bool {
@@ -777,40 +759,14 @@ impl Analyzer {
 
     /// Ends the analysis like [`finish`](Analyzer::finish), but leaves the findings packed (the
     /// report's `findings` is empty): to write a report of many findings without holding them
-    /// all decoded. [`PackedFindings`] serializes as the report's `findings` array.
+    /// all decoded. [`PackedFindings`] serializes as the report's `findings` array; the caller
+    /// that writes them compares how many it wrote with [`PackedFindings::len`] (a chunk that
+    /// did not decode is a bug, and would otherwise go unsaid).
     pub fn finish_packed(mut self) -> (Report, PackedFindings) {
         let tail = self.end_checks();
         let mut packed = std::mem::take(&mut self.packed);
         packed.push(tail);
-        // Decoding them all once more is cheap beside the replay, and a bug that lost one
-        // would otherwise go unsaid. Many are decoded on another thread while this one makes
-        // the report and frees the analyzer's state: both are the wait between the last
-        // record and the first byte of the report.
-        let count = || packed.iter().count();
-        let warning_at = self.summary.warnings.len();
-        let (read, mut report) = if packed.len() < crate::report::pack::DECODE_APART {
-            (count(), self.report(Vec::new()))
-        } else {
-            std::thread::scope(|scope| {
-                let counting = std::thread::Builder::new()
-                    .name("rf-read-back".into())
-                    .spawn_scoped(scope, count);
-                let report = self.report(Vec::new());
-                let read = match counting {
-                    // One that panicked read nothing back.
-                    Ok(counting) => counting.join().unwrap_or(0),
-                    // No thread to be had: counted here.
-                    Err(_) => count(),
-                };
-                (read, report)
-            })
-        };
-        if let Some(warning) = read_back_warning(read, packed.len()) {
-            // Where it would be had it been known first: before "... and N more warnings".
-            let warnings = &mut report.recording.warnings;
-            warnings.insert(warning_at.min(warnings.len()), warning);
-        }
-        (report, packed)
+        (self.report(Vec::new()), packed)
     }
 
     /// Packed findings are this process's own bytes: one that does not decode is a bug, said
@@ -831,6 +787,13 @@ impl Analyzer {
             self.held.extend(held);
             self.packed.push(batch);
         }
+    }
+
+    /// Packed findings go to `spill` once [`SPILL_AFTER`](crate::SPILL_AFTER) compressed bytes
+    /// of them are in memory (without one they all stay in memory). Set before any record.
+    pub fn spill_findings_to(mut self, spill: Box<dyn crate::Spill>) -> Self {
+        self.packed = PackedFindings::default().spill_to(spill, crate::SPILL_AFTER);
+        self
     }
 
     /// Findings are packed (sorted and compressed) every `n` findings rather than every
@@ -1028,7 +991,7 @@ pub fn analyze(
     let mut a = Analyzer::new(opts);
     a.begin_file("(memory)", rf_format::FORMAT_VERSION, header);
     for rec in records {
-        a.push(&rec);
+        a.push(&rec, Prepared::of(&rec), &mut crate::Discard);
         if a.past_until() {
             break;
         }
@@ -1088,7 +1051,7 @@ mod file_tests {
             let mut r = rec(seq as u64 + 1, 100 + seq as i64);
             r.kind = kind;
             r.op = op;
-            a.push(&r);
+            a.push(&r, crate::Prepared::of(&r), &mut crate::Discard);
         }
         let report = a.finish();
         let names = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
@@ -1124,7 +1087,7 @@ mod file_tests {
             seq += 1;
             let mut r = rec(seq, 100 + seq as i64);
             (r.kind, r.op, r.namespace, r.name) = (kind, op, ns.into(), name.into());
-            a.push(&r);
+            a.push(&r, crate::Prepared::of(&r), &mut crate::Discard);
         };
         let deleted = Op::Deleted { inferred: false };
         push(&mut a, Kind::Pod, Op::Added, "a", "p");
@@ -1165,14 +1128,16 @@ mod file_tests {
         let mut a = Analyzer::new(Options::default());
         let h = Header::new("t", Timestamp::from_unix_seconds(0), Source::default());
         a.begin_file("dir/rf-1.rfr", 1, &h);
-        a.push(&rec(1, 10));
+        let r = rec(1, 10);
+        a.push(&r, crate::Prepared::of(&r), &mut crate::Discard);
         a.end_file(
             FileEnd::Closed,
             Some(Timestamp::from_unix_seconds(60)),
             None,
         );
         a.begin_file("dir/rf-2.rfr", 1, &h);
-        a.push(&rec(1, second_starts));
+        let r = rec(1, second_starts);
+        a.push(&r, crate::Prepared::of(&r), &mut crate::Discard);
         a.end_file(
             FileEnd::Closed,
             Some(Timestamp::from_unix_seconds(200)),
@@ -1211,7 +1176,6 @@ mod packed_tests {
 
     use super::{Analyzer, Options, read_back_warning};
     use crate::report::finding::{Finding, Rule, Subject};
-    use crate::report::pack::DECODE_APART;
 
     /// An analyzer holding `n` findings, packed every 97.
     fn holding(n: usize) -> Analyzer {
@@ -1231,8 +1195,8 @@ mod packed_tests {
     }
 
     #[test]
-    fn many_packed_findings_are_read_back_beside_the_report() {
-        let n = DECODE_APART + 300;
+    fn packed_findings_serialize_as_the_plain_report_does() {
+        let n = 1324;
         let mut plain = holding(n).finish();
         let (mut report, packed) = holding(n).finish_packed();
         assert_eq!(packed.len(), n);
@@ -1245,7 +1209,7 @@ mod packed_tests {
         plain.tool.version.clear();
         report.tool.version.clear();
         assert_eq!(
-            serde_json::to_string(&report.with_packed(&packed)).unwrap(),
+            serde_json::to_string(&report.with_findings(&packed)).unwrap(),
             serde_json::to_string(&plain).unwrap()
         );
     }

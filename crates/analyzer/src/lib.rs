@@ -22,13 +22,15 @@
 //! - `analyzer`, the engine on top: it feeds each record to the model, then to the detectors.
 //!
 //! ```no_run
-//! use rf_analyzer::{Analyzer, Options};
+//! use rf_analyzer::{Analyzer, Finding, Options, Prepared};
 //! # fn records() -> Vec<rf_format::Record> { Vec::new() }
 //! # let header = rf_format::Header::new("", rf_format::Timestamp(0), Default::default());
 //! let mut analyzer = Analyzer::new(Options::default());
 //! analyzer.begin_file("rerender-race.rfr", 1, &header);
 //! for record in records() {
-//!     for finding in analyzer.push(&record) {
+//!     let mut found: Vec<Finding> = Vec::new();
+//!     analyzer.push(&record, Prepared::of(&record), &mut found);
+//!     for finding in found {
 //!         println!("{} {}", finding.rule, finding.summary);
 //!     }
 //! }
@@ -53,7 +55,8 @@ pub use base::time::{human_duration, parse_rfc3339, rfc3339};
 pub use input::prepare::Prepared;
 pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
 pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
-pub use report::pack::{Merge, PackedFindings};
+pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
+pub use report::sink::{Discard, FindingSink};
 pub use report::timeline::{
     MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timeline, TimelineEntry, TrafficEntry,
 };

@@ -99,7 +99,8 @@ impl Kit {
             actor: None,
             object: serde_json::to_vec(&obj).unwrap(),
         };
-        self.found.extend(self.analyzer.push(&rec));
+        self.analyzer
+            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
     }
 
     /// A status write by the controller (or a user, with `manager`).
@@ -161,7 +162,8 @@ impl Kit {
             actor: None,
             object: Vec::new(),
         };
-        self.found.extend(self.analyzer.push(&rec));
+        self.analyzer
+            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
     }
 
     /// The controller's reaction to a new template `hash`: RS created, then status reset.
@@ -372,6 +374,7 @@ impl Kit {
             actor: None,
             object: serde_json::to_vec(&obj).unwrap(),
         };
-        self.found.extend(self.analyzer.push(&rec));
+        self.analyzer
+            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
     }
 }

@@ -217,7 +217,7 @@ pub fn replay(
             reader.header(),
         );
         let ended = crate::pipeline::for_each(reader, |rec, prepared| {
-            analyzer.replay_prepared(rec, prepared);
+            analyzer.push(rec, prepared, &mut rf_analyzer::Discard);
             !analyzer.past_until()
         });
         before = Some(path.clone());

@@ -11,6 +11,7 @@ mod pipeline;
 mod render;
 mod signal;
 mod sniff;
+mod spill;
 mod style;
 mod timespec;
 

@@ -259,7 +259,7 @@ fn rotated_files_stand_alone_and_together_hold_every_event_once() {
             lead_len(&f.records, watches.len())
         };
         for (j, r) in f.records.iter().enumerate() {
-            analyzer.push(r);
+            analyzer.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
             if j >= lead {
                 one.push(Record {
                     seq: one.len() as u64 + 1,
@@ -273,7 +273,7 @@ fn rotated_files_stand_alone_and_together_hold_every_event_once() {
     let mut single = rf_analyzer::Analyzer::new(rf_analyzer::Options::default());
     single.begin_file("one", files[0].header.format_version, &files[0].header);
     for r in &one {
-        single.push(r);
+        single.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
     }
     let last = files.last().unwrap();
     single.end_file(rf_analyzer::FileEnd::Closed, Some(last.closed_at), None);

@@ -4,6 +4,7 @@
 pub(crate) mod finding;
 pub(crate) mod pack;
 pub(crate) mod rules;
+pub(crate) mod sink;
 pub(crate) mod timeline;
 
 use std::collections::BTreeMap;
@@ -13,7 +14,6 @@ use serde::Serialize;
 
 use crate::base::time::rfc3339;
 use crate::report::finding::{Finding, Severity, serialize_time};
-use crate::report::pack::PackedFindings;
 use crate::report::timeline::Timeline;
 
 /// The version of the JSON report's schema. Bumped on any incompatible change.
@@ -40,22 +40,26 @@ impl Report {
         self.findings.iter().map(|f| f.severity).max()
     }
 
-    /// This report with `findings` in place of its own (empty) ones, serialized exactly as a
-    /// report holding them: the counterpart of [`Analyzer::finish_packed`](crate::Analyzer::finish_packed).
-    pub fn with_packed<'a>(&'a self, findings: &'a PackedFindings) -> impl Serialize + 'a {
-        WithPacked {
+    /// This report with `findings` (a sequence of [`Finding`]s: [`PackedFindings`](crate::PackedFindings), say) in
+    /// place of its own (empty) ones, serialized exactly as a report holding them: the
+    /// counterpart of [`Analyzer::finish_packed`](crate::Analyzer::finish_packed).
+    pub fn with_findings<'a, F: Serialize + ?Sized>(
+        &'a self,
+        findings: &'a F,
+    ) -> impl Serialize + 'a {
+        WithFindings {
             report: self,
             findings,
         }
     }
 }
 
-struct WithPacked<'a> {
+struct WithFindings<'a, F: ?Sized> {
     report: &'a Report,
-    findings: &'a PackedFindings,
+    findings: &'a F,
 }
 
-impl Serialize for WithPacked<'_> {
+impl<F: Serialize + ?Sized> Serialize for WithFindings<'_, F> {
     /// The fields of [`Report`], in its order.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;

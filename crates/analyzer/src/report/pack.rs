@@ -11,15 +11,13 @@
 //! findings were made: each chunk is sorted stably, and the merge takes from the earlier chunk
 //! on ties, which together are the stable sort of the whole sequence.
 //!
-//! Past [`SPILL_AFTER`] bytes of chunks in memory, further chunks go to a temporary file
-//! (unlinked as soon as it is opened, so nothing is left behind), and memory stays bounded
-//! however many findings a long history makes. Where no temporary file can be made, chunks
-//! stay in memory, as before.
+//! Past a limit of compressed bytes in memory, further chunks go to a [`Spill`], a store the
+//! caller provides (the command line's is an unlinked temporary file), so memory stays bounded
+//! however many findings a long history makes. Without one, or where it refuses a chunk,
+//! chunks stay in memory. This crate opens no file itself.
 
 use std::cmp::Ordering;
-use std::fs::File;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
@@ -34,8 +32,8 @@ pub(crate) const CHUNK: usize = 2048;
 /// Chunks kept before they are merged into one.
 pub(crate) const MAX_CHUNKS: usize = 32;
 
-/// Compressed bytes kept in memory before chunks go to a temporary file.
-pub(crate) const SPILL_AFTER: usize = 2 * 1024 * 1024;
+/// Compressed bytes kept in memory before chunks go to the [`Spill`], when there is one.
+pub const SPILL_AFTER: usize = 2 * 1024 * 1024;
 
 /// The report's order of findings.
 pub(crate) fn report_order(a: &Finding, b: &Finding) -> Ordering {
@@ -47,6 +45,18 @@ pub(crate) fn report_order(a: &Finding, b: &Finding) -> Ordering {
     ))
 }
 
+/// Where chunks of packed findings go once memory holds enough of them: bytes appended, read
+/// back by offset, forgotten all at once. An implementation that cannot keep a chunk answers
+/// `None` and the chunk stays in memory.
+pub trait Spill: Send + Sync + std::fmt::Debug {
+    /// Keeps `bytes` after those kept before; their offset, or `None` when they cannot be kept.
+    fn append(&mut self, bytes: &[u8]) -> Option<u64>;
+    /// Reads back `len` bytes kept at `offset`.
+    fn read(&self, offset: u64, len: u64) -> Box<dyn Read + Send + '_>;
+    /// Forgets every byte kept (their chunks have been merged into memory).
+    fn clear(&mut self);
+}
+
 /// Sorted, compressed findings.
 #[derive(Debug)]
 pub struct PackedFindings {
@@ -54,7 +64,7 @@ pub struct PackedFindings {
     len: usize,
     worst: Option<Severity>,
     spill_after: usize,
-    spill: Spill,
+    spill: Option<Box<dyn Spill>>,
 }
 
 impl Default for PackedFindings {
@@ -64,7 +74,7 @@ impl Default for PackedFindings {
             len: 0,
             worst: None,
             spill_after: SPILL_AFTER,
-            spill: Spill::Unopened(std::env::temp_dir()),
+            spill: None,
         }
     }
 }
@@ -79,134 +89,11 @@ struct Chunk {
 #[derive(Debug)]
 enum Deflated {
     Memory(Vec<u8>),
-    /// At `offset` of the spill file, `len` bytes.
-    File {
+    /// At `offset` of the spill, `len` bytes.
+    Spilled {
         offset: u64,
         len: u64,
     },
-}
-
-/// The temporary file chunks go to.
-#[derive(Debug)]
-enum Spill {
-    /// None made yet; it will be made in this directory.
-    Unopened(PathBuf),
-    /// Open (and already unlinked), written up to `end`.
-    Open { file: File, end: u64 },
-    /// None could be made: chunks stay in memory.
-    Unavailable,
-}
-
-impl Spill {
-    /// Writes `bytes` at the end of the file, opening it first if need be; `None` if that
-    /// fails (the caller keeps the bytes). A file that cannot be made is not tried again; one
-    /// that cannot be written to (a full disk) is kept, with the chunks already in it.
-    fn write(&mut self, bytes: &[u8]) -> Option<(u64, u64)> {
-        if let Spill::Unopened(dir) = self {
-            *self = match open_unlinked(dir) {
-                Some(file) => Spill::Open { file, end: 0 },
-                None => Spill::Unavailable,
-            };
-        }
-        let Spill::Open { file, end } = self else {
-            return None;
-        };
-        let offset = *end;
-        write_at(file, bytes, offset).ok()?;
-        *end += bytes.len() as u64;
-        Some((offset, bytes.len() as u64))
-    }
-
-    /// Starts the file over (every chunk in it has been merged into memory).
-    fn clear(&mut self) {
-        if let Spill::Open { file, end } = self {
-            if file.set_len(0).is_ok() {
-                *end = 0;
-            }
-        }
-    }
-
-    fn file(&self) -> Option<&File> {
-        match self {
-            Spill::Open { file, .. } => Some(file),
-            _ => None,
-        }
-    }
-}
-
-/// A new file in `dir`, removed from the directory at once: the open handle keeps it, and the
-/// system reclaims it when the process ends, however it ends.
-#[cfg(unix)]
-fn open_unlinked(dir: &std::path::Path) -> Option<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    for _ in 0..8 {
-        let path = dir.join(format!(
-            ".rollout-forensics-findings-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            // Only this user may open it in the moment before it is unlinked.
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(file) => {
-                return std::fs::remove_file(&path).is_ok().then_some(file);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
-/// Elsewhere a file cannot be unlinked while open: chunks stay in memory.
-#[cfg(not(unix))]
-fn open_unlinked(_dir: &std::path::Path) -> Option<File> {
-    None
-}
-
-#[cfg(unix)]
-fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
-}
-
-#[cfg(not(unix))]
-fn write_at(_file: &File, _bytes: &[u8], _offset: u64) -> std::io::Result<()> {
-    Err(std::io::ErrorKind::Unsupported.into())
-}
-
-/// Reads `len` bytes from `offset` of a file, with its own position (the file's is shared).
-struct FileRange<'a> {
-    file: &'a File,
-    offset: u64,
-    left: u64,
-}
-
-impl Read for FileRange<'_> {
-    #[cfg(unix)]
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = std::os::unix::fs::FileExt::read_at(self.file, &mut buf[..want], self.offset)?;
-        self.offset += n as u64;
-        self.left -= n as u64;
-        Ok(n)
-    }
-
-    #[cfg(not(unix))]
-    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
-        Err(std::io::ErrorKind::Unsupported.into())
-    }
 }
 
 impl PackedFindings {
@@ -225,42 +112,43 @@ impl PackedFindings {
         self.worst
     }
 
-    /// Compressed bytes held in memory (not those in the temporary file).
+    /// Compressed bytes held in memory (not those in the spill).
     pub fn bytes(&self) -> usize {
         self.chunks
             .iter()
             .map(|c| match &c.deflated {
                 Deflated::Memory(bytes) => bytes.len(),
-                Deflated::File { .. } => 0,
+                Deflated::Spilled { .. } => 0,
             })
             .sum()
     }
 
-    /// Chunks are spilled to a file in `dir` once `after` compressed bytes are in memory: for
-    /// tests of the spilled path.
-    #[doc(hidden)]
-    pub fn spill_to(mut self, dir: PathBuf, after: usize) -> Self {
-        self.spill = Spill::Unopened(dir);
+    /// Chunks go to `spill` once `after` compressed bytes are in memory.
+    pub fn spill_to(mut self, spill: Box<dyn Spill>, after: usize) -> Self {
+        self.spill = Some(spill);
         self.spill_after = after;
         self
     }
 
-    /// Keeps a chunk of `len` findings in memory, or in the spill file once memory holds
-    /// enough.
+    /// Keeps a chunk of `len` findings in memory, or in the spill once memory holds enough.
     fn keep(&mut self, deflated: Vec<u8>, len: usize) {
-        let deflated = if self.bytes() + deflated.len() > self.spill_after {
-            match self.spill.write(&deflated) {
-                Some((offset, len)) => Deflated::File { offset, len },
-                None => Deflated::Memory(deflated),
-            }
-        } else {
-            Deflated::Memory(deflated)
+        let full = self.bytes() + deflated.len() > self.spill_after;
+        let spilled = match &mut self.spill {
+            Some(spill) if full => spill.append(&deflated),
+            _ => None,
+        };
+        let deflated = match spilled {
+            Some(offset) => Deflated::Spilled {
+                offset,
+                len: deflated.len() as u64,
+            },
+            None => Deflated::Memory(deflated),
         };
         self.chunks.push(Chunk { deflated, len });
     }
 
     /// Adds findings (in the order they were made) as one chunk.
-    pub(crate) fn push(&mut self, mut findings: Vec<Finding>) {
+    pub fn push(&mut self, mut findings: Vec<Finding>) {
         if findings.is_empty() {
             return;
         }
@@ -286,7 +174,9 @@ impl PackedFindings {
             n += 1;
         }
         self.chunks.clear();
-        self.spill.clear();
+        if let Some(spill) = &mut self.spill {
+            spill.clear();
+        }
         self.keep(enc.finish(), n);
     }
 
@@ -296,16 +186,12 @@ impl PackedFindings {
             .chunks
             .iter()
             .map(|c| {
-                let bytes: Box<dyn Read + Send + '_> = match (&c.deflated, self.spill.file()) {
+                let bytes: Box<dyn Read + Send + '_> = match (&c.deflated, &self.spill) {
                     (Deflated::Memory(bytes), _) => Box::new(&bytes[..]),
-                    (Deflated::File { offset, len }, Some(file)) => Box::new(FileRange {
-                        file,
-                        offset: *offset,
-                        left: *len,
-                    }),
-                    // A spilled chunk without its file cannot be: it reads as empty, and the
-                    // count check in `Analyzer::finish` says findings were lost.
-                    (Deflated::File { .. }, None) => Box::new(std::io::empty()),
+                    (Deflated::Spilled { offset, len }, Some(spill)) => spill.read(*offset, *len),
+                    // A spilled chunk without its spill cannot be: it reads as empty, and the
+                    // count check says findings were lost.
+                    (Deflated::Spilled { .. }, None) => Box::new(std::io::empty()),
                 };
                 Cursor {
                     inflate: DeflateDecoder::new(bytes),
@@ -584,45 +470,10 @@ impl Decoder<'_> {
     }
 }
 
-/// Findings from which [`PackedFindings`] serializes on two threads, and how many a thread
-/// hands to the other at a time.
-pub(crate) const DECODE_APART: usize = 1024;
-const HANDED: usize = 64;
-
 impl serde::Serialize for PackedFindings {
-    /// As the report's `findings` array: one finding decoded at a time. Many are decoded
-    /// (inflated, merged) on a thread of their own while this one writes them: a report is
-    /// written when everything else is done, and on 20,000 findings the two halves of that
-    /// work each took about 3% of `analyze`'s time, one after the other.
+    /// As the report's `findings` array, one finding decoded at a time.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.len() < DECODE_APART {
-            return s.collect_seq(self.iter());
-        }
-        std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Finding>>(4);
-            let decoding = std::thread::Builder::new()
-                .name("rf-findings".into())
-                .spawn_scoped(scope, move || {
-                    let mut batch = Vec::with_capacity(HANDED);
-                    for f in self.iter() {
-                        batch.push(f);
-                        if batch.len() == HANDED
-                            && tx
-                                .send(std::mem::replace(&mut batch, Vec::with_capacity(HANDED)))
-                                .is_err()
-                        {
-                            // The writer stopped (an error it reports).
-                            return;
-                        }
-                    }
-                    let _ = tx.send(batch);
-                });
-            match decoding {
-                Ok(_) => s.collect_seq(rx.into_iter().flatten()),
-                // No thread to be had: decoded here.
-                Err(_) => s.collect_seq(self.iter()),
-            }
-        })
+        s.collect_seq(self.iter())
     }
 }
 
@@ -693,53 +544,77 @@ mod tests {
         (all, sorted)
     }
 
-    /// How many chunks are in the spill file.
+    /// How many chunks are in the spill.
     fn spilled(packed: &PackedFindings) -> usize {
         packed
             .chunks
             .iter()
-            .filter(|c| matches!(c.deflated, Deflated::File { .. }))
+            .filter(|c| matches!(c.deflated, Deflated::Spilled { .. }))
             .count()
     }
 
+    /// A spill in memory that keeps at most `room` bytes, and counts its clearings.
+    #[derive(Debug, Default)]
+    struct Kept {
+        bytes: Vec<u8>,
+        room: usize,
+        cleared: usize,
+    }
+
+    impl Spill for Kept {
+        fn append(&mut self, bytes: &[u8]) -> Option<u64> {
+            if self.bytes.len() + bytes.len() > self.room {
+                return None;
+            }
+            let at = self.bytes.len() as u64;
+            self.bytes.extend_from_slice(bytes);
+            Some(at)
+        }
+        fn read(&self, offset: u64, len: u64) -> Box<dyn Read + Send + '_> {
+            let (from, to) = (offset as usize, (offset + len) as usize);
+            Box::new(&self.bytes[from..to])
+        }
+        fn clear(&mut self) {
+            self.bytes.clear();
+            self.cleared += 1;
+        }
+    }
+
+    fn kept(room: usize) -> Box<dyn Spill> {
+        Box::new(Kept {
+            room,
+            ..Kept::default()
+        })
+    }
+
     #[test]
-    fn spilled_chunks_read_back_as_the_sorted_findings_and_leave_no_file() {
-        let dir = std::env::temp_dir().join(format!("rf-pack-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    fn spilled_chunks_read_back_as_the_sorted_findings() {
         let (all, sorted) = many();
-        // Past 1 byte in memory: every chunk, and the merged one, goes to the file.
-        let mut packed = PackedFindings::default().spill_to(dir.clone(), 1);
+        // Past 1 byte in memory: every chunk, and the merged one, goes to the spill.
+        let mut packed = PackedFindings::default().spill_to(kept(usize::MAX), 1);
         for chunk in all.chunks(61) {
             packed.push(chunk.to_vec());
         }
         assert!(packed.chunks.len() < MAX_CHUNKS, "compacted at least once");
         assert_eq!(packed.bytes(), 0, "nothing held in memory");
-        assert_eq!(
-            spilled(&packed),
-            packed.chunks.len(),
-            "every chunk in the file"
-        );
+        assert_eq!(spilled(&packed), packed.chunks.len(), "every chunk spilled");
         assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
         assert_eq!(packed.len(), sorted.len());
         assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "the file was unlinked when opened"
+            serde_json::to_string(&packed).unwrap(),
+            serde_json::to_string(&sorted).unwrap()
         );
-        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
     fn chunks_stay_in_memory_up_to_the_limit_then_spill() {
-        let dir = std::env::temp_dir().join(format!("rf-pack-limit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let (all, sorted) = many();
-        let mut whole = PackedFindings::default().spill_to(dir.clone(), usize::MAX);
+        let mut whole = PackedFindings::default();
         for chunk in all.chunks(500) {
             whole.push(chunk.to_vec());
         }
         let limit = whole.bytes() / 2;
-        let mut packed = PackedFindings::default().spill_to(dir.clone(), limit);
+        let mut packed = PackedFindings::default().spill_to(kept(usize::MAX), limit);
         for chunk in all.chunks(500) {
             packed.push(chunk.to_vec());
         }
@@ -750,19 +625,24 @@ mod tests {
         );
         assert!(spilled(&packed) > 0);
         assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
-        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
-    fn without_a_directory_to_spill_to_chunks_stay_in_memory() {
+    fn a_spill_that_refuses_a_chunk_leaves_it_in_memory() {
         let (all, sorted) = many();
-        let nowhere = std::env::temp_dir().join("rf-pack-no-such-dir/below");
-        let mut packed = PackedFindings::default().spill_to(nowhere, 1);
+        let mut packed = PackedFindings::default().spill_to(kept(0), 1);
         for chunk in all.chunks(61) {
             packed.push(chunk.to_vec());
         }
+        assert_eq!(spilled(&packed), 0);
         assert!(packed.bytes() > 0);
         assert_eq!(packed.iter().collect::<Vec<_>>(), sorted);
+        // Without a spill at all, the same.
+        let mut memory = PackedFindings::default();
+        for chunk in all.chunks(61) {
+            memory.push(chunk.to_vec());
+        }
+        assert_eq!(memory.iter().collect::<Vec<_>>(), sorted);
     }
 
     #[test]
@@ -780,58 +660,5 @@ mod tests {
             serde_json::to_string(&sorted).unwrap()
         );
         assert!(PackedFindings::default().iter().next().is_none());
-    }
-
-    #[test]
-    fn many_findings_serialize_the_same_decoded_on_a_thread_of_their_own() {
-        let (all, sorted) = many();
-        assert!(all.len() > DECODE_APART && all.len() % HANDED != 0);
-        let expected = serde_json::to_string(&sorted).unwrap();
-        let mut packed = PackedFindings::default();
-        for chunk in all.chunks(61) {
-            packed.push(chunk.to_vec());
-        }
-        assert_eq!(serde_json::to_string(&packed).unwrap(), expected);
-        // From the spill file too.
-        let dir = std::env::temp_dir().join(format!("rf-pack-threads-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut spilled_all = PackedFindings::default().spill_to(dir.clone(), 1);
-        for chunk in all.chunks(61) {
-            spilled_all.push(chunk.to_vec());
-        }
-        assert!(spilled(&spilled_all) > 0);
-        assert_eq!(serde_json::to_string(&spilled_all).unwrap(), expected);
-        std::fs::remove_dir(&dir).unwrap();
-    }
-
-    /// Accepts `left` bytes, then fails.
-    struct Failing {
-        left: usize,
-    }
-
-    impl std::io::Write for Failing {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if self.left < buf.len() {
-                return Err(std::io::Error::other("disk full"));
-            }
-            self.left -= buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_writer_that_fails_midway_ends_the_decoding_thread_and_says_why() {
-        let (all, _) = many();
-        let mut packed = PackedFindings::default();
-        for chunk in all.chunks(500) {
-            packed.push(chunk.to_vec());
-        }
-        // Fails after a few findings, while the other thread has thousands to hand over:
-        // it must stop (the scope joins it), not block on a channel nobody reads.
-        let err = serde_json::to_writer(Failing { left: 2000 }, &packed).unwrap_err();
-        assert!(err.to_string().contains("disk full"), "{err}");
     }
 }

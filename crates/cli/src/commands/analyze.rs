@@ -79,7 +79,7 @@ pub(crate) fn replay_files(
 ) -> Result<(Analyzer, Vec<Damage>)> {
     let recordings = input::open_history(files)?;
     let scope = input::Scope::of(&options, window);
-    let mut analyzer = Analyzer::new(options);
+    let mut analyzer = crate::spill::analyzer(options);
     let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
     scope.check(&analyzer)?;
     Ok((analyzer, damage))

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use rf_analyzer::{Analyzer, Options};
+use rf_analyzer::Options;
 
 use crate::args::{Format, InspectArgs};
 use crate::commands::analyze::report_damage;
@@ -16,7 +16,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
         return jsonl(args, out);
     }
     let recordings = input::open_all(&args.files)?;
-    let mut analyzer = Analyzer::new(Options::default());
+    let mut analyzer = crate::spill::analyzer(Options::default());
     let damage = input::replay(recordings, &mut analyzer, input::Objects::All)?;
     let summary = analyzer.finish().recording;
     match args.format {

@@ -213,21 +213,23 @@ impl LiveTap {
 
 impl Tap for LiveTap {
     fn begin(&mut self, header: &Header) {
-        let mut analyzer = Analyzer::new(Options::default());
+        let mut analyzer = crate::spill::analyzer(Options::default());
         analyzer.begin_file("(live)", rf_format::FORMAT_VERSION, header);
         self.analyzer = Some(analyzer);
     }
 
     fn record(&mut self, record: &Record) {
         if let Some(a) = self.analyzer.as_mut() {
-            let found = a.push(record);
+            let mut found = Vec::new();
+            a.push(record, rf_analyzer::Prepared::of(record), &mut found);
             self.print(&found);
         }
     }
 
     fn tick(&mut self, now: Timestamp) {
         if let Some(a) = self.analyzer.as_mut() {
-            let found = a.advance_to(now);
+            let mut found = Vec::new();
+            a.advance_to(now, &mut found);
             self.print(&found);
         }
     }

@@ -35,23 +35,98 @@ pub fn report(
     Ok(())
 }
 
+/// Findings from which [`packed_report`] decodes on a thread of its own, and how many that
+/// thread hands over at a time.
+const DECODE_APART: usize = 1024;
+const HANDED: usize = 64;
+
 /// Writes `report` with `packed` as its findings, in a machine format (JSON or YAML): the same
-/// bytes as [`report`] of a report holding them, one finding decoded at a time.
+/// bytes as [`report`] of a report holding them, one finding decoded at a time. Many are
+/// decoded (inflated, merged) on a thread of their own while this one writes them: a report is
+/// written when everything else is done, and on 20,000 findings the two halves of that work
+/// each took about 3% of `analyze`'s time, one after the other.
+///
+/// Every finding packed must be written: packed findings are this process's own bytes, and
+/// one that does not decode is a bug, an error here rather than a report short of it.
 pub fn packed_report(
     w: &mut dyn Write,
     report: &Report,
     packed: &rf_analyzer::PackedFindings,
     format: ReportFormat,
 ) -> anyhow::Result<()> {
-    let full = report.with_packed(packed);
-    match format {
-        ReportFormat::Json => json(w, &full)?,
-        ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, &full)?,
-        ReportFormat::Table | ReportFormat::Markdown | ReportFormat::Html => {
-            anyhow::bail!("internal error: a {format:?} report is written from decoded findings")
+    if matches!(
+        format,
+        ReportFormat::Table | ReportFormat::Markdown | ReportFormat::Html
+    ) {
+        anyhow::bail!("internal error: a {format:?} report is written from decoded findings");
+    }
+    let mut write = |findings: &Counted<'_>| -> anyhow::Result<usize> {
+        let full = report.with_findings(findings);
+        match format {
+            ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, &full)?,
+            _ => json(w, &full)?,
         }
+        Ok(findings.written.get())
+    };
+    let written = if packed.len() < DECODE_APART {
+        write(&Counted::of(Box::new(packed.iter())))?
+    } else {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<rf_analyzer::Finding>>(4);
+            let decoding = std::thread::Builder::new()
+                .name("rf-findings".into())
+                .spawn_scoped(scope, move || {
+                    let mut batch = Vec::with_capacity(HANDED);
+                    for f in packed.iter() {
+                        batch.push(f);
+                        if batch.len() == HANDED
+                            && tx
+                                .send(std::mem::replace(&mut batch, Vec::with_capacity(HANDED)))
+                                .is_err()
+                        {
+                            // The writer stopped (an error it reports).
+                            return;
+                        }
+                    }
+                    let _ = tx.send(batch);
+                });
+            match decoding {
+                Ok(_) => write(&Counted::of(Box::new(rx.into_iter().flatten()))),
+                // No thread to be had: decoded here.
+                Err(_) => write(&Counted::of(Box::new(packed.iter()))),
+            }
+        })?
+    };
+    if written != packed.len() {
+        anyhow::bail!(
+            "internal error: {} of {} findings could not be read back; the report written is incomplete",
+            packed.len().saturating_sub(written),
+            packed.len()
+        );
     }
     Ok(())
+}
+
+/// Findings serialized as an array, once, counting how many were written.
+struct Counted<'a> {
+    findings: std::cell::RefCell<Option<Box<dyn Iterator<Item = rf_analyzer::Finding> + 'a>>>,
+    written: std::cell::Cell<usize>,
+}
+
+impl<'a> Counted<'a> {
+    fn of(findings: Box<dyn Iterator<Item = rf_analyzer::Finding> + 'a>) -> Self {
+        Counted {
+            findings: std::cell::RefCell::new(Some(findings)),
+            written: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl serde::Serialize for Counted<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let findings = self.findings.borrow_mut().take().into_iter().flatten();
+        s.collect_seq(findings.inspect(|_| self.written.set(self.written.get() + 1)))
+    }
 }
 
 /// Writes `value` as pretty JSON and a newline. The serializer writes a few bytes at a time
@@ -369,4 +444,95 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod packed_tests {
+    use rf_analyzer::{Options, PackedFindings, Rule, Subject};
+    use rf_format::{Header, Kind, Source};
+
+    use super::*;
+
+    /// `n` findings, and the report (no findings of its own) they go in.
+    fn findings(n: usize) -> (Report, Vec<Finding>) {
+        let header = Header::new("", Timestamp(0), Source::default());
+        let report = rf_analyzer::analyze(&header, [], Options::default());
+        let all = (0..n)
+            .map(|i| {
+                let who = Subject::new(Kind::Rollout, "ns", &format!("r{}", i % 7));
+                Finding {
+                    rule: Rule::PauseLost,
+                    severity: Severity::Error,
+                    subject: who.clone(),
+                    rollout: who,
+                    at: Timestamp(((i * 7919) % 1000) as i64),
+                    summary: format!("finding {i}"),
+                    explanation: String::new(),
+                    evidence: Vec::new(),
+                    remedy: rf_analyzer::Remedy::default(),
+                }
+            })
+            .collect();
+        (report, all)
+    }
+
+    fn packed(all: &[Finding]) -> PackedFindings {
+        let mut packed = PackedFindings::default();
+        for chunk in all.chunks(61) {
+            packed.push(chunk.to_vec());
+        }
+        packed
+    }
+
+    #[test]
+    fn packed_findings_are_written_as_the_report_holding_them_on_either_side_of_the_thread() {
+        for n in [10, DECODE_APART + HANDED * 3 + 5] {
+            let (report, all) = findings(n);
+            let packed = packed(&all);
+            for format in [ReportFormat::Json, ReportFormat::Yaml] {
+                let mut streamed = Vec::new();
+                packed_report(&mut streamed, &report, &packed, format).unwrap();
+                let mut holding = report.clone();
+                holding.findings = packed.iter().collect();
+                let mut plain = Vec::new();
+                super::report(&mut plain, &holding, format, Style::plain()).unwrap();
+                assert_eq!(holding.findings.len(), n);
+                assert!(streamed == plain, "{n} findings as {format:?}");
+            }
+        }
+    }
+
+    /// Accepts `left` bytes, then fails.
+    struct Failing {
+        left: usize,
+    }
+
+    impl Write for Failing {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.left < buf.len() {
+                return Err(io::Error::other("disk full"));
+            }
+            self.left -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_that_fails_midway_ends_the_decoding_thread_and_says_why() {
+        let (report, all) = findings(3000);
+        let packed = packed(&all);
+        // Fails after a few findings, while the other thread has thousands to hand over: it
+        // must stop (the scope joins it), not block on a channel nobody reads.
+        let err = packed_report(
+            &mut Failing { left: 70_000 },
+            &report,
+            &packed,
+            ReportFormat::Json,
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("disk full"), "{err:#}");
+    }
 }
