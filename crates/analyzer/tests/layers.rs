@@ -3,6 +3,8 @@
 //! reaches for the file system, the environment, a thread, a process or a clock. Read from the
 //! sources, test modules left out.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
