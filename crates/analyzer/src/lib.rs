@@ -54,6 +54,7 @@ pub use base::HASH_LABEL;
 pub use base::time::{human_duration, parse_rfc3339, rfc3339};
 pub use input::prepare::Prepared;
 pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
+pub use model::revisions::{HashChange, HashChangeClass, Revisions};
 pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};

@@ -4,6 +4,7 @@
 //! it is built from.
 
 pub(crate) mod diff;
+pub(crate) mod revisions;
 pub(crate) mod rollout;
 pub(crate) mod routes;
 pub(crate) mod traffic;

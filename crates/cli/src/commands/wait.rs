@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use rf_analyzer::HashChangeClass;
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 use rf_recorder::{Config, Hooks, Tap};
 use serde::Serialize;
@@ -32,7 +33,8 @@ pub struct WaitArgs {
     /// Give up after this long without the condition; a new pod-template hash restarts it.
     #[arg(long, default_value = "10m", value_name = "DURATION")]
     pub timeout: String,
-    /// Fail once the canary restarted on a new pod-template hash more often than this.
+    /// Fail once the canary restarted on a new pod-template hash more often than this (a
+    /// restart as `analyze` reports one: a canary past its first step, back at step 0).
     #[arg(long, default_value_t = 3)]
     pub max_restarts: u32,
     /// Only a revision other than the one current when the wait starts counts (the release the
@@ -134,6 +136,8 @@ pub struct Waiter {
     max_restarts: u32,
     new_revision: bool,
     baseline: Option<Option<String>>,
+    /// The analyzer's reading of the rollout's hash changes.
+    revisions: rf_analyzer::Revisions,
     pub seen: Seen,
 }
 
@@ -142,25 +146,38 @@ pub struct Waiter {
 pub enum Step {
     /// Nothing decided.
     Continue,
-    /// A new pod-template hash: the canary restarted; restart the timer.
-    Restarted { from: String, to: String },
+    /// A new pod-template hash: the canary restarted (counted, when the analyzer calls it a
+    /// restart) or was replaced before it progressed (not counted); restart the timer.
+    Restarted {
+        from: String,
+        to: String,
+        counted: bool,
+    },
     /// The wait is over.
     Done(Outcome),
 }
 
 impl Waiter {
-    pub fn new(want: Want, max_restarts: u32, new_revision: bool) -> Self {
+    pub fn new(
+        want: Want,
+        max_restarts: u32,
+        new_revision: bool,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
         Waiter {
             want,
             max_restarts,
             new_revision,
             baseline: None,
+            revisions: rf_analyzer::Revisions::new(namespace, name),
             seen: Seen::default(),
         }
     }
 
-    /// One observation of the rollout's JSON.
-    pub fn observe(&mut self, rollout: &Value) -> Step {
+    /// One record of the rollout (`rollout`, its object).
+    pub fn observe(&mut self, record: &Record, rollout: &Value) -> Step {
+        let change = self.revisions.observe(record);
         let status = &rollout["status"];
         let hash = status["currentPodHash"].as_str().map(str::to_owned);
         let steps = rollout
@@ -180,7 +197,6 @@ impl Waiter {
             Value::String(s) => s.parse::<i64>().ok(),
             v => v.as_i64(),
         };
-        let previous = self.seen.pod_hash.clone();
         self.seen = Seen {
             pod_hash: hash.clone(),
             step_index: index,
@@ -209,17 +225,23 @@ impl Waiter {
                         && stable == hash.as_deref()
                 }
             };
-        if let (Some(from), Some(to)) = (previous, hash) {
-            // A canary in progress replaced by another: not the release starting from stable,
-            // not a rollback to it.
-            if from != to && stable != Some(to.as_str()) && stable != Some(from.as_str()) {
+        // What the analyzer calls a restart counts (a canary past its first step replaced and
+        // back at step 0); a canary replaced before it progressed starts over too, uncounted.
+        // A new release from stable, a rollback to it, a change after an abort: neither.
+        if let Some(change) = change {
+            let counted = change.class == HashChangeClass::Restart;
+            if counted {
                 self.seen.restarts += 1;
                 if self.seen.restarts > self.max_restarts {
                     return Step::Done(Outcome::RestartChurn);
                 }
-                if !reached {
-                    return Step::Restarted { from, to };
-                }
+            }
+            if !reached && (counted || change.class == HashChangeClass::Superseded) {
+                return Step::Restarted {
+                    from: change.from,
+                    to: change.to,
+                    counted,
+                };
             }
         }
         if reached {
@@ -285,7 +307,7 @@ impl Tap for WaitTap {
         let Ok(v) = serde_json::from_slice::<Value>(&r.object) else {
             return;
         };
-        let step = self.waiter.observe(&v);
+        let step = self.waiter.observe(r, &v);
         let Ok(mut shared) = self.shared.lock() else {
             return;
         };
@@ -295,12 +317,18 @@ impl Tap for WaitTap {
         shared.seen = self.waiter.seen.clone();
         match step {
             Step::Continue => {}
-            Step::Restarted { from, to } => {
+            Step::Restarted { from, to, counted } => {
                 shared.deadline = Instant::now() + self.timeout;
-                shared.notes.push(format!(
-                    "the canary restarted on a new pod template ({from} -> {to}, restart {} of at most {}): a re-render, not a failure; the timer starts again",
-                    self.waiter.seen.restarts, self.waiter.max_restarts
-                ));
+                shared.notes.push(if counted {
+                    format!(
+                        "the canary restarted on a new pod template ({from} -> {to}, restart {} of at most {}): a re-render, not a failure; the timer starts again",
+                        self.waiter.seen.restarts, self.waiter.max_restarts
+                    )
+                } else {
+                    format!(
+                        "a new pod template replaced the canary before it progressed ({from} -> {to}; not counted as a restart): the timer starts again"
+                    )
+                });
             }
             Step::Done(outcome) => shared.outcome = Some(outcome),
         }
@@ -357,7 +385,13 @@ pub fn run(args: &WaitArgs, out: &mut dyn Write) -> Result<Exit> {
         let tap = WaitTap {
             name: args.rollout.clone(),
             namespace: namespace.clone(),
-            waiter: Waiter::new(want, args.max_restarts, args.new_revision),
+            waiter: Waiter::new(
+                want,
+                args.max_restarts,
+                args.new_revision,
+                &namespace,
+                &args.rollout,
+            ),
             timeout,
             shared: Arc::clone(&shared),
         };
@@ -487,9 +521,45 @@ mod tests {
 
     use super::*;
 
+    /// Waits as `wait` does on the rollout `ns/web`, each observation a record of it.
+    struct Fed {
+        waiter: Waiter,
+        seq: u64,
+    }
+
+    impl Fed {
+        fn new(want: Want, max_restarts: u32, new_revision: bool) -> Self {
+            Fed {
+                waiter: Waiter::new(want, max_restarts, new_revision, "ns", "web"),
+                seq: 0,
+            }
+        }
+
+        fn observe(&mut self, rollout: &Value) -> Step {
+            self.seq += 1;
+            let record = Record {
+                seq: self.seq,
+                observed_at: Timestamp(self.seq as i64 * 1_000_000_000),
+                kind: Kind::Rollout,
+                op: if self.seq == 1 {
+                    Op::Added
+                } else {
+                    Op::Modified
+                },
+                namespace: "ns".into(),
+                name: "web".into(),
+                uid: "u1".into(),
+                resource_version: self.seq.to_string(),
+                actor: None,
+                object: serde_json::to_vec(rollout).unwrap(),
+            };
+            self.waiter.observe(&record, rollout)
+        }
+    }
+
     fn rollout(hash: &str, index: i64, phase: &str, paused: bool) -> Value {
         let mut v = json!({
-            "metadata": {"generation": 2},
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 2},
             "spec": {"strategy": {"canary": {"steps": [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}]}}},
             "status": {"currentPodHash": hash, "stableRS": "s0", "currentStepIndex": index,
                        "phase": phase, "observedGeneration": "2"}
@@ -502,7 +572,7 @@ mod tests {
 
     #[test]
     fn a_paused_canary_is_success_for_pause() {
-        let mut w = Waiter::new(Want::Pause, 3, false);
+        let mut w = Fed::new(Want::Pause, 3, false);
         assert_eq!(
             w.observe(&rollout("s0", 3, "Healthy", false)),
             Step::Continue
@@ -519,7 +589,7 @@ mod tests {
 
     #[test]
     fn a_new_hash_mid_canary_restarts_the_timer_and_too_many_fail() {
-        let mut w = Waiter::new(Want::Healthy, 1, true);
+        let mut w = Fed::new(Want::Healthy, 1, true);
         assert_eq!(
             w.observe(&rollout("s0", 3, "Healthy", false)),
             Step::Continue,
@@ -535,7 +605,8 @@ mod tests {
             w.observe(&rollout("h2", 0, "Progressing", false)),
             Step::Restarted {
                 from: "h1".into(),
-                to: "h2".into()
+                to: "h2".into(),
+                counted: true
             }
         );
         w.observe(&rollout("h2", 1, "Paused", true));
@@ -547,20 +618,97 @@ mod tests {
 
     #[test]
     fn abort_and_degraded_fail_fast_and_healthy_needs_the_new_hash_stable() {
-        let mut w = Waiter::new(Want::Healthy, 3, false);
+        let mut w = Fed::new(Want::Healthy, 3, false);
         assert_eq!(
             w.observe(&rollout("s0", 3, "Healthy", false)),
             Step::Done(Outcome::Reached)
         );
-        let mut w = Waiter::new(Want::Step(2), 3, false);
+        let mut w = Fed::new(Want::Step(2), 3, false);
         let mut aborted = rollout("h1", 0, "Degraded", false);
         aborted["status"]["abort"] = json!(true);
         assert_eq!(w.observe(&aborted), Step::Done(Outcome::Aborted));
-        let mut w = Waiter::new(Want::Step(2), 3, false);
+        let mut w = Fed::new(Want::Step(2), 3, false);
         assert_eq!(
             w.observe(&rollout("h1", 1, "Degraded", false)),
             Step::Done(Outcome::Degraded)
         );
+    }
+
+    #[test]
+    fn a_canary_replaced_before_it_progressed_starts_the_timer_again_uncounted() {
+        let mut w = Fed::new(Want::Healthy, 0, false);
+        w.observe(&rollout("s0", 3, "Healthy", false));
+        w.observe(&rollout("h1", 0, "Progressing", false));
+        assert_eq!(
+            w.observe(&rollout("h2", 0, "Progressing", false)),
+            Step::Restarted {
+                from: "h1".into(),
+                to: "h2".into(),
+                counted: false
+            },
+            "no restart to count with --max-restarts 0: h1 never left step 0"
+        );
+        assert_eq!(w.waiter.seen.restarts, 0);
+    }
+
+    #[test]
+    fn a_wait_that_starts_at_the_pause_counts_the_restart_that_loses_it() {
+        // `wait` after the pipeline's first try: its first sight of the rollout is the pause.
+        let mut w = Fed::new(Want::Pause, 3, true);
+        assert_eq!(w.observe(&rollout("h1", 1, "Paused", true)), Step::Continue);
+        assert_eq!(
+            w.observe(&rollout("h2", 0, "Progressing", false)),
+            Step::Restarted {
+                from: "h1".into(),
+                to: "h2".into(),
+                counted: true
+            }
+        );
+        assert_eq!(w.waiter.seen.restarts, 1);
+    }
+
+    #[test]
+    fn wait_counts_the_restarts_analyze_reports() {
+        for (scenario, restarts) in [
+            ("rerender-race-reruns", 5),
+            ("rerender-race", 1),
+            ("gitops-double-render", 1),
+            ("image-only-release", 0),
+            ("abort", 0),
+            ("rollback-to-stable", 0),
+        ] {
+            let recording = rf_scenarios::generate(scenario).unwrap();
+            let report = rf_analyzer::analyze(
+                &recording.header,
+                recording.records.clone(),
+                rf_analyzer::Options::default(),
+            );
+            let reported = report
+                .findings
+                .iter()
+                .filter(|f| f.rule == rf_analyzer::Rule::RerenderRestart)
+                .count();
+            assert_eq!(reported, restarts, "{scenario}: analyze");
+            let first = recording
+                .records
+                .iter()
+                .find(|r| r.kind == Kind::Rollout && !r.name.is_empty())
+                .unwrap();
+            let mut waiter = Waiter::new(
+                Want::Step(99),
+                u32::MAX,
+                false,
+                &first.namespace,
+                &first.name,
+            );
+            for r in &recording.records {
+                if r.kind == Kind::Rollout && r.name == first.name {
+                    let v: Value = serde_json::from_slice(&r.object).unwrap_or(Value::Null);
+                    waiter.observe(r, &v);
+                }
+            }
+            assert_eq!(waiter.seen.restarts, restarts as u32, "{scenario}: wait");
+        }
     }
 
     #[test]

@@ -1,0 +1,89 @@
+//! One Rollout's changes of revision, classified as the analyzer classifies them, for a caller
+//! that follows a single rollout live (`wait` in a pipeline): what it counts as a restart is
+//! what `analyze` reports as one, because it is the same state machine.
+
+use rf_format::{Kind, Op, Record};
+
+use crate::base::At;
+use crate::input::prepare::{Parsed, Prepared};
+use crate::model::rollout::{RevisionClass, RolloutTrack};
+
+/// Why `status.currentPodHash` changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashChangeClass {
+    /// A canary in progress, past its first step, was replaced and starts over at step 0: the
+    /// restart of `rerender-restart` and `restart-churn`.
+    Restart,
+    /// A canary that had not progressed yet was replaced by another.
+    Superseded,
+    /// The revision before was complete (stable): an ordinary new release.
+    NewRelease,
+    /// Back to the stable revision.
+    RollbackToStable,
+    /// The canary before had been aborted.
+    AfterAbort,
+}
+
+/// A change of revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashChange {
+    /// The pod-template hash before.
+    pub from: String,
+    /// The pod-template hash now.
+    pub to: String,
+    pub class: HashChangeClass,
+}
+
+/// Follows one Rollout's records.
+#[derive(Debug)]
+pub struct Revisions {
+    track: RolloutTrack,
+    namespace: String,
+    name: String,
+}
+
+impl Revisions {
+    /// Follows the Rollout `namespace`/`name`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Revisions {
+            track: RolloutTrack::new(namespace, name, false),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Applies a record (one not of this Rollout, or not an object, changes nothing): the
+    /// change of revision it shows, if any. A restart the controller writes in two steps (the
+    /// new hash, then the index back to 0) is told at the second.
+    pub fn observe(&mut self, rec: &Record) -> Option<HashChange> {
+        if rec.kind != Kind::Rollout
+            || rec.namespace != self.namespace
+            || rec.name != self.name
+            || !matches!(rec.op, Op::Added | Op::Modified | Op::Listed)
+        {
+            return None;
+        }
+        let Parsed::Rollout(mut view) = Prepared::of(rec).0 else {
+            return None;
+        };
+        let pos = At {
+            file: 0,
+            seq: rec.seq,
+            at: rec.observed_at,
+        };
+        self.track
+            .observe_rollout(&mut view, &rec.object, pos, rec.actor.as_deref())?;
+        let change = self.track.last_revision_change.as_ref()?;
+        Some(HashChange {
+            from: change.from.to_string(),
+            to: change.to.to_string(),
+            class: match change.class {
+                RevisionClass::Restart => HashChangeClass::Restart,
+                RevisionClass::Superseded => HashChangeClass::Superseded,
+                RevisionClass::NewRelease => HashChangeClass::NewRelease,
+                RevisionClass::RollbackToStable => HashChangeClass::RollbackToStable,
+                RevisionClass::AfterAbort => HashChangeClass::AfterAbort,
+            },
+        })
+    }
+}
