@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling};
+use crate::detectors::{Detector, Facts, FactsUse, SETTLE_SECONDS, Scene, Settling};
 use crate::base::HASH_LABEL;
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 use crate::base::At;
@@ -198,6 +198,10 @@ fn describe(by: &BTreeMap<String, Vec<String>>, track: &RolloutTrack) -> String 
 }
 
 impl Detector for CanaryNotInEndpoints {
+    fn facts(&self) -> FactsUse {
+        FactsUse::Writes
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,

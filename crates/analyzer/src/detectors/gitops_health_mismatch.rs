@@ -28,7 +28,9 @@
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo, step_words};
+use crate::detectors::{
+    Detector, Facts, FactsUse, SETTLE_SECONDS, Scene, Settling, argo, step_words,
+};
 use crate::report::finding::{Finding, Rule, Severity, Subject};
 use crate::base::time::rfc3339;
 
@@ -47,6 +49,10 @@ pub(crate) struct GitopsHealthMismatch {
 }
 
 impl Detector for GitopsHealthMismatch {
+    fn facts(&self) -> FactsUse {
+        FactsUse::Reads
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,

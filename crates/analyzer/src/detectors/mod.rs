@@ -19,9 +19,13 @@ macro_rules! detector_modules {
     ($($variant:ident, $id:literal, $severity:ident, $module:ident;)*) => {
         $(mod $module;)*
 
-        /// One instance of every detector, in rule order.
+        /// One instance of every detector, in rule order but for [`Facts`]: every detector
+        /// that writes them before every one that reads them (a stable sort on
+        /// [`Detector::facts`]), since they all look at a scene in this order.
         pub(crate) fn all(snapshot: bool) -> Vec<Box<dyn Detector>> {
-            vec![$($module::detector(snapshot)),*]
+            let mut all: Vec<Box<dyn Detector>> = vec![$($module::detector(snapshot)),*];
+            all.sort_by_key(|d| d.facts());
+            all
         }
 
         /// The source of a rule's detector: its module documentation is the rule's.
@@ -244,15 +248,30 @@ impl<V: Default> RecentImages<V> {
     }
 }
 
-/// Facts one detector establishes for another, by (namespace, rollout, pod hash).
+/// Facts one detector establishes for another, by (namespace, rollout, pod hash), within one
+/// look at a scene. Who writes and who reads them says so ([`Detector::facts`]), and
+/// [`all`] orders the writers first.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    /// The revision takes traffic but no Service that should route to it does.
+    /// The revision takes traffic but no Service that should route to it does: written by
+    /// `canary-not-in-endpoints`, read by `gitops-health-mismatch`.
     pub not_adopted: BTreeSet<(String, String, String)>,
+}
+
+/// What a detector does with the [`Facts`], in the order the detectors must run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum FactsUse {
+    Writes,
+    Ignores,
+    Reads,
 }
 /// A detector sees every rollout transition, every change of a rollout's ReplicaSets, and the
 /// end of the analysis; it pushes what it finds.
 pub(crate) trait Detector: Debug + Send {
+    /// Whether it writes [`Facts`] for others, reads them, or neither.
+    fn facts(&self) -> FactsUse {
+        FactsUse::Ignores
+    }
     /// A rollout's state changed.
     fn on_transition(&mut self, _t: &Transition<'_>, _out: &mut Vec<Finding>) {}
     /// One of the rollout's ReplicaSets changed.
@@ -430,6 +449,15 @@ mod tests {
     use crate::base::At;
     use crate::model::rollout::{Progress, RevisionChange, RevisionClass, RolloutTrack};
     use crate::report::finding::{Rule, Severity};
+
+    #[test]
+    fn detectors_that_write_facts_look_before_those_that_read_them() {
+        let uses: Vec<super::FactsUse> = super::all(false).iter().map(|d| d.facts()).collect();
+        let last_writer = uses.iter().rposition(|u| *u == super::FactsUse::Writes);
+        let first_reader = uses.iter().position(|u| *u == super::FactsUse::Reads);
+        assert!(last_writer.is_some() && first_reader.is_some(), "{uses:?}");
+        assert!(last_writer < first_reader, "{uses:?}");
+    }
 
     #[test]
     fn every_rule_has_one_detector_and_its_documentation_under_the_same_headings() {
