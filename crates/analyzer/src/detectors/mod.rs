@@ -351,7 +351,7 @@ pub(crate) type EmitFn = fn(
 );
 
 /// Template comparisons kept waiting per rollout ([`Comparisons::queue`]).
-pub(crate) const KEEP_PENDING: usize = 16;
+pub(crate) use crate::model::rollout::KEEP_PENDING;
 
 /// Template comparisons waiting for both templates, shared by the detectors that compare the
 /// two revisions of a change.

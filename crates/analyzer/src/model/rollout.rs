@@ -1,7 +1,6 @@
 //! The per-rollout state machine: consecutive observations of a Rollout become domain
 //! transitions (a revision change and its class, a step jump) that detectors read.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -15,6 +14,14 @@ use crate::report::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, Timel
 
 /// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
 const KEEP_DELETED: usize = 4;
+
+/// Template comparisons kept per rollout.
+const KEEP_COMPARED: usize = 4;
+
+/// Revision changes kept waiting for their templates per rollout, here and by the detectors
+/// that compare them.
+pub(crate) const KEEP_PENDING: usize = 16;
+const KEEP_UNCOMPARED: usize = KEEP_PENDING;
 
 /// Restarts of the canary remembered per rollout: the first and the most recent ones.
 pub(crate) const KEEP_RESTARTS: usize = 16;
@@ -357,9 +364,13 @@ pub(crate) struct RolloutTrack {
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
-    /// The last comparison of two templates: the detectors that compare a revision change's
-    /// templates ask for the same one in turn.
-    compared: RefCell<Option<(Template, Template, Vec<crate::model::diff::Change>)>>,
+    /// The latest comparisons of two templates ([`KEEP_COMPARED`]), made as soon as a revision
+    /// change's templates are both known: every detector that compares a revision change's
+    /// templates asks for the same one in turn, and reads it here.
+    compared: VecDeque<(Template, Template, Vec<crate::model::diff::Change>)>,
+    /// Revision changes (from, to) whose templates are not both known yet, the latest
+    /// [`KEEP_UNCOMPARED`].
+    uncompared: VecDeque<(Str, Str)>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -407,7 +418,8 @@ impl RolloutTrack {
             traffic: Vec::new(),
             traffic_last: BTreeMap::new(),
             pending_reset: None,
-            compared: RefCell::new(None),
+            compared: VecDeque::new(),
+            uncompared: VecDeque::new(),
         }
     }
 
@@ -455,21 +467,56 @@ impl RolloutTrack {
     }
 
     /// The differences between templates `a` and `b` ([`crate::model::diff::template_diff`]), or
-    /// `None` when one does not parse. The last answer is kept: every detector that compares
-    /// a revision change asks for it.
+    /// `None` when one does not parse: the comparison made when a revision change's templates
+    /// became known ([`Self::compare_revisions`]), or made now.
     pub fn template_diff(
         &self,
         a: &Template,
         b: &Template,
     ) -> Option<Vec<crate::model::diff::Change>> {
-        if let Some((x, y, changes)) = &*self.compared.borrow() {
-            if x == a && y == b {
-                return Some(changes.clone());
-            }
+        match self.compared.iter().find(|(x, y, _)| x == a && y == b) {
+            Some((_, _, changes)) => Some(changes.clone()),
+            None => crate::model::diff::diff_json(a.text(), b.text()),
         }
-        let changes = crate::model::diff::diff_json(a.text(), b.text())?;
-        *self.compared.borrow_mut() = Some((a.clone(), b.clone(), changes.clone()));
-        Some(changes)
+    }
+
+    /// Compares the templates of the revision changes waiting for them, where both are known
+    /// now, so that the detectors asking next read the comparison instead of each making it.
+    fn compare_revisions(&mut self) {
+        let mut i = 0;
+        while i < self.uncompared.len() {
+            let (from, to) = &self.uncompared[i];
+            let Some((a, b, _)) = self.comparable_templates(from, to) else {
+                i += 1;
+                continue;
+            };
+            let known = self.compared.iter().any(|(x, y, _)| x == a && y == b);
+            if !known {
+                if let Some(changes) = crate::model::diff::diff_json(a.text(), b.text()) {
+                    let (a, b) = (a.clone(), b.clone());
+                    if self.compared.len() >= KEEP_COMPARED {
+                        self.compared.pop_front();
+                    }
+                    self.compared.push_back((a, b, changes));
+                }
+            }
+            self.uncompared.remove(i);
+        }
+    }
+
+    /// A revision change's templates are to be compared, now or once both are known.
+    fn wants_comparison(&mut self) {
+        let Some(change) = &self.last_revision_change else {
+            return;
+        };
+        let pair = (change.from.clone(), change.to.clone());
+        if !self.uncompared.contains(&pair) {
+            if self.uncompared.len() >= KEEP_UNCOMPARED {
+                self.uncompared.pop_front();
+            }
+            self.uncompared.push_back(pair);
+        }
+        self.compare_revisions();
     }
 
     pub fn evidence(&self, pos: At, detail: impl Into<String>) -> Evidence {
@@ -539,6 +586,7 @@ impl RolloutTrack {
                 return None;
             }
             self.classify(prev, &cur, after_gap);
+            self.wants_comparison();
         } else if let Some(h) = &cur.pod_hash {
             self.progress.entry(h.clone()).or_default();
         }
@@ -926,6 +974,9 @@ impl RolloutTrack {
         if deleted {
             self.compact();
         }
+        if !self.uncompared.is_empty() {
+            self.compare_revisions();
+        }
     }
 
     /// Forgets what only deleted revisions needed, keeping the newest few, so that what a
@@ -1222,6 +1273,34 @@ mod tests {
             .expect("both parse");
         assert_eq!(again, changes);
         assert!(track.template_diff(&b, &b).expect("parses").is_empty());
+    }
+
+    #[test]
+    fn a_revision_change_is_compared_once_both_templates_are_known() {
+        let mut track = RolloutTrack::new("ns", "web", false);
+        let (a, b) = (template(r#"{"n":"a"}"#), template(r#"{"n":"b"}"#));
+        track.last_revision_change = Some(RevisionChange {
+            from: "h1".into(),
+            to: "h2".into(),
+            class: RevisionClass::Restart,
+            old_progress: Progress::default(),
+            render: None,
+            previous_render: None,
+            deferred: false,
+        });
+        track.spec_templates.insert("h1".into(), a.clone());
+        track.wants_comparison();
+        assert!(track.compared.is_empty(), "h2's template is not known yet");
+        assert_eq!(track.uncompared.len(), 1);
+        track.spec_templates.insert("h2".into(), b.clone());
+        track.compare_revisions();
+        assert!(track.uncompared.is_empty());
+        assert_eq!(track.compared.len(), 1);
+        assert!(track.compared[0].0 == a && track.compared[0].1 == b);
+        assert_eq!(
+            track.template_diff(&a, &b),
+            crate::model::diff::diff_json(a.text(), b.text())
+        );
     }
 
     #[test]
