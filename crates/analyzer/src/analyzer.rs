@@ -225,7 +225,7 @@ impl Analyzer {
             self.file = index;
             // Between two files nothing was recorded: every watch has a hole there.
             for track in self.tracks.values_mut() {
-                track.gap_pending = true;
+                track.mark_gap();
             }
         }
         self.last_seq = None;
@@ -344,8 +344,8 @@ impl Analyzer {
                 });
                 if matches!(rec.kind, Kind::Rollout | Kind::ReplicaSet) {
                     for track in self.tracks.values_mut() {
-                        if rec.namespace.is_empty() || rec.namespace == track.namespace {
-                            track.gap_pending = true;
+                        if rec.namespace.is_empty() || rec.namespace == track.namespace() {
+                            track.mark_gap();
                         }
                     }
                 }
@@ -489,10 +489,10 @@ impl Analyzer {
             return;
         };
         let now = crate::model::rollout::tracking_app(&view.metadata);
-        if track.tracked_by.as_deref() == now {
+        if track.tracked_by() == now {
             return;
         }
-        let before = std::mem::replace(&mut track.tracked_by, now.map(str::to_owned));
+        let before = track.set_tracked_by(now.map(str::to_owned));
         let key = (rec.namespace.clone(), rec.name.clone());
         if let Some(before) = before {
             if let Some(keys) = self.tracked_by.get_mut(&before) {
@@ -513,7 +513,7 @@ impl Analyzer {
     fn on_rollout(&mut self, rec: &Record, view: Option<&mut RolloutView>, pos: At) {
         if matches!(rec.op, Op::Deleted { .. }) {
             if let Some(track) = self.track(&rec.namespace, &rec.name) {
-                track.deleted = true;
+                track.mark_deleted();
             }
             return;
         }
@@ -528,15 +528,15 @@ impl Analyzer {
         let Some(track) = self.tracks.get(&rec.namespace, &rec.name) else {
             return;
         };
-        let Some(cur) = track.last.as_ref() else {
+        let Some(cur) = track.last() else {
             return;
         };
         let transition = Transition {
             track,
             prev: &prev,
             cur,
-            revision: track.last_revision_change.as_ref(),
-            jump: track.last_jump.as_ref(),
+            revision: track.last_revision_change(),
+            jump: track.last_jump(),
         };
         for d in &mut self.detectors {
             d.on_transition(&transition, &mut self.findings);
@@ -603,13 +603,13 @@ impl Analyzer {
                     None => self
                         .tracks_in(namespace)
                         .filter(|t| crate::model::traffic::revision(t, name, pod).is_some())
-                        .map(|t| (t.namespace.clone(), t.name.clone()))
+                        .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
                         .collect(),
                 }
             }
             Touched::Service { namespace } => self
                 .tracks_in(namespace)
-                .map(|t| (t.namespace.clone(), t.name.clone()))
+                .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
                 .collect(),
             // Only the rollouts the Service routes to: a detector looks at a rollout's
             // Services through `route`, so the endpoints of any other Service change nothing
@@ -680,7 +680,7 @@ impl Analyzer {
         let Some(track) = self.tracks.get(ns, name) else {
             return;
         };
-        if track.last.is_none() && !self.opts.timelines {
+        if track.last().is_none() && !self.opts.timelines {
             return;
         }
         // Asked once per look, for the timeline and every detector.
@@ -693,7 +693,7 @@ impl Analyzer {
         let Some(track) = self.tracks.get(ns, name) else {
             return;
         };
-        if track.last.is_none() {
+        if track.last().is_none() {
             return;
         }
         let scene = Scene {
@@ -844,13 +844,17 @@ impl Analyzer {
         let timelines = if self.opts.timelines {
             self.tracks
                 .values_mut()
-                .filter(|t| selects(self.opts.rollout.as_ref(), &t.namespace, &t.name))
-                .filter(|t| t.last.is_some())
-                .map(|t| Timeline {
-                    rollout: t.subject(),
-                    entries: std::mem::take(&mut t.timeline),
-                    traffic: std::mem::take(&mut t.traffic),
-                    truncated: t.timeline_truncated,
+                .filter(|t| selects(self.opts.rollout.as_ref(), t.namespace(), t.name()))
+                .filter(|t| t.last().is_some())
+                .map(|t| {
+                    let rollout = t.subject();
+                    let (entries, traffic, truncated) = t.take_timeline();
+                    Timeline {
+                        rollout,
+                        entries,
+                        traffic,
+                        truncated,
+                    }
                 })
                 .collect()
         } else {
@@ -928,7 +932,7 @@ impl Analyzer {
     pub fn rollouts(&self) -> Vec<(String, String)> {
         self.tracks
             .iter()
-            .filter(|(_, _, t)| t.last.is_some())
+            .filter(|(_, _, t)| t.last().is_some())
             .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
             .collect()
     }
@@ -939,8 +943,8 @@ impl Analyzer {
         Retained {
             live_objects: self.live.len() + self.world.len(),
             rollouts: self.tracks.len(),
-            replicasets: self.tracks.values().map(|t| t.replicasets.len()).sum(),
-            timeline_entries: self.tracks.values().map(|t| t.timeline.len()).sum(),
+            replicasets: self.tracks.values().map(|t| t.replicasets().len()).sum(),
+            timeline_entries: self.tracks.values().map(RolloutTrack::timeline_len).sum(),
             findings: self.findings.len(),
             packed_findings: self.packed.len(),
             packed_bytes: self.packed.bytes(),

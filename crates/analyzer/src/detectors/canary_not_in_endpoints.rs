@@ -90,7 +90,7 @@ impl std::fmt::Display for Why {
 /// Why the rollout says its current revision takes traffic, if it does (this runs on every
 /// look: it says why without writing it out).
 fn takes_traffic(track: &RolloutTrack) -> Option<Why> {
-    let cur = track.last.as_ref()?;
+    let cur = track.last()?;
     let hash = cur.pod_hash.as_deref()?;
     if cur.abort {
         return None;
@@ -102,13 +102,13 @@ fn takes_traffic(track: &RolloutTrack) -> Option<Why> {
     if let Some(w) = cur.canary_weight.filter(|w| *w > 0) {
         return Some(Why::Weight(w));
     }
-    let (first, weight) = track.steps.iter().enumerate().find_map(|(i, s)| match s {
+    let (first, weight) = track.steps().iter().enumerate().find_map(|(i, s)| match s {
         Step::SetWeight(w) if *w > 0 => Some((i, *w)),
         _ => None,
     })?;
     (cur.step_index > i64::try_from(first).ok()?).then_some(Why::PastStep {
         index: cur.step_index,
-        steps: track.steps.len(),
+        steps: track.steps().len(),
         first,
         weight,
     })
@@ -122,7 +122,7 @@ fn ready_of<'a>(
 ) -> impl Iterator<Item = (&'a str, &'a PodObj)> + 'a {
     let has_hash = has_revision(track, hash);
     world
-        .pods_of_hash(&track.namespace, hash)
+        .pods_of_hash(track.namespace(), hash)
         .filter(move |(name, pod)| pod.ready && of_revision(track, name, Some(pod), hash, has_hash))
 }
 
@@ -155,10 +155,10 @@ fn ready_since(world: &World, track: &RolloutTrack, hash: &str) -> Option<At> {
 /// True when a pod of any revision of the rollout was recorded.
 fn pods_recorded(world: &World, track: &RolloutTrack) -> bool {
     track
-        .replicasets
+        .replicasets()
         .values()
         .filter_map(|rs| rs.hash.as_deref())
-        .any(|h| world.has_pods_of_hash(&track.namespace, h))
+        .any(|h| world.has_pods_of_hash(track.namespace(), h))
 }
 
 /// The names of the ready pods of revision `hash`, sorted: for the finding's words.
@@ -174,7 +174,7 @@ fn describe(by: &BTreeMap<String, Vec<String>>, track: &RolloutTrack) -> String 
     if by.is_empty() {
         return "no ready endpoints".to_owned();
     }
-    let cur = track.last.as_ref();
+    let cur = track.last();
     let role = |h: &str| {
         if cur.and_then(|c| c.stable_rs.as_deref()) == Some(h) {
             " (stable)"
@@ -209,19 +209,19 @@ impl Detector for CanaryNotInEndpoints {
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         let track = s.track;
-        let ns = track.namespace.as_str();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name;
-        let cur = track.last.as_ref()?;
+        let ns = track.namespace();
+        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        let cur = track.last()?;
         self.settling.begin();
         let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {
             self.settling.end(mine);
             facts
                 .not_adopted
-                .retain(|(n, r, _)| !(*n == ns && *r == track.name));
+                .retain(|(n, r, _)| !(*n == ns && *r == track.name()));
             return None;
         };
         let promoted = cur.stable_rs.as_deref() == Some(hash);
-        let named = track.canary_service.is_some() || track.stable_service.is_some();
+        let named = track.canary_service().is_some() || track.stable_service().is_some();
         let n = s.world.namespace(ns);
         let services = s
             .routing
@@ -247,13 +247,13 @@ impl Detector for CanaryNotInEndpoints {
             };
             let key = (
                 ns.to_owned(),
-                track.name.clone(),
+                track.name().to_owned(),
                 service.to_owned(),
                 hash.to_owned(),
             );
             facts
                 .not_adopted
-                .insert((ns.to_owned(), track.name.clone(), hash.to_owned()));
+                .insert((ns.to_owned(), track.name().to_owned(), hash.to_owned()));
             let Some(first) = self.settling.holds(&key, s.now) else {
                 continue;
             };
@@ -325,7 +325,7 @@ impl Detector for CanaryNotInEndpoints {
         if self.settling.none_seen() {
             facts
                 .not_adopted
-                .retain(|(n, r, _)| !(*n == ns && *r == track.name));
+                .retain(|(n, r, _)| !(*n == ns && *r == track.name()));
         }
         self.settling.end(mine)
     }

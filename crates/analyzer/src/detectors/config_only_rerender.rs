@@ -110,7 +110,7 @@ fn emit(
                 // its reverse ask for the same look.
                 vec![format!(
                     "kubectl -n {} get rs {} {} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.spec.template.metadata.annotations}}{{\"\\n\"}}{{end}}'",
-                    track.namespace,
+                    track.namespace(),
                     (&rs_a).min(&rs_b),
                     (&rs_a).max(&rs_b)
                 )],

@@ -220,16 +220,16 @@ impl DoubleRender {
             let lo = h1.deployed_at.0 - 5 * NS;
             let hi = h2.deployed_at.0 + WINDOW_SECONDS * NS;
             let in_window = |t: i64| t >= lo && t <= hi;
-            if self.fired_within(&track.namespace, &track.name, lo, hi)
+            if self.fired_within(track.namespace(), track.name(), lo, hi)
                 || self.pending.iter().any(|p| {
-                    p.namespace == track.namespace
-                        && p.rollout == track.name
+                    p.namespace == track.namespace()
+                        && p.rollout == track.name()
                         && in_window(p.second.pos.at.0)
                 })
             {
                 continue;
             }
-            let Some(change) = track.restarts.iter().find(|r| in_window(r.pos.at.0)) else {
+            let Some(change) = track.restarts().iter().find(|r| in_window(r.pos.at.0)) else {
                 continue;
             };
             self.fired_apps
@@ -250,7 +250,7 @@ impl DoubleRender {
                         rfc3339(h1.deployed_at),
                         h2.revision,
                         rfc3339(h2.deployed_at),
-                        track.name,
+                        track.name(),
                         change.from,
                         change.to
                     ),
@@ -273,14 +273,14 @@ impl DoubleRender {
 impl Detector for DoubleRender {
     fn on_transition(&mut self, t: &Transition<'_>, _out: &mut Vec<Finding>) {
         let track = t.track;
-        let Some(last) = track.template_changes.back() else {
+        let Some(last) = track.template_changes().back() else {
             return;
         };
         if last.pos != t.cur.pos || !last.only_annotations {
             return;
         }
         let Some(first) = track
-            .template_changes
+            .template_changes()
             .iter()
             .rev()
             .skip(1)
@@ -292,8 +292,8 @@ impl Detector for DoubleRender {
             return;
         }
         self.pending.push(Pending {
-            namespace: track.namespace.clone(),
-            rollout: track.name.clone(),
+            namespace: track.namespace().to_owned(),
+            rollout: track.name().to_owned(),
             first: first.clone(),
             second: last.clone(),
         });
@@ -310,7 +310,7 @@ impl Detector for DoubleRender {
         let mut i = 0;
         while i < self.pending.len() {
             let p = &self.pending[i];
-            if p.namespace != track.namespace || p.rollout != track.name {
+            if p.namespace != track.namespace() || p.rollout != track.name() {
                 i += 1;
                 continue;
             }

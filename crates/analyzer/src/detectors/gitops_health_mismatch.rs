@@ -60,7 +60,7 @@ impl Detector for GitopsHealthMismatch {
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         let track = s.track;
-        let cur = track.last.as_ref()?;
+        let cur = track.last()?;
         // Copied only into the keys of an Application that mismatches (this runs on every look).
         let hash = cur.pod_hash.as_deref().unwrap_or_default();
         self.settling.begin();
@@ -75,7 +75,7 @@ impl Detector for GitopsHealthMismatch {
                 facts
                     .not_adopted
                     .iter()
-                    .any(|(n, r, h)| *n == track.namespace && *r == track.name && h == hash)
+                    .any(|(n, r, h)| *n == track.namespace() && *r == track.name() && h == hash)
             };
             let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
                 "red-while-paused"
@@ -89,8 +89,8 @@ impl Detector for GitopsHealthMismatch {
             let key = (
                 app.namespace.clone(),
                 app.name.clone(),
-                track.namespace.clone(),
-                track.name.clone(),
+                track.namespace().to_owned(),
+                track.name().to_owned(),
                 hash.to_owned(),
                 kind,
             );
@@ -120,7 +120,7 @@ impl Detector for GitopsHealthMismatch {
                     format!(
                         "Application {} reads {health} while rollout {} is paused at {} by design",
                         app.name,
-                        track.name,
+                        track.name(),
                         step_words(track, cur.step_index)
                     ),
                 )
@@ -144,7 +144,7 @@ impl Detector for GitopsHealthMismatch {
                         (
                             format!(
                                 "rollout {} is Degraded{}",
-                                track.name,
+                                track.name(),
                                 cur.message
                                     .as_ref()
                                     .map(|m| format!(" ({m})"))
@@ -156,7 +156,7 @@ impl Detector for GitopsHealthMismatch {
                         (
                             format!(
                                 "no Service sends traffic to revision {hash} of rollout {}",
-                                track.name
+                                track.name()
                             ),
                             format!("revision {hash} not in the endpoints of its Service"),
                         )
@@ -180,7 +180,7 @@ impl Detector for GitopsHealthMismatch {
                         "Do not take the green Application as proof of the release; look at the rollout and its Service's endpoints.".to_owned(),
                         vec![
                             format!("kubectl argo rollouts get rollout {}", argo(track)),
-                            format!("rollout-forensics check {} -n {}", track.name, track.namespace),
+                            format!("rollout-forensics check {} -n {}", track.name(), track.namespace()),
                         ],
                         "Add an adoption check (rollout-forensics check, as a PostSync hook) so the Application's sync fails when the release is not reached.".to_owned(),
                     )
@@ -189,7 +189,7 @@ impl Detector for GitopsHealthMismatch {
             out.push(finding);
         }
         self.settling
-            .end(|k: &Key| k.2 == track.namespace && k.3 == track.name)
+            .end(|k: &Key| k.2 == track.namespace() && k.3 == track.name())
     }
 }
 

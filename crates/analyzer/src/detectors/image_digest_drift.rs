@@ -91,21 +91,21 @@ impl Detector for ImageDigestDrift {
             if pinned(&img.image) {
                 continue;
             }
-            let by_rollout = match self.digests.get_mut(&track.namespace) {
+            let by_rollout = match self.digests.get_mut(track.namespace()) {
                 Some(m) => m,
-                None => self.digests.entry(track.namespace.clone()).or_default(),
+                None => self.digests.entry(track.namespace().to_owned()).or_default(),
             };
-            let by_image = match by_rollout.get_mut(&track.name) {
+            let by_image = match by_rollout.get_mut(track.name()) {
                 Some(m) => m,
-                None => by_rollout.entry(track.name.clone()).or_default(),
+                None => by_rollout.entry(track.name().to_owned()).or_default(),
             };
             let in_use = |image: &str| {
                 let hashes = track
-                    .replicasets
+                    .replicasets()
                     .values()
                     .filter_map(|rs| rs.hash.as_deref());
                 hashes
-                    .flat_map(|h| s.world.pods_of_hash(&track.namespace, h))
+                    .flat_map(|h| s.world.pods_of_hash(track.namespace(), h))
                     .any(|(_, p)| p.images.iter().any(|i| i.image == image))
             };
             let (known, _) = by_image.touch(&img.image, in_use);
@@ -154,7 +154,7 @@ impl Detector for ImageDigestDrift {
             } else {
                 format!("across revisions {} and {revision}", first.revision)
             };
-            let ns = &track.namespace;
+            let ns = track.namespace();
             out.push(
                 Finding::new(
                     Rule::ImageDigestDrift,

@@ -48,17 +48,17 @@ pub(crate) fn pinned(image: &str) -> bool {
 impl Detector for ImageNotPinned {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
-        for image in track.images.iter().filter(|i| !pinned(i)) {
-            let by_name = match self.fired.get_mut(&track.namespace) {
+        for image in track.images().iter().filter(|i| !pinned(i)) {
+            let by_name = match self.fired.get_mut(track.namespace()) {
                 Some(m) => m,
-                None => self.fired.entry(track.namespace.clone()).or_default(),
+                None => self.fired.entry(track.namespace().to_owned()).or_default(),
             };
-            let images = match by_name.get_mut(&track.name) {
+            let images = match by_name.get_mut(track.name()) {
                 Some(m) => m,
-                None => by_name.entry(track.name.clone()).or_default(),
+                None => by_name.entry(track.name().to_owned()).or_default(),
             };
             if !images
-                .touch(image, |i| track.images.iter().any(|t| t == i))
+                .touch(image, |i| track.images().iter().any(|t| t == i))
                 .1
             {
                 continue;
@@ -81,7 +81,7 @@ impl Detector for ImageNotPinned {
                     vec![
                         format!(
                             "kubectl -n {} get pods -l {HASH_LABEL}={hash} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'",
-                            track.namespace
+                            track.namespace()
                         ),
                         format!("kubectl argo rollouts get rollout {}", argo(track)),
                     ],

@@ -320,15 +320,15 @@ impl PendingDiff {
         pos: At,
     ) -> Self {
         PendingDiff {
-            namespace: track.namespace.clone(),
-            rollout: track.name.clone(),
+            namespace: track.namespace().to_owned(),
+            rollout: track.name().to_owned(),
             change: change.clone(),
             pos,
         }
     }
 
     pub fn is_for(&self, track: &RolloutTrack) -> bool {
-        self.namespace == track.namespace && self.rollout == track.name
+        self.namespace == track.namespace() && self.rollout == track.name()
     }
 
     /// The template differences, when both templates are known.
@@ -430,14 +430,14 @@ impl Comparisons {
 
 /// `name` (namespace `ns`) as `kubectl argo rollouts` arguments.
 pub(crate) fn argo(track: &RolloutTrack) -> String {
-    format!("{} -n {}", track.name, track.namespace)
+    format!("{} -n {}", track.name(), track.namespace())
 }
 
 /// "step 1 (pause (until promoted))" for a step index of `track`.
 pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
     let what = usize::try_from(index)
         .ok()
-        .and_then(|i| track.steps.get(i))
+        .and_then(|i| track.steps().get(i))
         .map(|s| format!(" ({})", s.describe()))
         .unwrap_or_default();
     format!("step {index}{what}")

@@ -43,16 +43,16 @@ pub(crate) struct NoRollbackHistory {
 impl Detector for NoRollbackHistory {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
-        let key = (track.namespace.clone(), track.name.clone());
+        let key = (track.namespace().to_owned(), track.name().to_owned());
         if let (Some(old), Some(new)) = (&t.prev.stable_rs, &t.cur.stable_rs) {
             if old != new {
                 self.previous_stable.insert(key.clone(), old.to_string());
             }
         }
-        if track.revision_history_limit != Some(0)
+        if track.revision_history_limit() != Some(0)
             || !self
                 .fired_limit
-                .insert((key.0.clone(), key.1.clone(), track.uid.to_string()))
+                .insert((key.0.clone(), key.1.clone(), track.uid().to_owned()))
         {
             return;
         }
@@ -62,7 +62,7 @@ impl Detector for NoRollbackHistory {
                 track.subject(),
                 track.subject(),
                 t.cur.pos.at,
-                format!("rollout {} keeps no old ReplicaSets (revisionHistoryLimit: 0): nothing to roll back to", track.name),
+                format!("rollout {} keeps no old ReplicaSets (revisionHistoryLimit: 0): nothing to roll back to", track.name()),
             )
             .explain("With revisionHistoryLimit 0 the controller deletes every old ReplicaSet once it is scaled down. A rollback needs the previous revision's ReplicaSet; without it the only way back is a new release through the pipeline.".to_owned())
             .with_evidence([track.evidence(t.cur.pos, "spec.revisionHistoryLimit: 0")])
@@ -75,17 +75,17 @@ impl Detector for NoRollbackHistory {
     }
 
     fn on_replicaset(&mut self, track: &RolloutTrack, out: &mut Vec<Finding>) {
-        let Some((name, true)) = &track.last_rs_change else {
+        let Some((name, true)) = track.last_rs_change() else {
             return;
         };
-        let Some(cur) = &track.last else { return };
-        let Some(rs) = track.replicasets.get(name) else {
+        let Some(cur) = track.last() else { return };
+        let Some(rs) = track.replicasets().get(name) else {
             return;
         };
         let Some(hash) = rs.hash.as_deref() else {
             return;
         };
-        let key = (track.namespace.clone(), track.name.clone());
+        let key = (track.namespace().to_owned(), track.name().to_owned());
         let is_stable_mid_release =
             cur.stable_rs.as_deref() == Some(hash) && cur.pod_hash.as_deref() != Some(hash);
         let is_previous_stable = self.previous_stable.get(&key).map(String::as_str) == Some(hash)
@@ -95,7 +95,7 @@ impl Detector for NoRollbackHistory {
         }
         if !self
             .fired_rs
-            .insert((track.namespace.clone(), name.to_string()))
+            .insert((track.namespace().to_owned(), name.to_string()))
         {
             return;
         }
@@ -103,7 +103,7 @@ impl Detector for NoRollbackHistory {
         out.push(
             Finding::new(
                 Rule::NoRollbackHistory,
-                Subject::new(Kind::ReplicaSet, &track.namespace, name),
+                Subject::new(Kind::ReplicaSet, track.namespace(), name),
                 track.subject(),
                 rs.last.at,
                 format!(
@@ -120,7 +120,7 @@ impl Detector for NoRollbackHistory {
                 "Do not rely on a quick rollback for this release; find what deleted the ReplicaSet.".to_owned(),
                 vec![
                     format!("kubectl argo rollouts get rollout {}", argo(track)),
-                    format!("kubectl -n {} get rs -l rollouts-pod-template-hash={hash}", track.namespace),
+                    format!("kubectl -n {} get rs -l rollouts-pod-template-hash={hash}", track.namespace()),
                 ],
                 "Keep revisionHistoryLimit of 2 or more, and keep cleanup jobs and pruning (Argo CD prune) away from ReplicaSets that a Rollout owns.".to_owned(),
             ),

@@ -50,11 +50,11 @@ pub(crate) struct OrphanedReplicaSet {
 
 fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
     match &rs.owner_uid {
-        Some(uid) => track.uid.is_empty() || *uid == track.uid,
+        Some(uid) => track.uid().is_empty() || *uid == track.uid(),
         None => rs
             .hash
             .as_ref()
-            .is_some_and(|h| rs.name == format!("{}-{h}", track.name)),
+            .is_some_and(|h| rs.name == format!("{}-{h}", track.name())),
     }
 }
 
@@ -68,7 +68,7 @@ enum Verdict {
 
 /// `None`: not an orphan.
 fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Verdict> {
-    let last = track.last.as_ref()?;
+    let last = track.last()?;
     let hash = rs.hash.as_deref()?;
     if rs.deleted
         || last.pod_hash.as_deref() == Some(hash)
@@ -83,7 +83,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
     }
     // Since its revision was replaced, or since it was first seen as neither (whichever is
     // earlier: in a source that interleaves kinds loosely, its records can come late).
-    let since = match (rs.other_since, track.superseded_at.get(hash)) {
+    let since = match (rs.other_since, track.superseded_at(hash)) {
         (Some(a), Some(b)) => Some(if (b.file, b.seq) < (a.file, a.seq) {
             *b
         } else {
@@ -99,7 +99,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
     let moved_on = last
         .pod_hash
         .as_ref()
-        .and_then(|h| track.progress.get(h))
+        .and_then(|h| track.progress(h))
         .is_some_and(|p| {
             p.max_at.as_ref().is_some_and(after) && p.max_index > 0 || p.pauses.values().any(after)
         });
@@ -122,7 +122,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
         return Some(Verdict::TooSoon(format!(
             "{} could not be decided for ReplicaSet {}/{}: it still runs {replicas} pod(s) and has been neither current nor stable for {} when the analysis ends at {}; the rule waits {GRACE_SECONDS}s for the controller to scale it down (record longer, or take a snapshot with `check`)",
             Rule::OrphanedReplicaSet,
-            track.namespace,
+            track.namespace(),
             rs.name,
             human_duration(end.at.0 - since.at.0),
             rfc3339(end.at)
@@ -133,7 +133,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
     } else {
         ""
     };
-    let subject = Subject::new(Kind::ReplicaSet, &track.namespace, &rs.name);
+    let subject = Subject::new(Kind::ReplicaSet, track.namespace(), &rs.name);
     let opt = |o: &Option<Str>| o.as_deref().unwrap_or("none").to_owned();
     let summary = format!(
         "ReplicaSet {} still runs {replicas} pod(s) although it is neither the current ({}) nor the stable ({}) revision",
@@ -171,7 +171,7 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
             .with_evidence(evidence)
             .remedy(
                 "Scale it down now. If the rollout was aborted, let the abort converge, then do one clean full run of the pipeline instead of re-running it.".to_owned(),
-                vec![format!("kubectl -n {} scale rs {} --replicas=0", track.namespace, rs.name)],
+                vec![format!("kubectl -n {} scale rs {} --replicas=0", track.namespace(), rs.name)],
                 "Do not re-run a pipeline whose canary a re-render restarted: each run can leave another ReplicaSet behind. Render once per release.".to_owned(),
             ),
     )))
@@ -186,7 +186,7 @@ impl Detector for OrphanedReplicaSet {
         undecided: &mut Vec<(Subject, String)>,
     ) {
         for track in tracks {
-            for rs in track.replicasets.values() {
+            for rs in track.replicasets().values() {
                 match check(track, rs, end, self.snapshot) {
                     None => {}
                     Some(Verdict::Orphan(f)) => findings.push(*f),

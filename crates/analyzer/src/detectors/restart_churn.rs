@@ -34,8 +34,8 @@ pub(crate) struct RestartChurn;
 /// The finding's summary, explanation and evidence: every restart counted, the ones kept
 /// ([`KEEP_RESTARTS`](crate::model::rollout::KEEP_RESTARTS): the first and the latest) named.
 fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::report::finding::Evidence>) {
-    let kept = &track.restarts;
-    let total = track.restarts_total.max(kept.len());
+    let kept = track.restarts();
+    let total = track.restarts_total().max(kept.len());
     let (Some(first), Some(last)) = (kept.first(), kept.last()) else {
         return (String::new(), String::new(), Vec::new());
     };
@@ -62,7 +62,7 @@ fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::report::finding
 impl Detector for RestartChurn {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision else { return };
-        if change.class != RevisionClass::Restart || t.track.restarts_total != 2 {
+        if change.class != RevisionClass::Restart || t.track.restarts_total() != 2 {
             return;
         }
         let track = t.track;
@@ -87,7 +87,7 @@ impl Detector for RestartChurn {
         _undecided: &mut Vec<(Subject, String)>,
     ) {
         for track in tracks {
-            if track.restarts_total <= 2 {
+            if track.restarts_total() <= 2 {
                 continue;
             }
             let subject = track.subject();

@@ -60,10 +60,10 @@ impl Detector for ServiceSelectorMismatch {
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         let track = s.track;
-        let cur = track.last.as_ref()?;
+        let cur = track.last()?;
         let hash = cur.pod_hash.as_deref()?;
-        let ns = &track.namespace;
-        let mine = |k: &Key| k.0 == *ns && k.1 == track.name;
+        let ns = track.namespace();
+        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
         self.settling.begin();
         let Some(rs) = track
             .rs_by_hash(hash)
@@ -85,8 +85,8 @@ impl Detector for ServiceSelectorMismatch {
                 continue;
             }
             let key = (
-                ns.clone(),
-                track.name.clone(),
+                ns.to_owned(),
+                track.name().to_owned(),
                 name.to_owned(),
                 hash.to_owned(),
             );

@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::base::{At, Str};
 use crate::input::view::{ReplicaSetView, RolloutView, Step};
 use crate::report::finding::{Evidence, Subject};
-use crate::report::timeline::{MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry};
+use crate::report::timeline::{
+    MAX_TIMELINE_ENTRIES, ReplicaSetState, Role, TimelineEntry, TrafficEntry,
+};
 
 /// Deleted ReplicaSets remembered per rollout (for diffs against a revision just removed).
 const KEEP_DELETED: usize = 4;
@@ -319,48 +321,48 @@ impl RsTrack {
 /// Everything known about one rollout.
 #[derive(Debug)]
 pub(crate) struct RolloutTrack {
-    pub namespace: String,
-    pub name: String,
-    pub uid: Str,
-    pub last: Option<Snapshot>,
-    pub steps: Vec<Step>,
-    pub progress: BTreeMap<Str, Progress>,
-    pub template_changes: VecDeque<SpecChange>,
+    pub(super) namespace: String,
+    pub(super) name: String,
+    pub(super) uid: Str,
+    pub(super) last: Option<Snapshot>,
+    pub(super) steps: Vec<Step>,
+    pub(super) progress: BTreeMap<Str, Progress>,
+    pub(super) template_changes: VecDeque<SpecChange>,
     last_template: Option<Template>,
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
-    pub spec_templates: BTreeMap<Str, Template>,
-    pub replicasets: BTreeMap<Str, RsTrack>,
+    pub(super) spec_templates: BTreeMap<Str, Template>,
+    pub(super) replicasets: BTreeMap<Str, RsTrack>,
     /// Restarts of the canary, in order: the first and the latest, [`KEEP_RESTARTS`] in all
     /// (the evidence of `restart-churn`, so only what that evidence names is kept, not the
     /// renders of each change). A rollout restarting all day holds no more than that.
-    pub restarts: Vec<Restart>,
+    pub(super) restarts: Vec<Restart>,
     /// How many restarts there were, kept or not.
-    pub restarts_total: usize,
+    pub(super) restarts_total: usize,
     /// When each pod-template hash last stopped being the current one.
-    pub superseded_at: BTreeMap<Str, At>,
-    pub gap_pending: bool,
-    pub deleted: bool,
-    pub timeline: Vec<TimelineEntry>,
-    pub timeline_truncated: bool,
-    pub keep_timeline: bool,
-    pub last_revision_change: Option<RevisionChange>,
-    pub last_jump: Option<StepJump>,
+    pub(super) superseded_at: BTreeMap<Str, At>,
+    pub(super) gap_pending: bool,
+    pub(super) deleted: bool,
+    pub(super) timeline: Vec<TimelineEntry>,
+    pub(super) timeline_truncated: bool,
+    pub(super) keep_timeline: bool,
+    pub(super) last_revision_change: Option<RevisionChange>,
+    pub(super) last_jump: Option<StepJump>,
     /// `spec.strategy.canary.canaryService` / `stableService`.
-    pub canary_service: Option<String>,
-    pub stable_service: Option<String>,
+    pub(super) canary_service: Option<String>,
+    pub(super) stable_service: Option<String>,
     /// `spec.strategy.canary.trafficRouting` is set.
-    pub traffic_routing: bool,
+    pub(super) traffic_routing: bool,
     /// `spec.revisionHistoryLimit`.
-    pub revision_history_limit: Option<i64>,
+    pub(super) revision_history_limit: Option<i64>,
     /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
     /// of its last record: set by the analyzer, which indexes rollouts by it.
-    pub tracked_by: Option<String>,
+    pub(super) tracked_by: Option<String>,
     /// Container images of the last template seen (containers and init containers).
-    pub images: Vec<String>,
+    pub(super) images: Vec<String>,
     /// The ReplicaSet of the last `observe_replicaset`, and whether that record deleted it.
-    pub last_rs_change: Option<(Str, bool)>,
+    pub(super) last_rs_change: Option<(Str, bool)>,
     /// Endpoint membership of the Services routing to it, per change (with timelines on).
-    pub traffic: Vec<crate::report::timeline::TrafficEntry>,
+    pub(super) traffic: Vec<crate::report::timeline::TrafficEntry>,
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
@@ -421,6 +423,133 @@ impl RolloutTrack {
             compared: VecDeque::new(),
             uncompared: VecDeque::new(),
         }
+    }
+
+    // What the detectors and the engine read of a track. The model's own files (traffic,
+    // routes, revisions, world) read its fields.
+
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `metadata.uid` of its last record; empty when not known.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// Its last observation.
+    pub fn last(&self) -> Option<&Snapshot> {
+        self.last.as_ref()
+    }
+
+    /// `spec.strategy.canary.steps` of its last record.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// What revision `hash` reached.
+    pub fn progress(&self, hash: &str) -> Option<&Progress> {
+        self.progress.get(hash)
+    }
+
+    /// Its latest spec changes, oldest first.
+    pub fn template_changes(&self) -> &VecDeque<SpecChange> {
+        &self.template_changes
+    }
+
+    /// Its ReplicaSets by name, deleted ones among them (for diffs).
+    pub fn replicasets(&self) -> &BTreeMap<Str, RsTrack> {
+        &self.replicasets
+    }
+
+    /// Restarts of the canary, in order: the first and the latest, [`KEEP_RESTARTS`] in all.
+    pub fn restarts(&self) -> &[Restart] {
+        &self.restarts
+    }
+
+    /// How many restarts there were, kept or not.
+    pub fn restarts_total(&self) -> usize {
+        self.restarts_total
+    }
+
+    /// When pod-template hash `hash` last stopped being the current one.
+    pub fn superseded_at(&self, hash: &str) -> Option<&At> {
+        self.superseded_at.get(hash)
+    }
+
+    /// `spec.strategy.canary.canaryService`.
+    pub fn canary_service(&self) -> Option<&str> {
+        self.canary_service.as_deref()
+    }
+
+    /// `spec.strategy.canary.stableService`.
+    pub fn stable_service(&self) -> Option<&str> {
+        self.stable_service.as_deref()
+    }
+
+    /// `spec.revisionHistoryLimit`.
+    pub fn revision_history_limit(&self) -> Option<i64> {
+        self.revision_history_limit
+    }
+
+    /// The Argo CD Application that tracks it, as of its last record.
+    pub fn tracked_by(&self) -> Option<&str> {
+        self.tracked_by.as_deref()
+    }
+
+    /// Sets the Application that tracks it; the one before.
+    pub fn set_tracked_by(&mut self, app: Option<String>) -> Option<String> {
+        std::mem::replace(&mut self.tracked_by, app)
+    }
+
+    /// Container images of the last template seen (containers and init containers).
+    pub fn images(&self) -> &[String] {
+        &self.images
+    }
+
+    /// The ReplicaSet of the last ReplicaSet record, and whether that record deleted it.
+    pub fn last_rs_change(&self) -> Option<(&str, bool)> {
+        self.last_rs_change
+            .as_ref()
+            .map(|(name, deleted)| (name.as_str(), *deleted))
+    }
+
+    /// The change of revision of its last transition, if it was one.
+    pub fn last_revision_change(&self) -> Option<&RevisionChange> {
+        self.last_revision_change.as_ref()
+    }
+
+    /// The step jump of its last transition, if it was one.
+    pub fn last_jump(&self) -> Option<&StepJump> {
+        self.last_jump.as_ref()
+    }
+
+    /// The recording has a gap: the next observation is not a successor of the last.
+    pub fn mark_gap(&mut self) {
+        self.gap_pending = true;
+    }
+
+    /// Its Rollout was deleted.
+    pub fn mark_deleted(&mut self) {
+        self.deleted = true;
+    }
+
+    /// Timeline entries kept.
+    pub fn timeline_len(&self) -> usize {
+        self.timeline.len()
+    }
+
+    /// Its timeline, its traffic entries, and whether the timeline was cut short, taken out.
+    pub fn take_timeline(&mut self) -> (Vec<TimelineEntry>, Vec<TrafficEntry>, bool) {
+        (
+            std::mem::take(&mut self.timeline),
+            std::mem::take(&mut self.traffic),
+            self.timeline_truncated,
+        )
     }
 
     pub fn subject(&self) -> Subject {
