@@ -3,5 +3,7 @@
 //! ahead of its turn.
 
 pub(crate) mod prepare;
+#[cfg(test)]
+pub(crate) mod probe;
 pub(crate) mod skim;
 pub(crate) mod view;

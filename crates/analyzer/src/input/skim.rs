@@ -1280,6 +1280,7 @@ mod tests {
     use super::*;
     use rf_format::{Kind, Record};
     use serde::de::DeserializeOwned;
+    use std::collections::BTreeSet;
 
     #[test]
     fn escaped_strings_read_as_serde_reads_them() {
@@ -1431,6 +1432,65 @@ mod tests {
             .count();
         assert!(apps > 50, "{apps} Applications");
         assert_eq!(read, total, "objects the fast reader left to serde");
+    }
+
+    /// Every view, with every field serde reads given a value that is not its default (made up
+    /// by [`crate::input::probe`], in a few passes that vary the words the analyzer looks for):
+    /// the fast reader reads it, and reads what serde reads. A field added to a view and
+    /// forgotten here would read as its default and fail this.
+    #[test]
+    fn every_field_of_every_view_is_read_as_serde_reads_it() {
+        use crate::input::probe::made_up;
+        fn check<T: DeserializeOwned>(kind: Kind, fields: &mut BTreeSet<(String, String)>) {
+            for pass in 0..6 {
+                let (json, named) = made_up::<T>(pass)
+                    .unwrap_or_else(|e| panic!("{kind:?}: no made-up object ({e})"));
+                let text = json.to_string();
+                assert!(agree(&kind, &text), "{kind:?}, pass {pass}: left to serde: {text}");
+                fields.extend(named);
+            }
+        }
+        let mut fields = BTreeSet::new();
+        check::<RolloutView>(Kind::Rollout, &mut fields);
+        check::<ReplicaSetView>(Kind::ReplicaSet, &mut fields);
+        check::<ServiceView>(Kind::Service, &mut fields);
+        check::<EndpointSliceView>(Kind::EndpointSlice, &mut fields);
+        check::<PodView>(Kind::Pod, &mut fields);
+        check::<ApplicationView>(Kind::Application, &mut fields);
+        // The walk reached the fields deep in each view.
+        for (strukt, field) in [
+            ("RolloutStatus", "currentPodHash"),
+            ("PauseCondition", "reason"),
+            ("Canary", "steps"),
+            ("RsStatus", "readyReplicas"),
+            ("Endpoint", "targetRef"),
+            ("OwnerRef", "uid"),
+        ] {
+            assert!(
+                fields.contains(&(strukt.to_owned(), field.to_owned())),
+                "{strukt}.{field} not walked: {fields:?}"
+            );
+        }
+        assert!(fields.len() > 60, "{} fields walked", fields.len());
+    }
+
+    /// The walk above fails where a field is forgotten: a view read with one of the members
+    /// it names removed reads otherwise.
+    #[test]
+    fn a_field_the_reader_does_not_read_is_told_apart() {
+        let (mut json, _) = crate::input::probe::made_up::<RolloutView>(0).expect("made up");
+        let full = both_raw(&json.to_string(), &mut Known::default(), rollout, |v, t| {
+            RawJson::resolve(&mut v.spec.template, t);
+        });
+        json["status"]
+            .as_object_mut()
+            .expect("a status")
+            .remove("currentPodHash");
+        let less = both_raw(&json.to_string(), &mut Known::default(), rollout, |v, t| {
+            RawJson::resolve(&mut v.spec.template, t);
+        });
+        assert!(full.0.is_some() && less.0.is_some());
+        assert_ne!(full.0, less.0, "the made-up value is not the default");
     }
 
     #[test]
