@@ -53,6 +53,8 @@ pub use analyzer::{Analyzer, Options, Retained, analyze};
 pub use base::HASH_LABEL;
 pub use base::time::{human_duration, parse_rfc3339, rfc3339};
 pub use input::prepare::Prepared;
+#[doc(hidden)]
+pub use input::skim::check_against_serde;
 pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
 pub use model::revisions::{HashChange, HashChangeClass, Revisions};
 pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};

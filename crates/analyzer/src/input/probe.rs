@@ -54,7 +54,11 @@ impl Run {
             "subresource" => pick(&["status", ""]),
             "kind" => pick(&["Rollout", "ReplicaSet", "Application"]),
             "phase" => pick(&["Paused", "Healthy", "Progressing"]),
-            f if f == "time" || f.ends_with("Timestamp") || f.ends_with("Time") || f.ends_with("At") => {
+            f if f == "time"
+                || f.ends_with("Timestamp")
+                || f.ends_with("Time")
+                || f.ends_with("At") =>
+            {
                 format!("2026-01-02T03:{:02}:{:02}Z", (n / 60) % 60, n % 60)
             }
             _ => format!("v{n}"),
@@ -63,7 +67,11 @@ impl Run {
 
     /// The keys of a map whose keys the view does not name.
     fn map_keys(&self) -> Vec<&'static str> {
-        let mut keys: Vec<&str> = KEPT_LABELS.iter().chain(KEPT_ANNOTATIONS).copied().collect();
+        let mut keys: Vec<&str> = KEPT_LABELS
+            .iter()
+            .chain(KEPT_ANNOTATIONS)
+            .copied()
+            .collect();
         keys.push(["setWeight", "pause", "analysis"][self.pass % 3]);
         keys.push("k");
         keys
@@ -124,7 +132,10 @@ struct Members<'a, 'p> {
 impl<'de> MapAccess<'de> for Members<'_, '_> {
     type Error = Refused;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Refused> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Refused> {
         let Some(key) = self.keys.get(self.at) else {
             return Ok(None);
         };
@@ -158,7 +169,10 @@ struct Items<'a, 'p> {
 impl<'de> SeqAccess<'de> for Items<'_, '_> {
     type Error = Refused;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Refused> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Refused> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -219,7 +233,10 @@ impl<'de> de::Deserializer<'de> for Probe<'_> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
         let expects = format!("{}", &visitor as &dyn de::Expected);
-        if ["map", "struct", "step"].iter().any(|w| expects.contains(w)) {
+        if ["map", "struct", "step"]
+            .iter()
+            .any(|w| expects.contains(w))
+        {
             let keys = self.run.map_keys();
             self.members(None, keys, visitor)
         } else if ["list", "sequence"].iter().any(|w| expects.contains(w)) {
@@ -285,7 +302,11 @@ impl<'de> de::Deserializer<'de> for Probe<'_> {
         visitor.visit_unit()
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Refused> {
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
         self.deserialize_unit(visitor)
     }
 
@@ -303,9 +324,7 @@ impl<'de> de::Deserializer<'de> for Probe<'_> {
             r#"{{"metadata":{{"labels":{{"app":"web","rollouts-pod-template-hash":"h{n}"}}}},"spec":{{"containers":[{{"name":"app","image":"registry.example/web:{n}"}}]}}}}"#
         );
         *self.out = serde_json::from_str(&raw).map_err(|e| Refused(e.to_string()))?;
-        visitor.visit_map(RawValueAccess {
-            raw: Some(raw),
-        })
+        visitor.visit_map(RawValueAccess { raw: Some(raw) })
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Refused> {
@@ -366,7 +385,10 @@ struct RawValueAccess {
 impl<'de> MapAccess<'de> for RawValueAccess {
     type Error = Refused;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Refused> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Refused> {
         if self.raw.is_none() {
             return Ok(None);
         }
@@ -380,7 +402,9 @@ impl<'de> MapAccess<'de> for RawValueAccess {
 }
 
 /// The JSON a `T` made of, in pass `pass`, and the struct fields it named.
-pub(crate) fn made_up<T: de::DeserializeOwned>(pass: usize) -> Result<(Value, BTreeSet<(String, String)>), Refused> {
+pub(crate) fn made_up<T: de::DeserializeOwned>(
+    pass: usize,
+) -> Result<(Value, BTreeSet<(String, String)>), Refused> {
     let run = Run::new(pass);
     let mut out = Value::Null;
     T::deserialize(Probe {

@@ -19,7 +19,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use compact_str::ToCompactString;
-use serde::de::IgnoredAny;
+use rf_format::Kind;
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
@@ -1275,6 +1276,66 @@ fn app_resource(j: &mut Json<'_>) -> R<AppResource> {
     Ok(r)
 }
 
+// The contract of the fast reader, checked on one object (by the tests, and by the fuzz target
+// through `check_against_serde`).
+
+/// The fast reader's view, if it gave one, and serde's answer, both as `Debug` text.
+fn both<T: DeserializeOwned + std::fmt::Debug>(
+    text: &str,
+    fast: for<'a> fn(&mut Json<'a>) -> R<T>,
+) -> (Option<String>, Result<String, String>) {
+    both_raw(text, &mut Known::default(), fast, |_, _| {})
+}
+
+/// [`both`] given the `known` template of the object, for a view that may hold
+/// [`RawJson`]: `resolve` turns its ranges into their text.
+fn both_raw<T: DeserializeOwned + std::fmt::Debug>(
+    text: &str,
+    known: &mut Known,
+    fast: for<'a> fn(&mut Json<'a>) -> R<T>,
+    resolve: fn(&mut T, &str),
+) -> (Option<String>, Result<String, String>) {
+    let skimmed = read_with(text, known, fast).map(|mut v| {
+        resolve(&mut v, text);
+        format!("{v:?}")
+    });
+    let serde = serde_json::from_str::<T>(text)
+        .map(|v| format!("{v:?}"))
+        .map_err(|e| e.to_string());
+    (skimmed, serde)
+}
+
+/// Checks the contract on one object: a view from the fast reader is serde's view, and an
+/// object serde refuses is never read. Returns whether the fast reader read it.
+#[doc(hidden)]
+pub fn check_against_serde(kind: &rf_format::Kind, text: &str) -> bool {
+    agree_known(kind, text, &mut Known::default())
+}
+
+/// [`check_against_serde`], the object read with the `known` template of its earlier versions (which
+/// it then holds for the next).
+fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
+    let (skimmed, serde) = match kind {
+        Kind::Rollout => both_raw(text, known, rollout, |v, t| {
+            RawJson::resolve(&mut v.spec.template, t);
+        }),
+        Kind::ReplicaSet => both_raw(text, known, replicaset, |v, t| {
+            RawJson::resolve(&mut v.spec.template, t);
+        }),
+        Kind::Service => both(text, service),
+        Kind::EndpointSlice => both(text, slice),
+        Kind::Pod => both(text, pod),
+        Kind::Application => both(text, application),
+        _ => return false,
+    };
+    match (&skimmed, &serde) {
+        (Some(fast), Ok(slow)) => assert_eq!(fast, slow, "{kind:?} {text}"),
+        (Some(fast), Err(e)) => panic!("serde refuses ({e}) what was read as {fast}: {text}"),
+        (None, _) => {}
+    }
+    skimmed.is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1318,60 +1379,28 @@ mod tests {
         }
     }
 
-    /// The fast reader's view, if it gave one, and serde's answer, both as `Debug` text.
     fn both<T: DeserializeOwned + std::fmt::Debug>(
         text: &str,
         fast: for<'a> fn(&mut Json<'a>) -> R<T>,
     ) -> (Option<String>, Result<String, String>) {
-        both_raw(text, &mut Known::default(), fast, |_, _| {})
+        super::both(text, fast)
     }
 
-    /// [`both`] given the `known` template of the object, for a view that may hold
-    /// [`RawJson`]: `resolve` turns its ranges into their text.
     fn both_raw<T: DeserializeOwned + std::fmt::Debug>(
         text: &str,
         known: &mut Known,
         fast: for<'a> fn(&mut Json<'a>) -> R<T>,
         resolve: fn(&mut T, &str),
     ) -> (Option<String>, Result<String, String>) {
-        let skimmed = read_with(text, known, fast).map(|mut v| {
-            resolve(&mut v, text);
-            format!("{v:?}")
-        });
-        let serde = serde_json::from_str::<T>(text)
-            .map(|v| format!("{v:?}"))
-            .map_err(|e| e.to_string());
-        (skimmed, serde)
+        super::both_raw(text, known, fast, resolve)
     }
 
-    /// Checks the contract on one object: a view from the fast reader is serde's view, and an
-    /// object serde refuses is never read. Returns whether the fast reader read it.
     fn agree(kind: &Kind, text: &str) -> bool {
-        agree_known(kind, text, &mut Known::default())
+        check_against_serde(kind, text)
     }
 
-    /// [`agree`], the object read with the `known` template of its earlier versions (which
-    /// it then holds for the next).
     fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
-        let (skimmed, serde) = match kind {
-            Kind::Rollout => both_raw(text, known, rollout, |v, t| {
-                RawJson::resolve(&mut v.spec.template, t);
-            }),
-            Kind::ReplicaSet => both_raw(text, known, replicaset, |v, t| {
-                RawJson::resolve(&mut v.spec.template, t);
-            }),
-            Kind::Service => both(text, service),
-            Kind::EndpointSlice => both(text, slice),
-            Kind::Pod => both(text, pod),
-            Kind::Application => both(text, application),
-            _ => return false,
-        };
-        match (&skimmed, &serde) {
-            (Some(fast), Ok(slow)) => assert_eq!(fast, slow, "{kind:?} {text}"),
-            (Some(fast), Err(e)) => panic!("serde refuses ({e}) what was read as {fast}: {text}"),
-            (None, _) => {}
-        }
-        skimmed.is_some()
+        super::agree_known(kind, text, known)
     }
 
     fn objects(records: &[Record]) -> Vec<(Kind, String)> {
@@ -1446,7 +1475,10 @@ mod tests {
                 let (json, named) = made_up::<T>(pass)
                     .unwrap_or_else(|e| panic!("{kind:?}: no made-up object ({e})"));
                 let text = json.to_string();
-                assert!(agree(&kind, &text), "{kind:?}, pass {pass}: left to serde: {text}");
+                assert!(
+                    agree(&kind, &text),
+                    "{kind:?}, pass {pass}: left to serde: {text}"
+                );
                 fields.extend(named);
             }
         }
@@ -1472,6 +1504,141 @@ mod tests {
             );
         }
         assert!(fields.len() > 60, "{} fields walked", fields.len());
+    }
+
+    /// Arbitrary JSON text (objects of the views' member names and others, any values, repeated
+    /// keys, odd spacing and escapes) as each kind: wherever the fast reader reads a view, it
+    /// is serde's. The fuzz target (`fuzz/`) runs the same check on inputs libFuzzer finds.
+    #[test]
+    fn arbitrary_json_is_read_as_serde_reads_it_or_left_to_it() {
+        use crate::input::probe::made_up;
+        let mut names: Vec<String> = Vec::new();
+        for pass in 0..3 {
+            for fields in [
+                made_up::<RolloutView>(pass).map(|m| m.1),
+                made_up::<ReplicaSetView>(pass).map(|m| m.1),
+                made_up::<ServiceView>(pass).map(|m| m.1),
+                made_up::<EndpointSliceView>(pass).map(|m| m.1),
+                made_up::<PodView>(pass).map(|m| m.1),
+                made_up::<ApplicationView>(pass).map(|m| m.1),
+            ] {
+                names.extend(fields.expect("made up").into_iter().map(|(_, f)| f));
+            }
+        }
+        names.extend(["metadata", "spec", "status", "template", "labels", "k"].map(String::from));
+        names.sort();
+        names.dedup();
+        let words = [
+            "",
+            "x",
+            "7",
+            "-3",
+            "1e2",
+            "Progressing",
+            "Ready",
+            "True",
+            "CanaryPauseStep",
+            "status",
+            "2026-01-02T03:04:05Z",
+            "2026-01-02T03:04:05.123456789+02:00",
+            r#"a\"b"#,
+            r"\u00e9\ud83d\ude00",
+            r"\n\t",
+            "é",
+            "rollouts-pod-template-hash",
+            r"\ud83d",
+        ];
+        let mut rng = rf_scenarios::SplitMix::new(11);
+        fn value(
+            rng: &mut rf_scenarios::SplitMix,
+            depth: usize,
+            names: &[String],
+            words: &[&str],
+            out: &mut String,
+        ) {
+            let space = ["", " ", "\n  "][rng.below(3)];
+            out.push_str(space);
+            match if depth > 5 {
+                3 + rng.below(4)
+            } else {
+                rng.below(8)
+            } {
+                0 | 1 | 2 => {
+                    out.push('{');
+                    for i in 0..rng.below(6) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        let key = if rng.below(5) > 0 {
+                            names[rng.below(names.len())].as_str()
+                        } else {
+                            words[rng.below(words.len())]
+                        };
+                        out.push_str(&format!("{space}\"{key}\"{space}:"));
+                        value(rng, depth + 1, names, words, out);
+                    }
+                    out.push('}');
+                }
+                3 => {
+                    out.push('[');
+                    for i in 0..rng.below(4) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        value(rng, depth + 1, names, words, out);
+                    }
+                    out.push(']');
+                }
+                4 => out.push_str(&format!("\"{}\"", words[rng.below(words.len())])),
+                5 => out.push_str(
+                    [
+                        "0",
+                        "1",
+                        "-1",
+                        "42",
+                        "1.5",
+                        "1e3",
+                        "9223372036854775807",
+                        "18446744073709551616",
+                        "-0",
+                    ][rng.below(9)],
+                ),
+                6 => out.push_str(["true", "false"][rng.below(2)]),
+                _ => out.push_str("null"),
+            }
+        }
+        let kinds = [
+            Kind::Rollout,
+            Kind::ReplicaSet,
+            Kind::Service,
+            Kind::EndpointSlice,
+            Kind::Pod,
+            Kind::Application,
+        ];
+        let mut read = 0;
+        for i in 0..100_000 {
+            let mut text = String::new();
+            // An object at the top, as every record's is.
+            text.push('{');
+            for j in 0..1 + rng.below(4) {
+                if j > 0 {
+                    text.push(',');
+                }
+                let key = [
+                    "metadata",
+                    "spec",
+                    "status",
+                    names[rng.below(names.len())].as_str(),
+                ][rng.below(4)];
+                text.push_str(&format!("\"{key}\":"));
+                value(&mut rng, 1, &names, &words, &mut text);
+            }
+            text.push('}');
+            read += usize::from(check_against_serde(&kinds[i % kinds.len()], &text));
+        }
+        // A third are shapes the fast reader takes (the others it leaves to serde, as it must
+        // where a type is not the one it reads): the check compared views, not only refusals.
+        assert!(read > 25_000, "{read} of 100000 read by the fast reader");
     }
 
     /// The walk above fails where a field is forgotten: a view read with one of the members

@@ -132,8 +132,8 @@ impl RawJson {
         }
     }
 
-    /// Replaces a range with the text it names in `object` (tests compare views as text).
-    #[cfg(test)]
+    /// Replaces a range with the text it names in `object` (the fast reader's contract
+    /// compares views as text).
     pub fn resolve(raw: &mut Option<RawJson>, object: &str) {
         if let Some(text) = raw.as_ref().and_then(|r| r.get(object.as_bytes())) {
             *raw = Some(RawJson::Text(text.into()));
