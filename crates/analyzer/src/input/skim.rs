@@ -1563,7 +1563,7 @@ mod tests {
             } else {
                 rng.below(8)
             } {
-                0 | 1 | 2 => {
+                0..=2 => {
                     out.push('{');
                     for i in 0..rng.below(6) {
                         if i > 0 {
