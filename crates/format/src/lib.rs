@@ -27,6 +27,7 @@
 mod codec;
 mod delta;
 mod error;
+pub mod json;
 mod reader;
 mod record;
 mod writer;

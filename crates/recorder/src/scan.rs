@@ -14,6 +14,8 @@
 
 use std::borrow::Cow;
 
+use rf_format::json;
+
 use crate::redact::{LAST_APPLIED, digest, is_digest, may_hold_secrets};
 
 /// Deepest nesting followed (serde_json's own limit).
@@ -137,22 +139,10 @@ struct Scanner<'a> {
     done: bool,
 }
 
-/// The bytes of a little-endian word that are zero, as their high bits (the classic bit trick:
-/// the lowest bit set marks the first zero byte exactly).
-const fn zero_bytes(x: u64) -> u64 {
-    x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
-}
-
 impl<'a> Scanner<'a> {
     fn peek(&mut self) -> Option<u8> {
-        while let Some(&c) = self.b.get(self.i) {
-            if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
-                self.i += 1;
-            } else {
-                return Some(c);
-            }
-        }
-        None
+        self.i = json::ws(self.b, self.i);
+        self.b.get(self.i).copied()
     }
 
     fn expect(&mut self, c: u8) -> Option<()> {
@@ -170,64 +160,30 @@ impl<'a> Scanner<'a> {
             return None;
         }
         let start = self.i;
-        self.i += 1;
-        let mut escaped = false;
-        loop {
-            // Eight bytes at a time, to the first quote or backslash.
-            while let Some(chunk) = self.b.get(self.i..self.i + 8) {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(chunk);
-                let x = u64::from_le_bytes(w);
-                let hits =
-                    zero_bytes(x ^ 0x2222_2222_2222_2222) | zero_bytes(x ^ 0x5c5c_5c5c_5c5c_5c5c);
-                if hits != 0 {
-                    self.i += (hits.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                self.i += 8;
-            }
-            match self.b.get(self.i)? {
-                b'"' => {
-                    self.i += 1;
-                    return Some(Str {
-                        start,
-                        end: self.i,
-                        escaped,
-                    });
-                }
-                b'\\' => {
-                    escaped = true;
-                    self.i += 2;
-                }
-                _ => self.i += 1,
-            }
-        }
+        let (close, escaped) = json::string_end(self.b, start + 1).ok()?;
+        self.i = close + 1;
+        Some(Str {
+            start,
+            end: self.i,
+            escaped,
+        })
     }
 
     /// The text of a string (escapes decoded).
     fn text(&self, s: Str) -> Option<Cow<'a, str>> {
         let b: &'a [u8] = self.b;
-        let raw = b.get(s.start..s.end)?;
+        let inner = std::str::from_utf8(b.get(s.start + 1..s.end - 1)?).ok()?;
         if s.escaped {
-            serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
+            json::unescape(inner).ok().map(Cow::Owned)
         } else {
-            std::str::from_utf8(&raw[1..raw.len() - 1])
-                .ok()
-                .map(Cow::Borrowed)
+            Some(Cow::Borrowed(inner))
         }
     }
 
     /// A number, `true`, `false` or `null`.
     fn scalar(&mut self) -> Option<()> {
-        let start = self.i;
-        while let Some(&c) = self.b.get(self.i) {
-            if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'.') {
-                self.i += 1;
-            } else {
-                break;
-            }
-        }
-        (self.i > start).then_some(())
+        self.i = json::scalar_end(self.b, self.i).ok()?;
+        Some(())
     }
 
     /// Any value, looked into as `kind` if it is an object.
@@ -242,33 +198,9 @@ impl<'a> Scanner<'a> {
 
     /// Any value, not looked into (inside an env item or a Helm source, as the tree does).
     fn skip(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'{' | b'[' => {
-                let start_depth = self.depth;
-                loop {
-                    match self.peek()? {
-                        b'{' | b'[' => {
-                            self.enter()?;
-                            self.i += 1;
-                        }
-                        b'}' | b']' => {
-                            self.depth -= 1;
-                            self.i += 1;
-                            if self.depth == start_depth {
-                                return Some(());
-                            }
-                        }
-                        b'"' => {
-                            self.string()?;
-                        }
-                        b',' | b':' => self.i += 1,
-                        _ => self.scalar()?,
-                    }
-                }
-            }
-            b'"' => self.string().map(drop),
-            _ => self.scalar(),
-        }
+        let room = u32::try_from(MAX_DEPTH.saturating_sub(self.depth)).ok()?;
+        self.i = json::skip_value(self.b, self.i, room).ok()?.0;
+        Some(())
     }
 
     /// A key: its bytes as written, or decoded when it has escapes.

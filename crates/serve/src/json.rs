@@ -175,48 +175,17 @@ pub fn with_resource_version(object: &[u8], rv: &str) -> Result<Vec<u8>, String>
 /// writes keys unescaped), so for any other object: `None`, and that one decides. The object
 /// is otherwise taken as valid JSON (serve has read it with serde).
 fn compact_rv_span(b: &[u8]) -> Option<std::ops::Range<usize>> {
+    use rf_format::json;
     /// The end of the string starting at `i` (a quote), past its closing quote.
-    fn string_end(b: &[u8], mut i: usize) -> Option<usize> {
-        i += 1;
-        loop {
-            match *b.get(i)? {
-                b'"' => return Some(i + 1),
-                b'\\' => i += 2,
-                _ => i += 1,
-            }
-        }
+    fn string_end(b: &[u8], i: usize) -> Option<usize> {
+        Some(json::string_end(b, i + 1).ok()?.0 + 1)
     }
-    /// The end of the value starting at `i` (its first byte, not whitespace).
+    /// The end of the value starting at `i` (its first byte: whitespace there is not compact).
     fn value_end(b: &[u8], i: usize) -> Option<usize> {
-        match *b.get(i)? {
-            b'"' => string_end(b, i),
-            b'{' | b'[' => {
-                let (mut depth, mut i) = (1usize, i + 1);
-                while depth > 0 {
-                    match *b.get(i)? {
-                        b'"' => i = string_end(b, i)?,
-                        b'{' | b'[' => {
-                            depth += 1;
-                            i += 1;
-                        }
-                        b'}' | b']' => {
-                            depth -= 1;
-                            i += 1;
-                        }
-                        _ => i += 1,
-                    }
-                }
-                Some(i)
-            }
-            b' ' | b'\n' | b'\r' | b'\t' | b',' | b'}' | b']' => None,
-            // A number or a literal: to the next delimiter.
-            _ => {
-                let len = b[i..]
-                    .iter()
-                    .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))?;
-                Some(i + len)
-            }
+        if json::ws(b, i) != i {
+            return None;
         }
+        Some(json::skip_value(b, i, 128).ok()?.0)
     }
     /// The members of the object starting at `i`, compact, keys unescaped: calls `member` with
     /// each key and where its value starts (it returns where the value ends); the end of the
