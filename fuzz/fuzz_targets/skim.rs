@@ -12,14 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for kind in [
-        Kind::Rollout,
-        Kind::ReplicaSet,
-        Kind::Service,
-        Kind::EndpointSlice,
-        Kind::Pod,
-        Kind::Application,
-    ] {
-        rf_analyzer::check_against_serde(&kind, text);
+    for kind in Kind::KNOWN.iter().filter(|k| rf_analyzer::Prepared::reads(k)) {
+        rf_analyzer::check_against_serde(kind, text);
     }
 });

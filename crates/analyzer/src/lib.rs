@@ -56,7 +56,8 @@ pub use input::prepare::Prepared;
 #[doc(hidden)]
 pub use input::skim::check_against_serde;
 pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
-pub use model::revisions::{HashChange, HashChangeClass, Revisions};
+pub use model::revisions::{HashChange, Revisions};
+pub use model::rollout::RevisionClass;
 pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};

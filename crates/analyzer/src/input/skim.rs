@@ -1337,14 +1337,10 @@ mod tests {
                 _ => out.push_str("null"),
             }
         }
-        let kinds = [
-            Kind::Rollout,
-            Kind::ReplicaSet,
-            Kind::Service,
-            Kind::EndpointSlice,
-            Kind::Pod,
-            Kind::Application,
-        ];
+        let kinds: Vec<Kind> = Kind::KNOWN
+            .into_iter()
+            .filter(crate::Prepared::reads)
+            .collect();
         let mut read = 0;
         for i in 0..100_000 {
             let mut text = String::new();

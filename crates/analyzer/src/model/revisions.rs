@@ -8,22 +8,6 @@ use crate::base::At;
 use crate::input::prepare::{Parsed, Prepared};
 use crate::model::rollout::{RevisionClass, RolloutTrack};
 
-/// Why `status.currentPodHash` changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashChangeClass {
-    /// A canary in progress, past its first step, was replaced and starts over at step 0: the
-    /// restart of `rerender-restart` and `restart-churn`.
-    Restart,
-    /// A canary that had not progressed yet was replaced by another.
-    Superseded,
-    /// The revision before was complete (stable): an ordinary new release.
-    NewRelease,
-    /// Back to the stable revision.
-    RollbackToStable,
-    /// The canary before had been aborted.
-    AfterAbort,
-}
-
 /// A change of revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HashChange {
@@ -31,7 +15,7 @@ pub struct HashChange {
     pub from: String,
     /// The pod-template hash now.
     pub to: String,
-    pub class: HashChangeClass,
+    pub class: RevisionClass,
 }
 
 /// Follows one Rollout's records.
@@ -77,13 +61,7 @@ impl Revisions {
         Some(HashChange {
             from: change.from.to_string(),
             to: change.to.to_string(),
-            class: match change.class {
-                RevisionClass::Restart => HashChangeClass::Restart,
-                RevisionClass::Superseded => HashChangeClass::Superseded,
-                RevisionClass::NewRelease => HashChangeClass::NewRelease,
-                RevisionClass::RollbackToStable => HashChangeClass::RollbackToStable,
-                RevisionClass::AfterAbort => HashChangeClass::AfterAbort,
-            },
+            class: change.class,
         })
     }
 }

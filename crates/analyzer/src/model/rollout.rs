@@ -159,8 +159,10 @@ impl Progress {
 
 /// Why `status.currentPodHash` changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RevisionClass {
-    /// An in-progress canary that had progressed was replaced and its steps restarted.
+pub enum RevisionClass {
+    /// An in-progress canary that had progressed (past its first step, or to a pause) was
+    /// replaced and its steps restarted: the restart of `rerender-restart` and
+    /// `restart-churn`, and of `wait --max-restarts`.
     Restart,
     /// An in-progress canary that had not progressed yet was replaced.
     Superseded,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rf_analyzer::HashChangeClass;
+use rf_analyzer::RevisionClass;
 use rf_format::{Header, Kind, Op, Record, Timestamp};
 use rf_recorder::{Config, Hooks, Tap};
 use serde::Serialize;
@@ -229,14 +229,14 @@ impl Waiter {
         // back at step 0); a canary replaced before it progressed starts over too, uncounted.
         // A new release from stable, a rollback to it, a change after an abort: neither.
         if let Some(change) = change {
-            let counted = change.class == HashChangeClass::Restart;
+            let counted = change.class == RevisionClass::Restart;
             if counted {
                 self.seen.restarts += 1;
                 if self.seen.restarts > self.max_restarts {
                     return Step::Done(Outcome::RestartChurn);
                 }
             }
-            if !reached && (counted || change.class == HashChangeClass::Superseded) {
+            if !reached && (counted || change.class == RevisionClass::Superseded) {
                 return Step::Restarted {
                     from: change.from,
                     to: change.to,
