@@ -824,7 +824,13 @@ impl Analyzer {
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
             let mut undecided = Vec::new();
             for d in &mut self.detectors {
-                d.on_end(&tracks, end, &mut self.findings, &mut undecided);
+                d.on_end(
+                    &tracks,
+                    &self.world,
+                    end,
+                    &mut self.findings,
+                    &mut undecided,
+                );
             }
             let rollout = self.opts.rollout.as_ref();
             self.summary.undecided = undecided

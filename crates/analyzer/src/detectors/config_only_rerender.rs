@@ -135,6 +135,7 @@ impl Detector for ConfigOnlyRerender {
     fn on_end(
         &mut self,
         tracks: &[&RolloutTrack],
+        _world: &crate::model::world::World,
         _end: At,
         findings: &mut Vec<Finding>,
         _undecided: &mut Vec<(Subject, String)>,

@@ -94,6 +94,7 @@ impl Detector for HashOnlyChange {
     fn on_end(
         &mut self,
         tracks: &[&RolloutTrack],
+        _world: &crate::model::world::World,
         _end: At,
         findings: &mut Vec<Finding>,
         _undecided: &mut Vec<(Subject, String)>,

@@ -285,6 +285,7 @@ pub(crate) trait Detector: Debug + Send {
     fn on_end(
         &mut self,
         _tracks: &[&RolloutTrack],
+        _world: &World,
         _end: At,
         _findings: &mut Vec<Finding>,
         _undecided: &mut Vec<(Subject, String)>,

@@ -21,7 +21,11 @@
 //!
 //! # Remedy
 //! Exactly `kubectl -n NS scale rs NAME --replicas=0`; let an abort converge and do one clean full
-//! run instead of re-running the pipeline.
+//! run instead of re-running the pipeline. Except where its pods are the only ready endpoints of
+//! a Service that routes to the rollout (a selector left on, or put back to, its revision):
+//! scaling it down then takes that Service's traffic away, so no scale command is given. The
+//! finding says what must happen first (the Service's selector back on the stable or current
+//! revision, and its endpoints holding those pods) and gives the commands that show it.
 
 use rf_format::Kind;
 
@@ -29,6 +33,8 @@ use crate::detectors::Detector;
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::base::At;
 use crate::model::rollout::{RolloutTrack, RsTrack};
+use crate::model::traffic::membership;
+use crate::model::world::World;
 use crate::base::time::{human_duration, parse_rfc3339, rfc3339};
 use crate::base::Str;
 
@@ -67,7 +73,29 @@ enum Verdict {
 }
 
 /// `None`: not an orphan.
-fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<Verdict> {
+/// The Services that route to `track` whose ready endpoints are all pods of revision `hash`
+/// (at least one): a ReplicaSet of that revision scaled down leaves them nothing to send
+/// traffic to.
+fn served_only_by<'w>(world: &'w World, track: &RolloutTrack, hash: &str) -> Vec<(&'w str, At)> {
+    world
+        .routing(track)
+        .into_iter()
+        .filter(|(name, _, _)| {
+            let by = membership(world, track, name);
+            by.get(hash).is_some_and(|pods| !pods.is_empty())
+                && by.iter().all(|(rev, pods)| rev == hash || pods.is_empty())
+        })
+        .map(|(name, svc, _)| (name, svc.pos))
+        .collect()
+}
+
+fn check(
+    track: &RolloutTrack,
+    world: &World,
+    rs: &RsTrack,
+    end: At,
+    snapshot: bool,
+) -> Option<Verdict> {
     let last = track.last()?;
     let hash = rs.hash.as_deref()?;
     if rs.deleted
@@ -165,14 +193,56 @@ fn check(track: &RolloutTrack, rs: &RsTrack, end: At, snapshot: bool) -> Option<
                 .unwrap_or_default()
         ),
     ));
-    Some(Verdict::Orphan(Box::new(
-        Finding::new(Rule::OrphanedReplicaSet, subject, track.subject(), end.at, summary)
-            .explain(explanation)
-            .with_evidence(evidence)
-            .remedy(
+    let prevention = "Do not re-run a pipeline whose canary a re-render restarted: each run can leave another ReplicaSet behind. Render once per release.".to_owned();
+    let serving = served_only_by(world, track, hash);
+    let finding = Finding::new(Rule::OrphanedReplicaSet, subject, track.subject(), end.at, summary);
+    if serving.is_empty() {
+        return Some(Verdict::Orphan(Box::new(
+            finding.explain(explanation).with_evidence(evidence).remedy(
                 "Scale it down now. If the rollout was aborted, let the abort converge, then do one clean full run of the pipeline instead of re-running it.".to_owned(),
                 vec![format!("kubectl -n {} scale rs {} --replicas=0", track.namespace(), rs.name)],
-                "Do not re-run a pipeline whose canary a re-render restarted: each run can leave another ReplicaSet behind. Render once per release.".to_owned(),
+                prevention,
+            ),
+        )));
+    }
+    // Its pods are all that some Service sends traffic to: scaling it down now is an outage.
+    let ns = track.namespace();
+    let names: Vec<&str> = serving.iter().map(|(name, _)| *name).collect();
+    let names = names.join(", ");
+    let target = match (last.stable_rs.as_deref(), last.pod_hash.as_deref()) {
+        (Some(stable), _) => format!("the stable revision {stable}"),
+        (None, Some(current)) => format!("the current revision {current}"),
+        (None, None) => "a revision of the rollout that runs".to_owned(),
+    };
+    for (name, pos) in &serving {
+        evidence.push(crate::report::finding::Evidence::of(
+            *pos,
+            Subject::new(Kind::Service, ns, name),
+            format!("every ready endpoint of Service {name} is a pod of {hash}"),
+        ));
+    }
+    let mut commands = Vec::new();
+    for (name, _) in &serving {
+        commands.push(format!(
+            "kubectl -n {ns} get svc {name} -o jsonpath='{{.spec.selector}}'"
+        ));
+        commands.push(format!(
+            "kubectl -n {ns} get endpointslices -l kubernetes.io/service-name={name}"
+        ));
+    }
+    Some(Verdict::Orphan(Box::new(
+        finding
+            .explain(format!(
+                "{explanation} Its pods are the only ready endpoints of Service {names}, which routes to the rollout: scaling it down now would leave {names} with no endpoint, an outage."
+            ))
+            .with_evidence(evidence)
+            .remedy(
+                format!(
+                    "Do not scale it down yet: it is all that {names} sends traffic to. First put the selector of {names} back on {target} and wait until its endpoints list those pods (the commands below show both); only then scale {} down.",
+                    rs.name
+                ),
+                commands,
+                prevention,
             ),
     )))
 }
@@ -181,13 +251,14 @@ impl Detector for OrphanedReplicaSet {
     fn on_end(
         &mut self,
         tracks: &[&RolloutTrack],
+        world: &World,
         end: At,
         findings: &mut Vec<Finding>,
         undecided: &mut Vec<(Subject, String)>,
     ) {
         for track in tracks {
             for rs in track.replicasets().values() {
-                match check(track, rs, end, self.snapshot) {
+                match check(track, world, rs, end, self.snapshot) {
                     None => {}
                     Some(Verdict::Orphan(f)) => findings.push(*f),
                     Some(Verdict::TooSoon(note)) => undecided.push((track.subject(), note)),
@@ -243,6 +314,68 @@ mod tests {
                 .contains("scale-down-deadline annotation is empty")
         );
         assert!(f[0].remedy.summary.contains("one clean full run"));
+    }
+
+    /// The orphan of [`race`], with a Service selecting `selector` whose ready endpoints are
+    /// `pods` (revision, suffix).
+    fn served(selector: serde_json::Value, pods: &[(&str, &str)]) -> crate::Finding {
+        let mut kit = race(1, Some(""));
+        kit.service("checkout-api-active", selector);
+        for (hash, suffix) in pods {
+            kit.pod(hash, suffix, true, "app:2", "sha256:aa");
+        }
+        let names: Vec<String> = pods
+            .iter()
+            .map(|(h, s)| format!("checkout-api-{h}-{s}"))
+            .collect();
+        let endpoints: Vec<(&str, bool)> = names.iter().map(|n| (n.as_str(), true)).collect();
+        kit.slice("checkout-api-active", &endpoints);
+        kit.advance(120);
+        kit.step(1);
+        let report = kit.finish();
+        let mut orphans = report
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == Rule::OrphanedReplicaSet);
+        let f = orphans.next().expect("the orphan");
+        assert!(orphans.next().is_none());
+        f
+    }
+
+    #[test]
+    fn an_orphan_that_is_all_a_service_sends_traffic_to_is_not_scaled_down() {
+        let f = served(
+            json!({"app": "checkout-api", "rollouts-pod-template-hash": "h1"}),
+            &[("h1", "a1")],
+        );
+        let all = format!("{:?}", f.remedy);
+        assert!(!all.contains("scale rs"), "{all}");
+        assert!(f.remedy.summary.starts_with("Do not scale it down yet"), "{all}");
+        assert!(
+            f.remedy.summary.contains("back on the stable revision stable0"),
+            "{all}"
+        );
+        assert_eq!(
+            f.remedy.commands,
+            vec![
+                "kubectl -n payments get svc checkout-api-active -o jsonpath='{.spec.selector}'",
+                "kubectl -n payments get endpointslices -l kubernetes.io/service-name=checkout-api-active"
+            ]
+        );
+        assert!(f.explanation.contains("only ready endpoints of Service checkout-api-active"));
+        assert!(f.evidence.iter().any(|e| e.object.name == "checkout-api-active"));
+    }
+
+    #[test]
+    fn an_orphan_beside_other_endpoints_of_its_service_is_scaled_down() {
+        let f = served(
+            json!({"app": "checkout-api"}),
+            &[("h1", "a1"), ("stable0", "b1")],
+        );
+        assert_eq!(
+            f.remedy.commands,
+            vec!["kubectl -n payments scale rs checkout-api-h1 --replicas=0"]
+        );
     }
 
     #[test]

@@ -82,6 +82,7 @@ impl Detector for RestartChurn {
     fn on_end(
         &mut self,
         tracks: &[&RolloutTrack],
+        _world: &crate::model::world::World,
         _end: At,
         findings: &mut Vec<Finding>,
         _undecided: &mut Vec<(Subject, String)>,
