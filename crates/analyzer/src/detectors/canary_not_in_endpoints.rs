@@ -7,7 +7,9 @@
 //! for at least 10 s the EndpointSlices (`kubernetes.io/service-name`) of the Service that should
 //! send it traffic hold no ready address of any of its pods. The Service is the `canaryService`
 //! (the `stableService` once promoted) when the rollout names them, else every Service that
-//! selects the rollout's pods. A pod's revision comes from its hash label, else its owner
+//! selects the rollout's pods, except that one selecting by a label of the rollout's
+//! `stableMetadata` is meant for the stable pods only (judged once promoted), and one selecting
+//! by a label of its `canaryMetadata` for the canary pods only. A pod's revision comes from its hash label, else its owner
 //! ReplicaSet, else its name. Not raised after an abort. A Service none of whose EndpointSlices
 //! was recorded is not judged.
 //!
@@ -232,6 +234,9 @@ impl Detector for CanaryNotInEndpoints {
                 Route::Canary => !promoted,
                 Route::Stable => promoted,
                 Route::Selects => !named,
+                // By the rollout's ephemeral metadata: for its role only.
+                Route::SelectsCanary => !named && !promoted,
+                Route::SelectsStable => !named && promoted,
             });
         // This runs at every record that touches the rollout, and almost always the Service
         // serves the revision: that is asked first, and stops at the first such endpoint. The
@@ -538,5 +543,73 @@ mod tests {
                 .iter()
                 .all(|f| f.rule != Rule::CanaryNotInEndpoints)
         );
+    }
+}
+
+#[cfg(test)]
+mod ephemeral_metadata_tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, NAME, digest, pinned, template};
+
+    /// A canary with `stableMetadata` `role: stable` and `canaryMetadata` `role: canary` (on
+    /// each revision's ReplicaSet template, as the controller merges them), a Service for the
+    /// stable pods (`role: stable`) and one for all of them (`app`), whose endpoints hold the
+    /// canary's pod when `canary_in_app` is true. Paused at step 1, past the settle time.
+    fn paused(canary_in_app: bool) -> Vec<crate::Finding> {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["stableMetadata"] = json!({"labels": {"role": "stable"}});
+            s["strategy"]["canary"]["canaryMetadata"] = json!({"labels": {"role": "canary"}});
+        });
+        let role = |image: &str, checksum: &str, role: &str| {
+            let mut t = template(image, checksum);
+            t["metadata"]["labels"]["role"] = json!(role);
+            t
+        };
+        kit.replicaset("stable0", 5, role("app:1", "c0", "stable"), rf_format::Op::Modified);
+        for i in 0..2 {
+            kit.pod("stable0", &format!("s{i}"), true, &pinned("app:1"), &digest("app:1"));
+        }
+        let stable = [("checkout-api-stable0-s0", true), ("checkout-api-stable0-s1", true)];
+        kit.service("checkout-api-stable", json!({"app": NAME, "role": "stable"}));
+        kit.slice("checkout-api-stable", &stable);
+        kit.service("checkout-api", json!({"app": NAME}));
+        kit.slice("checkout-api", &stable);
+        kit.release_to_pause("new1", role("app:2", "c1", "canary"));
+        kit.pod("new1", "c0", true, &pinned("app:2"), &digest("app:2"));
+        if canary_in_app {
+            let mut all = stable.to_vec();
+            all.push(("checkout-api-new1-c0", true));
+            kit.slice("checkout-api", &all);
+        }
+        kit.advance(super::SETTLE_SECONDS + 1);
+        kit.step(1);
+        kit.advance(60);
+        kit.step(1);
+        kit.finish().findings
+    }
+
+    #[test]
+    fn a_service_for_the_stable_pods_by_stable_metadata_is_no_missing_canary() {
+        let findings = paused(true);
+        assert!(
+            findings.iter().all(|f| f.rule != Rule::CanaryNotInEndpoints
+                && f.rule != Rule::ServiceSelectorMismatch),
+            "{findings:#?}"
+        );
+    }
+
+    #[test]
+    fn the_canary_missing_from_the_service_of_every_pod_is_still_found() {
+        let findings = paused(false);
+        let missing: Vec<&str> = findings
+            .iter()
+            .filter(|f| f.rule == Rule::CanaryNotInEndpoints)
+            .map(|f| f.subject.name.as_str())
+            .collect();
+        assert_eq!(missing, ["checkout-api"], "{findings:#?}");
+        assert!(findings.iter().all(|f| f.rule != Rule::ServiceSelectorMismatch));
     }
 }

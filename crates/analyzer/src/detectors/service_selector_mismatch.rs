@@ -6,7 +6,9 @@
 //! whose selector selects the pods of one of its revisions) has a selector that the pods of the
 //! current revision (`status.currentPodHash`) do not satisfy, for at least 10 s. The
 //! `rollouts-pod-template-hash` key is left out: the controller manages it on the canary and
-//! stable Services. The finding names each key with the Service's value and the pods' value, once
+//! stable Services. So are the labels of the rollout's `canaryMetadata` and `stableMetadata`
+//! (a Service selecting `role: stable` from `stableMetadata`): the controller puts them on the
+//! pods of each role, after hashing, and moves them when the role changes. The finding names each key with the Service's value and the pods' value, once
 //! per Service and revision.
 //!
 //! # Why it matters
@@ -75,9 +77,16 @@ impl Detector for ServiceSelectorMismatch {
             let Some(selector) = &svc.selector else {
                 continue;
             };
+            // The controller's labels: the hash, and those of `canaryMetadata` and
+            // `stableMetadata`, which it moves from pod to pod with the role.
+            let (canary_labels, stable_labels) = track.ephemeral_labels();
+            let ephemeral = |k: &str, v: &String| {
+                canary_labels.get(k) == Some(v) || stable_labels.get(k) == Some(v)
+            };
             let wrong: Vec<(&String, &String, Option<&String>)> = selector
                 .iter()
                 .filter(|(k, _)| k.as_str() != HASH_LABEL)
+                .filter(|(k, v)| !ephemeral(k, v))
                 .filter(|(k, v)| rs.pod_labels.get(*k) != Some(*v))
                 .map(|(k, v)| (k, v, rs.pod_labels.get(k)))
                 .collect();
@@ -108,6 +117,8 @@ impl Detector for ServiceSelectorMismatch {
                 Route::Canary => "the rollout's canaryService",
                 Route::Stable => "the rollout's stableService",
                 Route::Selects => "a Service that selects the rollout's pods",
+                Route::SelectsStable => "a Service that selects the rollout's stable pods",
+                Route::SelectsCanary => "a Service that selects the rollout's canary pods",
             };
             let subject = Subject::new(Kind::Service, ns, name);
             let summary = format!(

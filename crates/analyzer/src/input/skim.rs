@@ -26,10 +26,11 @@ use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, Canary, CanaryStatus,
-    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView, Kept,
-    KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
-    PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
-    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights,
+    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView,
+    EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition,
+    PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView,
+    RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest,
+    Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -480,8 +481,28 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
         "trafficRouting" => c.traffic_routing => j.opt(|j| j.skip().map(|()| IgnoredAny))?,
         "canaryService" => c.canary_service => j.opt_string()?,
         "stableService" => c.stable_service => j.opt_string()?,
+        "canaryMetadata" => c.canary_metadata => j.opt(ephemeral)?,
+        "stableMetadata" => c.stable_metadata => j.opt(ephemeral)?,
     })?;
     Ok(c)
+}
+
+fn ephemeral(j: &mut Json<'_>) -> R<EphemeralMetadata> {
+    let mut m = EphemeralMetadata::default();
+    fields!(j, {
+        "labels" => m.labels => j.opt(strings)?,
+    })?;
+    Ok(m)
+}
+
+/// An object of strings (a selector, labels), every value a string.
+fn strings(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
+    let mut m = BTreeMap::new();
+    j.object(|j, key| {
+        m.insert(key.to_owned(), j.string()?.into());
+        Ok(())
+    })?;
+    Ok(m)
 }
 
 /// A canary step, as the view's `Step` visitor reads an object (other shapes: left to serde).
@@ -841,14 +862,7 @@ pub(crate) fn service(j: &mut Json<'_>) -> R<ServiceView> {
 fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
     let mut s = ServiceSpec::default();
     fields!(j, {
-        "selector" => s.selector => j.opt(|j| {
-            let mut m = BTreeMap::new();
-            j.object(|j, key| {
-                m.insert(key.to_owned(), j.string()?.into());
-                Ok(())
-            })?;
-            Ok(m)
-        })?,
+        "selector" => s.selector => j.opt(strings)?,
     })?;
     Ok(s)
 }

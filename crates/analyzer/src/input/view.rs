@@ -528,6 +528,16 @@ pub(crate) struct Canary {
     pub traffic_routing: Option<serde::de::IgnoredAny>,
     pub canary_service: Option<Str>,
     pub stable_service: Option<Str>,
+    pub canary_metadata: Option<EphemeralMetadata>,
+    pub stable_metadata: Option<EphemeralMetadata>,
+}
+
+/// `canaryMetadata` / `stableMetadata`: labels the controller puts on the pods of that role,
+/// after the pod-template hash is computed (and changes in place when the role changes).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EphemeralMetadata {
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

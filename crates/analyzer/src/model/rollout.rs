@@ -354,6 +354,10 @@ pub(crate) struct RolloutTrack {
     pub(super) stable_service: Option<String>,
     /// `spec.strategy.canary.trafficRouting` is set.
     pub(super) traffic_routing: bool,
+    /// `spec.strategy.canary.canaryMetadata.labels` / `stableMetadata.labels`: put on the pods
+    /// of that role by the controller.
+    pub(super) canary_labels: BTreeMap<String, String>,
+    pub(super) stable_labels: BTreeMap<String, String>,
     /// `spec.revisionHistoryLimit`.
     pub(super) revision_history_limit: Option<i64>,
     /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
@@ -415,6 +419,8 @@ impl RolloutTrack {
             canary_service: None,
             stable_service: None,
             traffic_routing: false,
+            canary_labels: BTreeMap::new(),
+            stable_labels: BTreeMap::new(),
             revision_history_limit: None,
             tracked_by: None,
             images: Vec::new(),
@@ -491,6 +497,11 @@ impl RolloutTrack {
     /// `spec.strategy.canary.stableService`.
     pub fn stable_service(&self) -> Option<&str> {
         self.stable_service.as_deref()
+    }
+
+    /// The labels `canaryMetadata` and `stableMetadata` put on the pods of each role.
+    pub fn ephemeral_labels(&self) -> (&BTreeMap<String, String>, &BTreeMap<String, String>) {
+        (&self.canary_labels, &self.stable_labels)
     }
 
     /// `spec.revisionHistoryLimit`.
@@ -704,6 +715,22 @@ impl RolloutTrack {
             self.stable_service = stable_service.map(str::to_owned);
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
+        fn labels(
+            m: Option<&crate::input::view::EphemeralMetadata>,
+        ) -> Option<&BTreeMap<String, String>> {
+            m.and_then(|m| m.labels.as_ref())
+        }
+        let empty = BTreeMap::new();
+        let canary_labels =
+            labels(canary.and_then(|c| c.canary_metadata.as_ref())).unwrap_or(&empty);
+        if self.canary_labels != *canary_labels {
+            self.canary_labels.clone_from(canary_labels);
+        }
+        let stable_labels =
+            labels(canary.and_then(|c| c.stable_metadata.as_ref())).unwrap_or(&empty);
+        if self.stable_labels != *stable_labels {
+            self.stable_labels.clone_from(stable_labels);
+        }
         self.revision_history_limit = view.spec.revision_history_limit;
         self.track_template(view, object, &cur, spec_changed);
 

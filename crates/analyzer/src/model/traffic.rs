@@ -141,6 +141,25 @@ pub(crate) enum Route {
     Stable,
     /// Its selector selects the pods of at least one revision of the rollout.
     Selects,
+    /// It selects them by a label of the rollout's `stableMetadata`: meant for the stable pods
+    /// only (the controller puts the label there, and moves it with the role).
+    SelectsStable,
+    /// Likewise by a label of its `canaryMetadata`: meant for the canary pods only.
+    SelectsCanary,
+}
+
+/// What role `selector` picks by the rollout's ephemeral metadata: the stable pods, the canary
+/// pods, or neither (no key of it is one of the labels the controller moves with the role).
+fn ephemeral_role(track: &RolloutTrack, selector: &BTreeMap<String, String>) -> Route {
+    let has =
+        |labels: &BTreeMap<String, String>| selector.iter().any(|(k, v)| labels.get(k) == Some(v));
+    if has(&track.stable_labels) {
+        Route::SelectsStable
+    } else if has(&track.canary_labels) {
+        Route::SelectsCanary
+    } else {
+        Route::Selects
+    }
 }
 
 /// How `service` relates to `track`, if at all.
@@ -157,7 +176,7 @@ pub(crate) fn route(track: &RolloutTrack, name: &str, svc: &ServiceObj) -> Optio
         .values()
         .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
         .any(|rs| selects(selector, &rs.pod_labels))
-        .then_some(Route::Selects)
+        .then(|| ephemeral_role(track, selector))
 }
 
 /// True when a ready endpoint of `service` is a pod of `track`'s revision `hash`: what a
