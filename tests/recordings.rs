@@ -175,6 +175,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ("blue-green-rerender-while-paused", &[Rule::DoubleRender]),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
+        ("ephemeral-metadata", &[]),
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
         ("manual-step-index-patch", &[]),

@@ -39,6 +39,9 @@ struct Render<'a> {
     version: &'a str,
     service_version: Option<&'a str>,
     min_ready: u32,
+    /// `stableMetadata` `role: stable` and `canaryMetadata` `role: canary`, and a second
+    /// Service, `checkout-api-stable`, selecting `role: stable`.
+    ephemeral: bool,
 }
 
 impl Default for Render<'_> {
@@ -50,6 +53,7 @@ impl Default for Render<'_> {
             version: "v1",
             service_version: None,
             min_ready: 0,
+            ephemeral: false,
         }
     }
 }
@@ -60,8 +64,16 @@ impl Render<'_> {
             Some(v) => format!("{{app: checkout-api, version: {v}}}"),
             None => "{app: checkout-api}".to_owned(),
         };
+        let (metadata, stable_service) = if self.ephemeral {
+            (
+                "\n      stableMetadata: {labels: {role: stable}}\n      canaryMetadata: {labels: {role: canary}}",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: checkout-api-stable}\nspec:\n  selector: {app: checkout-api, role: stable}\n  ports: [{port: 80, targetPort: 8080}]\n---\n",
+            )
+        } else {
+            ("", "")
+        };
         format!(
-            r#"apiVersion: v1
+            r#"{stable_service}apiVersion: v1
 kind: Service
 metadata: {{name: checkout-api}}
 spec:
@@ -84,7 +96,7 @@ spec:
       containers: [{{name: app, image: "{image}"}}]
   strategy:
     canary:
-      steps: {steps}
+      steps: {steps}{metadata}
 "#,
             min_ready = self.min_ready,
             version = self.version,
@@ -488,6 +500,89 @@ fn issue_25_adoption_selector_drift() {
         assert!(found.iter().any(|r| r == rule), "{rule} in {found:?}");
     }
     assert_not_the_race(&report, "adoption");
+}
+
+/// Ephemeral metadata: the controller puts `role: canary` on the canary's ReplicaSet template
+/// and `role: stable` on the stable's, after hashing; a Service selecting `role: stable` is for
+/// the stable pods by design. Paused at step 1 with the canary behind the Service of every pod,
+/// the analysis finds nothing (no "canary took no traffic", no selector mismatch on `role`),
+/// and `check` passes.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "ephemeral");
+    let file = rec_path(&c, "ephemeral");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let render = |image| Render {
+        image,
+        ephemeral: true,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0).yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1).yaml());
+    let paused = ns.wait_paused_at(APP, 1);
+    let (canary, stable) = (
+        hash(&paused),
+        paused["status"]["stableRS"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    // What the controller did: each role's label on its ReplicaSet's template.
+    let sets = c.get(&ns.name, "replicasets").unwrap();
+    let role_of = |h: &str| {
+        sets["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|rs| rs["metadata"]["labels"]["rollouts-pod-template-hash"] == h)
+            .map(|rs| rs["spec"]["template"]["metadata"]["labels"]["role"].clone())
+    };
+    assert_eq!(
+        role_of(&canary),
+        Some(serde_json::json!("canary")),
+        "{sets}"
+    );
+    assert_eq!(
+        role_of(&stable),
+        Some(serde_json::json!("stable")),
+        "{sets}"
+    );
+    // The Service of every pod lists the canary's pod once it is ready.
+    until(
+        "the canary's pod behind checkout-api",
+        Duration::from_secs(60),
+        || {
+            let list = c.get(&ns.name, "endpointslices").unwrap();
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == APP)
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .any(|e| {
+                    e["conditions"]["ready"] == true
+                        && e["targetRef"]["name"]
+                            .as_str()
+                            .is_some_and(|n| n.contains(&canary))
+                })
+                .then_some(())
+        },
+        || ns.state(),
+    );
+    let (code, out) = check(&c, &ns.name, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    // Past the settle time of the cross-object rules.
+    std::thread::sleep(Duration::from_secs(15));
+    let (report, code) = finish(&c, &ns, rec, "ephemeral-metadata", &[]);
+    let found = rules(&report);
+    for rule in ["canary-not-in-endpoints", "service-selector-mismatch"] {
+        assert!(!found.iter().any(|r| r == rule), "{rule} in {found:?}");
+    }
+    assert_eq!(code, Some(0), "{found:?}");
+    assert_not_the_race(&report, "ephemeral metadata");
 }
 
 /// The gap records of a recording: (kind, reason).
