@@ -172,7 +172,15 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             "adoption-selector-drift",
             &[Rule::ServiceSelectorMismatch, Rule::CanaryNotInEndpoints],
         ),
-        ("blue-green-rerender-while-paused", &[Rule::DoubleRender]),
+        (
+            "blue-green-rerender-while-paused",
+            &[
+                Rule::DoubleRender,
+                Rule::RerenderRestart,
+                Rule::PauseLost,
+                Rule::ConfigOnlyRerender,
+            ],
+        ),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
         ("ephemeral-metadata", &[]),

@@ -29,7 +29,7 @@
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{
-    Detector, Facts, FactsUse, SETTLE_SECONDS, Scene, Settling, argo, step_words,
+    Detector, Facts, FactsUse, SETTLE_SECONDS, Scene, Settling, argo, paused_words, step_words,
 };
 use crate::report::finding::{Finding, Rule, Severity, Subject};
 use crate::base::time::rfc3339;
@@ -118,20 +118,25 @@ impl Detector for GitopsHealthMismatch {
                     track.subject(),
                     since.at,
                     format!(
-                        "Application {} reads {health} while rollout {} is paused at {} by design",
+                        "Application {} reads {health} while rollout {} is paused {} by design",
                         app.name,
                         track.name(),
-                        step_words(track, cur.step_index)
+                        if track.is_blue_green() {
+                            "before promotion".to_owned()
+                        } else {
+                            format!("at {}", step_words(track, cur.step_index))
+                        }
                     ),
                 )
                 .with_severity(Severity::Info)
                 .explain(format!(
-                    "Argo CD maps a paused Rollout to Suspended (older health checks to Degraded). The rollout itself is fine: it waits at a pause step on {hash} since {}. Trust the rollout, not the app health: do not re-run the pipeline or re-sync because of this colour.",
+                    "Argo CD maps a paused Rollout to Suspended (older health checks to Degraded). The rollout itself is fine: it waits at {} on {hash} since {}. Trust the rollout, not the app health: do not re-run the pipeline or re-sync because of this colour.",
+                    if track.is_blue_green() { "its pause before promotion" } else { "a pause step" },
                     rfc3339(cur.pos.at)
                 ))
                 .with_evidence([
                     app.evidence(app_state),
-                    track.evidence(cur.pos, format!("paused at step {} (CanaryPauseStep)", cur.step_index)),
+                    track.evidence(cur.pos, paused_words(track, cur.step_index)),
                 ])
                 .remedy(
                     "Nothing to fix; promote when the canary is verified.".to_owned(),

@@ -434,8 +434,32 @@ pub(crate) fn argo(track: &RolloutTrack) -> String {
     format!("{} -n {}", track.name(), track.namespace())
 }
 
-/// "step 1 (pause (until promoted))" for a step index of `track`.
+/// The pause of `track` at step `index` as a record shows it: "paused at step 1
+/// (CanaryPauseStep)", or "paused before promotion (BlueGreenPause)".
+pub(crate) fn paused_words(track: &RolloutTrack, index: i64) -> String {
+    if track.is_blue_green() {
+        "paused before promotion (BlueGreenPause)".to_owned()
+    } else {
+        format!("paused at step {index} (CanaryPauseStep)")
+    }
+}
+
+/// The pause at step `index` of `track` in a sentence: "the pause at step 1", or "the
+/// pre-promotion pause" of a blue-green rollout.
+pub(crate) fn pause_words(track: &RolloutTrack, index: i64) -> String {
+    if track.is_blue_green() {
+        "the pre-promotion pause".to_owned()
+    } else {
+        format!("the pause at step {index}")
+    }
+}
+
+/// "step 1 (pause (until promoted))" for a step index of `track`; "the pre-promotion pause"
+/// for a blue-green rollout.
 pub(crate) fn step_words(track: &RolloutTrack, index: i64) -> String {
+    if track.is_blue_green() {
+        return "the pre-promotion pause".to_owned();
+    }
     let what = usize::try_from(index)
         .ok()
         .and_then(|i| track.steps().get(i))

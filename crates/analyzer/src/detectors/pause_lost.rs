@@ -2,7 +2,9 @@
 //!
 //! # What it detects
 //! A canary pause step was reached (a `CanaryPauseStep` pause condition was seen for the
-//! revision) and then lost: a new pod template restarted the canary at step 0.
+//! revision) and then lost: a new pod template restarted the canary at step 0. For a blue-green
+//! rollout, the pause before promotion (`BlueGreenPause`) of a preview that a new pod template
+//! replaced: the new preview pauses again only once its ReplicaSet is ready.
 //!
 //! # Why it matters
 //! A pipeline step that waits for that pause (a poll for `phase: Paused` at step N, or
@@ -18,7 +20,7 @@
 //! Watch it reach the pause again (`kubectl argo rollouts get rollout NAME -n NS --watch`); make
 //! the wait's timer restart when `status.currentPodHash` changes.
 
-use crate::detectors::{Detector, argo, step_words};
+use crate::detectors::{Detector, argo, pause_words, paused_words, step_words};
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -32,6 +34,22 @@ pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
 #[derive(Debug)]
 pub(crate) struct PauseLost;
 
+/// The record of the change that lost the pause, in words.
+fn hash_change_words(
+    track: &crate::model::rollout::RolloutTrack,
+    t: &Transition<'_>,
+    change: &crate::model::rollout::RevisionChange,
+) -> String {
+    if track.is_blue_green() {
+        format!("pause conditions cleared; currentPodHash {} -> {}", change.from, change.to)
+    } else {
+        format!(
+            "pause conditions cleared; currentPodHash {} -> {}, currentStepIndex {} -> {}",
+            change.from, change.to, t.prev.step_index, t.cur.step_index
+        )
+    }
+}
+
 impl Detector for PauseLost {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let Some(change) = t.revision else { return };
@@ -44,7 +62,8 @@ impl Detector for PauseLost {
         let track = t.track;
         let still_paused = t.prev.at_pause_step() && t.prev.step_index == pause;
         let summary = format!(
-            "the pause at step {pause} was lost: {} had {} it since {} ({}) when a new pod template restarted the canary",
+            "{} was lost: {} had {} it since {} ({}) when a new pod template restarted the {}",
+            pause_words(track, pause),
             change.from,
             if still_paused {
                 "been paused at"
@@ -52,9 +71,11 @@ impl Detector for PauseLost {
                 "reached"
             },
             rfc3339(reached.at),
-            human_duration(t.cur.pos.at.0 - reached.at.0)
+            human_duration(t.cur.pos.at.0 - reached.at.0),
+            if track.is_blue_green() { "preview" } else { "canary" }
         );
         let redo = match pause {
+            _ if track.is_blue_green() => "once the new preview ReplicaSet is ready".to_owned(),
             0 => "at once".to_owned(),
             1 => "once step 0 has run anew".to_owned(),
             p => format!("once steps 0 to {} have run anew", p - 1),
@@ -68,18 +89,13 @@ impl Detector for PauseLost {
             Finding::new(Rule::PauseLost, track.subject(), track.subject(), t.cur.pos.at, summary)
                 .explain(explanation)
                 .with_evidence([
-                    track.evidence(reached, format!("paused at step {pause} (CanaryPauseStep) on {}", change.from)),
-                    track.evidence(
-                        t.cur.pos,
-                        format!(
-                            "pause conditions cleared; currentPodHash {} -> {}, currentStepIndex {} -> {}",
-                            change.from, change.to, t.prev.step_index, t.cur.step_index
-                        ),
-                    ),
+                    track.evidence(reached, format!("{} on {}", paused_words(track, pause), change.from)),
+                    track.evidence(t.cur.pos, hash_change_words(track, t, change)),
                 ])
                 .remedy(
                     format!(
-                        "Do not time out and re-run: watch the rollout reach the pause at step {pause} again on {}, then continue the release as planned.",
+                        "Do not time out and re-run: watch the rollout reach {} again on {}, then continue the release as planned.",
+                        pause_words(track, pause),
                         change.to
                     ),
                     vec![format!("kubectl argo rollouts get rollout {} --watch", argo(track))],
@@ -130,5 +146,90 @@ mod tests {
             kit.rules()
         );
         assert!(!kit.rules().contains(&Rule::PauseLost), "{:?}", kit.rules());
+    }
+}
+
+#[cfg(test)]
+mod blue_green_tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::testkit::{Kit, template};
+
+    /// A blue-green rollout, Healthy on `stable0`, then `h1` released as its preview.
+    fn preview() -> Kit {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s.insert(
+                "strategy".into(),
+                json!({"blueGreen": {"activeService": "checkout-api", "previewService": "checkout-api-preview", "autoPromotionEnabled": false}}),
+            );
+        });
+        kit.status(|s| {
+            s.remove("currentStepIndex");
+        });
+        kit.advance(5);
+        kit.new_revision("h1", template("app:2", "c1"));
+        kit.status(|s| {
+            s.remove("currentStepIndex");
+        });
+        kit.advance(5);
+        kit.scale("h1", 5, template("app:2", "c1"));
+        kit
+    }
+
+    fn paused_before_promotion(kit: &mut Kit) {
+        kit.status(|s| {
+            s.insert(
+                "pauseConditions".into(),
+                json!([{"reason": "BlueGreenPause", "startTime": "2026-03-14T13:01:00Z"}]),
+            );
+            s.insert("controllerPause".into(), json!(true));
+            s.insert("phase".into(), json!("Paused"));
+        });
+    }
+
+    #[test]
+    fn a_new_template_at_the_pre_promotion_pause_loses_it() {
+        let mut kit = preview();
+        paused_before_promotion(&mut kit);
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        let rules = kit.rules();
+        for rule in [Rule::PauseLost, Rule::RerenderRestart, Rule::ConfigOnlyRerender] {
+            assert!(rules.contains(&rule), "{rule} in {rules:?}");
+        }
+        let lost = kit.found.iter().find(|f| f.rule == Rule::PauseLost).unwrap();
+        assert!(lost.summary.starts_with("the pre-promotion pause was lost"), "{}", lost.summary);
+        assert!(lost.summary.ends_with("restarted the preview"), "{}", lost.summary);
+        let restart = kit.found.iter().find(|f| f.rule == Rule::RerenderRestart).unwrap();
+        assert!(restart.summary.starts_with("preview restarted"), "{}", restart.summary);
+        assert!(!format!("{restart:?}").contains("step 0"), "{restart:?}");
+    }
+
+    #[test]
+    fn a_new_template_before_the_preview_paused_restarts_nothing() {
+        let mut kit = preview();
+        kit.advance(3);
+        kit.new_revision("h2", template("app:2", "c2"));
+        let rules = kit.rules();
+        assert!(!rules.contains(&Rule::PauseLost) && !rules.contains(&Rule::RerenderRestart), "{rules:?}");
+    }
+
+    #[test]
+    fn a_release_after_promotion_restarts_nothing() {
+        let mut kit = preview();
+        paused_before_promotion(&mut kit);
+        kit.advance(30);
+        kit.status(|s| {
+            s.remove("pauseConditions");
+            s.remove("controllerPause");
+            s.insert("stableRS".into(), json!("h1"));
+            s.insert("phase".into(), json!("Healthy"));
+        });
+        kit.advance(60);
+        kit.new_revision("h2", template("app:3", "c1"));
+        let rules = kit.rules();
+        assert!(!rules.contains(&Rule::PauseLost) && !rules.contains(&Rule::RerenderRestart), "{rules:?}");
     }
 }

@@ -7,7 +7,9 @@
 //! new pod template and restarted the canary. Never raised for an abort (the index drops, the hash
 //! stays), a steps-only change (`currentStepHash` changes, the hash stays), a rollback to stable
 //! (the new hash is `stableRS`: the index jumps to the end), or a new release from a completed
-//! rollout.
+//! rollout. A blue-green rollout has no steps: its preview restarted when a new pod template
+//! replaced it while it waited at its pause before promotion (`BlueGreenPause`), not after
+//! promotion and not before the pause was reached.
 //!
 //! # Why it matters
 //! A GitOps re-render that changes anything in the pod template, even only a `checksum/config`
@@ -27,7 +29,7 @@
 //! Do not re-run the pipeline; `kubectl argo rollouts get rollout NAME -n NS`. Render once per
 //! release; make the wait reset on a hash change.
 
-use crate::detectors::{Detector, argo, step_words};
+use crate::detectors::{Detector, argo, paused_words, step_words};
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -56,30 +58,50 @@ impl Detector for RerenderRestart {
             ),
             _ => String::new(),
         };
-        let summary = format!(
-            "canary restarted at step {}: {} of {} was lost to a new pod template {}{}",
-            t.cur.step_index,
-            step_words(track, lost),
-            change.from,
-            change.to,
-            since
-        );
+        let blue_green = track.is_blue_green();
+        let what = if blue_green { "preview" } else { "canary" };
+        let summary = if blue_green {
+            format!(
+                "preview restarted: the pre-promotion pause of {} was lost to a new pod template {}{}",
+                change.from, change.to, since
+            )
+        } else {
+            format!(
+                "canary restarted at step {}: {} of {} was lost to a new pod template {}{}",
+                t.cur.step_index,
+                step_words(track, lost),
+                change.from,
+                change.to,
+                since
+            )
+        };
         let paused_note = if t.prev.at_pause_step() {
             format!(", paused at step {lost}")
         } else {
             String::new()
         };
-        let mut explanation = format!(
-            "status.currentPodHash changed {} ({}) -> {} ({}) while the canary was in progress: it had reached step {} of {}{}. The controller reset status.currentStepIndex to {}.",
-            change.from,
-            track.rs_name(&change.from),
-            change.to,
-            track.rs_name(&change.to),
-            change.old_progress.max_index,
-            t.prev.steps_len,
-            paused_note,
-            t.cur.step_index
-        );
+        let mut explanation = if blue_green {
+            format!(
+                "status.currentPodHash changed {} ({}) -> {} ({}) while the preview waited to be promoted{}: the controller starts a new preview ReplicaSet, and the pause before promotion comes again only once it is ready.",
+                change.from,
+                track.rs_name(&change.from),
+                change.to,
+                track.rs_name(&change.to),
+                if t.prev.at_pause_step() { " (paused before promotion)" } else { "" },
+            )
+        } else {
+            format!(
+                "status.currentPodHash changed {} ({}) -> {} ({}) while the canary was in progress: it had reached step {} of {}{}. The controller reset status.currentStepIndex to {}.",
+                change.from,
+                track.rs_name(&change.from),
+                change.to,
+                track.rs_name(&change.to),
+                change.old_progress.max_index,
+                t.prev.steps_len,
+                paused_note,
+                t.cur.step_index
+            )
+        };
         if let Some(r) = &change.render {
             explanation.push_str(&format!(
                 " The new template came from a spec change at {} (generation {}{}).",
@@ -103,7 +125,7 @@ impl Detector for RerenderRestart {
             .push_str(" This was not an abort, a steps-only change or a rollback to stable.");
 
         let mut evidence = Vec::new();
-        if let Some(at) = change.old_progress.max_at {
+        if let Some(at) = change.old_progress.max_at.filter(|_| !blue_green) {
             evidence.push(track.evidence(
                 at,
                 format!(
@@ -116,7 +138,7 @@ impl Detector for RerenderRestart {
         if let Some((p, at)) = change.old_progress.last_pause() {
             evidence.push(track.evidence(
                 at,
-                format!("paused at step {p} (CanaryPauseStep) on {}", change.from),
+                format!("{} on {}", paused_words(track, p), change.from),
             ));
         }
         for (label, r) in [
@@ -145,10 +167,14 @@ impl Detector for RerenderRestart {
         }
         evidence.push(track.evidence(
             t.cur.pos,
-            format!(
-                "currentPodHash {} -> {}, currentStepIndex {} -> {}",
-                change.from, change.to, lost, t.cur.step_index
-            ),
+            if blue_green {
+                format!("currentPodHash {} -> {}", change.from, change.to)
+            } else {
+                format!(
+                    "currentPodHash {} -> {}, currentStepIndex {} -> {}",
+                    change.from, change.to, lost, t.cur.step_index
+                )
+            },
         ));
 
         out.push(
@@ -157,7 +183,7 @@ impl Detector for RerenderRestart {
                 .with_evidence(evidence)
                 .remedy(
                     format!(
-                        "Do not re-run the pipeline: every run renders twice and restarts the canary again. Let the canary on {} progress, or abort it and do one clean run.",
+                        "Do not re-run the pipeline: every run renders twice and restarts the {what} again. Let the {what} on {} progress, or abort it and do one clean run.",
                         change.to
                     ),
                     vec![format!("kubectl argo rollouts get rollout {}", argo(track))],

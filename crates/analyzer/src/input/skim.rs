@@ -470,6 +470,7 @@ fn strategy(j: &mut Json<'_>) -> R<Strategy> {
     let mut s = Strategy::default();
     fields!(j, {
         "canary" => s.canary => j.opt(canary)?,
+        "blueGreen" => s.blue_green => j.opt(|j| j.skip().map(|()| IgnoredAny))?,
     })?;
     Ok(s)
 }

@@ -544,6 +544,8 @@ pub(crate) struct EphemeralMetadata {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Strategy {
     pub canary: Option<Canary>,
+    /// `spec.strategy.blueGreen`: only whether it is there, for now.
+    pub blue_green: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Default, Deserialize)]

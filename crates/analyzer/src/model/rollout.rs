@@ -126,8 +126,12 @@ impl Snapshot {
     }
 
     /// True when paused at a canary pause step.
+    /// Paused at a pause the strategy plans: a canary's pause step (`CanaryPauseStep`), or a
+    /// blue-green preview waiting to be promoted (`BlueGreenPause`, at step index 0).
     pub fn at_pause_step(&self) -> bool {
-        self.pause_reasons.iter().any(|r| r == "CanaryPauseStep")
+        self.pause_reasons
+            .iter()
+            .any(|r| r == "CanaryPauseStep" || r == "BlueGreenPause")
     }
 
     /// Same state apart from where and by whom it was observed.
@@ -354,6 +358,8 @@ pub(crate) struct RolloutTrack {
     pub(super) stable_service: Option<String>,
     /// `spec.strategy.canary.trafficRouting` is set.
     pub(super) traffic_routing: bool,
+    /// `spec.strategy.blueGreen` is set.
+    pub(super) blue_green: bool,
     /// `spec.strategy.canary.canaryMetadata.labels` / `stableMetadata.labels`: put on the pods
     /// of that role by the controller.
     pub(super) canary_labels: BTreeMap<String, String>,
@@ -419,6 +425,7 @@ impl RolloutTrack {
             canary_service: None,
             stable_service: None,
             traffic_routing: false,
+            blue_green: false,
             canary_labels: BTreeMap::new(),
             stable_labels: BTreeMap::new(),
             revision_history_limit: None,
@@ -502,6 +509,11 @@ impl RolloutTrack {
     /// The labels `canaryMetadata` and `stableMetadata` put on the pods of each role.
     pub fn ephemeral_labels(&self) -> (&BTreeMap<String, String>, &BTreeMap<String, String>) {
         (&self.canary_labels, &self.stable_labels)
+    }
+
+    /// Its strategy is blue-green: no steps, one pause before promotion (`BlueGreenPause`).
+    pub fn is_blue_green(&self) -> bool {
+        self.blue_green
     }
 
     /// `spec.revisionHistoryLimit`.
@@ -715,6 +727,7 @@ impl RolloutTrack {
             self.stable_service = stable_service.map(str::to_owned);
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
+        self.blue_green = view.spec.strategy.blue_green.is_some();
         fn labels(
             m: Option<&crate::input::view::EphemeralMetadata>,
         ) -> Option<&BTreeMap<String, String>> {
@@ -913,8 +926,10 @@ impl RolloutTrack {
                 } else if prev.abort {
                     RevisionClass::AfterAbort
                 } else if is_stable(from)
-                    || prev.steps_len == 0
-                    || prev.step_index >= prev.steps_len as i64
+                    // A canary past its last step is complete; a blue-green preview has no
+                    // steps, and is complete only once promoted (stable).
+                    || (!self.blue_green
+                        && (prev.steps_len == 0 || prev.step_index >= prev.steps_len as i64))
                 {
                     RevisionClass::NewRelease
                 } else if old_progress.progressed() && dropped {

@@ -26,7 +26,8 @@ pub struct WaitArgs {
     /// Its namespace (default: the kubeconfig context's).
     #[arg(short = 'n', long = "namespace", value_name = "NS")]
     pub namespace: Option<String>,
-    /// What to wait for: `pause` (a canary pause step reached), `step=N` (step index N reached),
+    /// What to wait for: `pause` (a canary pause step, or a blue-green preview's pause before
+    /// promotion, reached), `step=N` (step index N reached),
     /// or `healthy` (fully promoted).
     #[arg(long = "for", value_name = "CONDITION")]
     pub condition: String,
@@ -186,9 +187,10 @@ impl Waiter {
             .map_or(0, Vec::len);
         let index = status["currentStepIndex"].as_i64().unwrap_or(0);
         let phase = status["phase"].as_str().map(str::to_owned);
-        let paused = status["pauseConditions"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|c| c["reason"] == "CanaryPauseStep"));
+        let paused = status["pauseConditions"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|c| c["reason"] == "CanaryPauseStep" || c["reason"] == "BlueGreenPause")
+        });
         let stable = status["stableRS"].as_str();
         let generation = rollout
             .pointer("/metadata/generation")
@@ -665,6 +667,42 @@ mod tests {
             }
         );
         assert_eq!(w.waiter.seen.restarts, 1);
+    }
+
+    #[test]
+    fn a_blue_green_preview_paused_before_promotion_is_success_for_pause_and_its_loss_a_restart() {
+        let blue_green = |hash: &str, paused: bool| {
+            let mut v = json!({
+                "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 2},
+                "spec": {"strategy": {"blueGreen": {"activeService": "web", "previewService": "web-preview"}}},
+                "status": {"currentPodHash": hash, "stableRS": "s0", "phase": "Progressing",
+                           "observedGeneration": "2"}
+            });
+            if paused {
+                v["status"]["pauseConditions"] = json!([{"reason": "BlueGreenPause"}]);
+                v["status"]["phase"] = json!("Paused");
+            }
+            v
+        };
+        let mut w = Fed::new(Want::Healthy, 3, false);
+        w.observe(&blue_green("s0", false));
+        w.observe(&blue_green("h1", false));
+        w.observe(&blue_green("h1", true));
+        assert_eq!(
+            w.observe(&blue_green("h2", false)),
+            Step::Restarted {
+                from: "h1".into(),
+                to: "h2".into(),
+                counted: true
+            },
+            "the pre-promotion pause lost to a new template"
+        );
+        let mut w = Fed::new(Want::Pause, 3, false);
+        w.observe(&blue_green("h1", false));
+        assert_eq!(
+            w.observe(&blue_green("h1", true)),
+            Step::Done(Outcome::Reached)
+        );
     }
 
     #[test]
