@@ -229,6 +229,43 @@ impl Kit {
         self.pause();
     }
 
+    /// Makes the rollout blue-green (active Service `checkout-api`, preview
+    /// `checkout-api-preview`, no auto-promotion): no steps, no step index.
+    pub fn blue_green(&mut self) {
+        self.spec(|s| {
+            s.insert(
+                "strategy".into(),
+                json!({"blueGreen": {"activeService": NAME, "previewService": format!("{NAME}-preview"),
+                                     "autoPromotionEnabled": false}}),
+            );
+        });
+        self.status(|s| {
+            s.remove("currentStepIndex");
+        });
+    }
+
+    /// A blue-green preview paused before promotion.
+    pub fn pause_before_promotion(&mut self) {
+        self.status(|s| {
+            s.insert(
+                "pauseConditions".into(),
+                json!([{"reason": "BlueGreenPause", "startTime": "2026-03-14T13:01:00Z"}]),
+            );
+            s.insert("controllerPause".into(), json!(true));
+            s.insert("phase".into(), json!("Paused"));
+        });
+    }
+
+    /// A blue-green preview `hash` promoted: the active revision, Healthy.
+    pub fn promote_blue_green(&mut self, hash: &str) {
+        self.status(|s| {
+            s.remove("pauseConditions");
+            s.remove("controllerPause");
+            s.insert("stableRS".into(), json!(hash));
+            s.insert("phase".into(), json!("Healthy"));
+        });
+    }
+
     pub fn rules(&self) -> Vec<Rule> {
         self.found.iter().map(|f| f.rule).collect()
     }

@@ -6,7 +6,8 @@
 //! the first `setWeight`, or Healthy after promotion), pods of that revision are Ready, and yet
 //! for at least 10 s the EndpointSlices (`kubernetes.io/service-name`) of the Service that should
 //! send it traffic hold no ready address of any of its pods. The Service is the `canaryService`
-//! (the `stableService` once promoted) when the rollout names them, else every Service that
+//! (the `stableService` once promoted) when the rollout names them (for a blue-green rollout,
+//! once promoted, its `activeService`), else every Service that
 //! selects the rollout's pods, except that one selecting by a label of the rollout's
 //! `stableMetadata` is meant for the stable pods only (judged once promoted), and one selecting
 //! by a label of its `canaryMetadata` for the canary pods only. A pod's revision comes from its hash label, else its owner
@@ -611,5 +612,81 @@ mod ephemeral_metadata_tests {
             .collect();
         assert_eq!(missing, ["checkout-api"], "{findings:#?}");
         assert!(findings.iter().all(|f| f.rule != Rule::ServiceSelectorMismatch));
+    }
+}
+
+#[cfg(test)]
+mod blue_green_tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::detectors::pause_lost::blue_green_tests::preview;
+    use crate::testkit::{Kit, NAME, digest, pinned};
+
+    /// `h1` promoted, its pods ready, the active Service `checkout-api` selecting revision
+    /// `selected` and listing its pods.
+    fn promoted(selected: &str) -> Kit {
+        let mut kit = preview();
+        kit.pause_before_promotion();
+        kit.advance(30);
+        kit.promote_blue_green("h1");
+        for i in 0..2 {
+            kit.pod("h1", &format!("n{i}"), true, &pinned("app:2"), &digest("app:2"));
+            kit.pod("stable0", &format!("s{i}"), true, &pinned("app:1"), &digest("app:1"));
+        }
+        kit.service(NAME, json!({"app": NAME, "rollouts-pod-template-hash": selected}));
+        let pods = [
+            (format!("{NAME}-{selected}-{}", if selected == "h1" { "n0" } else { "s0" }), true),
+            (format!("{NAME}-{selected}-{}", if selected == "h1" { "n1" } else { "s1" }), true),
+        ];
+        let pods: Vec<(&str, bool)> = pods.iter().map(|(p, r)| (p.as_str(), *r)).collect();
+        kit.slice(NAME, &pods);
+        kit.advance(super::SETTLE_SECONDS + 1);
+        kit.promote_blue_green("h1");
+        kit
+    }
+
+    #[test]
+    fn an_active_service_left_on_the_old_revision_after_promotion_is_not_adopted() {
+        let findings = promoted("stable0").finish().findings;
+        let missing: Vec<&str> = findings
+            .iter()
+            .filter(|f| f.rule == Rule::CanaryNotInEndpoints)
+            .map(|f| f.subject.name.as_str())
+            .collect();
+        assert_eq!(missing, [NAME], "{findings:#?}");
+    }
+
+    #[test]
+    fn the_active_service_is_the_one_judged_and_named_after_promotion() {
+        // Named as activeService, the Service routes to the rollout even though its selector
+        // (a version label no revision carries) selects none of its pods.
+        let mut kit = preview();
+        kit.pause_before_promotion();
+        kit.advance(30);
+        kit.promote_blue_green("h1");
+        kit.service(NAME, json!({"app": NAME, "version": "v1"}));
+        kit.advance(super::SETTLE_SECONDS + 1);
+        kit.promote_blue_green("h1");
+        let findings = kit.finish().findings;
+        let mismatch = findings
+            .iter()
+            .find(|f| f.rule == Rule::ServiceSelectorMismatch)
+            .unwrap_or_else(|| panic!("{findings:#?}"));
+        assert!(
+            mismatch.explanation.contains("the rollout's activeService"),
+            "{}",
+            mismatch.explanation
+        );
+    }
+
+    #[test]
+    fn an_active_service_switched_to_the_promoted_revision_is_fine() {
+        let findings = promoted("h1").finish().findings;
+        assert!(
+            findings.iter().all(|f| f.rule != Rule::CanaryNotInEndpoints
+                && f.rule != Rule::ServiceSelectorMismatch),
+            "{findings:#?}"
+        );
     }
 }

@@ -150,24 +150,14 @@ mod tests {
 }
 
 #[cfg(test)]
-mod blue_green_tests {
-    use serde_json::json;
-
+pub(crate) mod blue_green_tests {
     use crate::Rule;
     use crate::testkit::{Kit, template};
 
     /// A blue-green rollout, Healthy on `stable0`, then `h1` released as its preview.
-    fn preview() -> Kit {
+    pub(crate) fn preview() -> Kit {
         let mut kit = Kit::new();
-        kit.spec(|s| {
-            s.insert(
-                "strategy".into(),
-                json!({"blueGreen": {"activeService": "checkout-api", "previewService": "checkout-api-preview", "autoPromotionEnabled": false}}),
-            );
-        });
-        kit.status(|s| {
-            s.remove("currentStepIndex");
-        });
+        kit.blue_green();
         kit.advance(5);
         kit.new_revision("h1", template("app:2", "c1"));
         kit.status(|s| {
@@ -178,21 +168,10 @@ mod blue_green_tests {
         kit
     }
 
-    fn paused_before_promotion(kit: &mut Kit) {
-        kit.status(|s| {
-            s.insert(
-                "pauseConditions".into(),
-                json!([{"reason": "BlueGreenPause", "startTime": "2026-03-14T13:01:00Z"}]),
-            );
-            s.insert("controllerPause".into(), json!(true));
-            s.insert("phase".into(), json!("Paused"));
-        });
-    }
-
     #[test]
     fn a_new_template_at_the_pre_promotion_pause_loses_it() {
         let mut kit = preview();
-        paused_before_promotion(&mut kit);
+        kit.pause_before_promotion();
         kit.advance(30);
         kit.new_revision("h2", template("app:2", "c2"));
         let rules = kit.rules();
@@ -219,14 +198,9 @@ mod blue_green_tests {
     #[test]
     fn a_release_after_promotion_restarts_nothing() {
         let mut kit = preview();
-        paused_before_promotion(&mut kit);
+        kit.pause_before_promotion();
         kit.advance(30);
-        kit.status(|s| {
-            s.remove("pauseConditions");
-            s.remove("controllerPause");
-            s.insert("stableRS".into(), json!("h1"));
-            s.insert("phase".into(), json!("Healthy"));
-        });
+        kit.promote_blue_green("h1");
         kit.advance(60);
         kit.new_revision("h2", template("app:3", "c1"));
         let rules = kit.rules();

@@ -2,14 +2,15 @@
 //! current revision's pods.
 //!
 //! # What it detects
-//! A Service that routes to the rollout (named as its `canaryService` or `stableService`, or
-//! whose selector selects the pods of one of its revisions) has a selector that the pods of the
+//! A Service that routes to the rollout (named as its `canaryService` or `stableService`, a
+//! blue-green rollout's `previewService` or `activeService`, or whose selector selects the pods
+//! of one of its revisions) has a selector that the pods of the
 //! current revision (`status.currentPodHash`) do not satisfy, for at least 10 s. The
 //! `rollouts-pod-template-hash` key is left out: the controller manages it on the canary and
 //! stable Services. So are the labels of the rollout's `canaryMetadata` and `stableMetadata`
 //! (a Service selecting `role: stable` from `stableMetadata`): the controller puts them on the
-//! pods of each role, after hashing, and moves them when the role changes. The finding names each key with the Service's value and the pods' value, once
-//! per Service and revision.
+//! pods of each role, after hashing, and moves them when the role changes. The finding names
+//! each key with the Service's value and the pods' value, once per Service and revision.
 //!
 //! # Why it matters
 //! Every gate can be green while no customer reaches the new revision: the rollout is Healthy
@@ -114,6 +115,8 @@ impl Detector for ServiceSelectorMismatch {
                 })
                 .collect();
             let role = match why {
+                Route::Canary if track.is_blue_green() => "the rollout's previewService",
+                Route::Stable if track.is_blue_green() => "the rollout's activeService",
                 Route::Canary => "the rollout's canaryService",
                 Route::Stable => "the rollout's stableService",
                 Route::Selects => "a Service that selects the rollout's pods",

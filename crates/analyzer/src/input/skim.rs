@@ -25,12 +25,12 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, Canary, CanaryStatus,
-    Condition, Container, ContainerStatus, Endpoint, EndpointConditions, EndpointSliceView,
-    EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta, OwnerRef, PauseCondition, PodCondition,
-    PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView,
-    RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest,
-    Weights,
+    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen, Canary,
+    CanaryStatus, Condition, Container, ContainerStatus, Endpoint, EndpointConditions,
+    EndpointSliceView, EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta, OwnerRef,
+    PauseCondition, PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
+    RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped,
+    Step, Strategy, TargetRef, WeightDest, Weights,
 };
 
 /// This reader does not decide: serde does.
@@ -470,7 +470,7 @@ fn strategy(j: &mut Json<'_>) -> R<Strategy> {
     let mut s = Strategy::default();
     fields!(j, {
         "canary" => s.canary => j.opt(canary)?,
-        "blueGreen" => s.blue_green => j.opt(|j| j.skip().map(|()| IgnoredAny))?,
+        "blueGreen" => s.blue_green => j.opt(blue_green)?,
     })?;
     Ok(s)
 }
@@ -486,6 +486,15 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
         "stableMetadata" => c.stable_metadata => j.opt(ephemeral)?,
     })?;
     Ok(c)
+}
+
+fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
+    let mut b = BlueGreen::default();
+    fields!(j, {
+        "activeService" => b.active_service => j.opt_string()?,
+        "previewService" => b.preview_service => j.opt_string()?,
+    })?;
+    Ok(b)
 }
 
 fn ephemeral(j: &mut Json<'_>) -> R<EphemeralMetadata> {

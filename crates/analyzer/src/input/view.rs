@@ -544,8 +544,15 @@ pub(crate) struct EphemeralMetadata {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Strategy {
     pub canary: Option<Canary>,
-    /// `spec.strategy.blueGreen`: only whether it is there, for now.
-    pub blue_green: Option<serde::de::IgnoredAny>,
+    pub blue_green: Option<BlueGreen>,
+}
+
+/// `spec.strategy.blueGreen`: the Services it switches.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BlueGreen {
+    pub active_service: Option<Str>,
+    pub preview_service: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]

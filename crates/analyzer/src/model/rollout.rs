@@ -353,7 +353,8 @@ pub(crate) struct RolloutTrack {
     pub(super) keep_timeline: bool,
     pub(super) last_revision_change: Option<RevisionChange>,
     pub(super) last_jump: Option<StepJump>,
-    /// `spec.strategy.canary.canaryService` / `stableService`.
+    /// `spec.strategy.canary.canaryService` / `stableService`; of a blue-green rollout,
+    /// `spec.strategy.blueGreen.previewService` / `activeService`.
     pub(super) canary_service: Option<String>,
     pub(super) stable_service: Option<String>,
     /// `spec.strategy.canary.trafficRouting` is set.
@@ -496,12 +497,12 @@ impl RolloutTrack {
         self.superseded_at.get(hash)
     }
 
-    /// `spec.strategy.canary.canaryService`.
+    /// `spec.strategy.canary.canaryService`, or a blue-green rollout's `previewService`.
     pub fn canary_service(&self) -> Option<&str> {
         self.canary_service.as_deref()
     }
 
-    /// `spec.strategy.canary.stableService`.
+    /// `spec.strategy.canary.stableService`, or a blue-green rollout's `activeService`.
     pub fn stable_service(&self) -> Option<&str> {
         self.stable_service.as_deref()
     }
@@ -718,16 +719,27 @@ impl RolloutTrack {
         fn service(s: Option<&Str>) -> Option<&str> {
             s.map(Str::as_str).filter(|s| !s.is_empty())
         }
-        let canary_service = service(canary.and_then(|c| c.canary_service.as_ref()));
+        // A blue-green rollout's preview Service is, for what routes where, its canary Service
+        // (the new revision's before promotion), and its active Service its stable one.
+        let blue_green = view.spec.strategy.blue_green.as_ref();
+        let canary_service = service(
+            canary
+                .and_then(|c| c.canary_service.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.preview_service.as_ref())),
+        );
         if self.canary_service.as_deref() != canary_service {
             self.canary_service = canary_service.map(str::to_owned);
         }
-        let stable_service = service(canary.and_then(|c| c.stable_service.as_ref()));
+        let stable_service = service(
+            canary
+                .and_then(|c| c.stable_service.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.active_service.as_ref())),
+        );
         if self.stable_service.as_deref() != stable_service {
             self.stable_service = stable_service.map(str::to_owned);
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
-        self.blue_green = view.spec.strategy.blue_green.is_some();
+        self.blue_green = blue_green.is_some();
         fn labels(
             m: Option<&crate::input::view::EphemeralMetadata>,
         ) -> Option<&BTreeMap<String, String>> {
