@@ -199,10 +199,15 @@ impl Kit {
     }
 
     pub fn pause(&mut self) {
+        self.paused_by("CanaryPauseStep");
+    }
+
+    /// Paused by the controller for `reason`.
+    fn paused_by(&mut self, reason: &str) {
         self.status(|s| {
             s.insert(
                 "pauseConditions".into(),
-                json!([{"reason": "CanaryPauseStep", "startTime": "2026-03-14T13:01:00Z"}]),
+                json!([{"reason": reason, "startTime": "2026-03-14T13:01:00Z"}]),
             );
             s.insert("controllerPause".into(), json!(true));
             s.insert("phase".into(), json!("Paused"));
@@ -246,14 +251,7 @@ impl Kit {
 
     /// A blue-green preview paused before promotion.
     pub fn pause_before_promotion(&mut self) {
-        self.status(|s| {
-            s.insert(
-                "pauseConditions".into(),
-                json!([{"reason": "BlueGreenPause", "startTime": "2026-03-14T13:01:00Z"}]),
-            );
-            s.insert("controllerPause".into(), json!(true));
-            s.insert("phase".into(), json!("Paused"));
-        });
+        self.paused_by("BlueGreenPause");
     }
 
     /// A blue-green preview `hash` promoted: the active revision, Healthy.
