@@ -635,11 +635,9 @@ mod blue_green_tests {
             kit.pod("stable0", &format!("s{i}"), true, &pinned("app:1"), &digest("app:1"));
         }
         kit.service(NAME, json!({"app": NAME, "rollouts-pod-template-hash": selected}));
-        let pods = [
-            (format!("{NAME}-{selected}-{}", if selected == "h1" { "n0" } else { "s0" }), true),
-            (format!("{NAME}-{selected}-{}", if selected == "h1" { "n1" } else { "s1" }), true),
-        ];
-        let pods: Vec<(&str, bool)> = pods.iter().map(|(p, r)| (p.as_str(), *r)).collect();
+        let prefix = if selected == "h1" { 'n' } else { 's' };
+        let names: Vec<String> = (0..2).map(|i| format!("{NAME}-{selected}-{prefix}{i}")).collect();
+        let pods: Vec<(&str, bool)> = names.iter().map(|p| (p.as_str(), true)).collect();
         kit.slice(NAME, &pods);
         kit.advance(super::SETTLE_SECONDS + 1);
         kit.promote_blue_green("h1");

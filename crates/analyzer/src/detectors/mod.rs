@@ -434,6 +434,23 @@ pub(crate) fn argo(track: &RolloutTrack) -> String {
     format!("{} -n {}", track.name(), track.namespace())
 }
 
+/// A change of revision as the status record shows it: "currentPodHash a -> b, currentStepIndex
+/// 1 -> 0", without the index (there is none) for a blue-green rollout.
+pub(crate) fn hash_change_words(
+    track: &RolloutTrack,
+    t: &Transition<'_>,
+    change: &crate::model::rollout::RevisionChange,
+) -> String {
+    if track.is_blue_green() {
+        format!("currentPodHash {} -> {}", change.from, change.to)
+    } else {
+        format!(
+            "currentPodHash {} -> {}, currentStepIndex {} -> {}",
+            change.from, change.to, t.prev.step_index, t.cur.step_index
+        )
+    }
+}
+
 /// The pause of `track` at step `index` as a record shows it: "paused at step 1
 /// (CanaryPauseStep)", or "paused before promotion (BlueGreenPause)".
 pub(crate) fn paused_words(track: &RolloutTrack, index: i64) -> String {

@@ -20,7 +20,9 @@
 //! Watch it reach the pause again (`kubectl argo rollouts get rollout NAME -n NS --watch`); make
 //! the wait's timer restart when `status.currentPodHash` changes.
 
-use crate::detectors::{Detector, argo, pause_words, paused_words, step_words};
+use crate::detectors::{
+    Detector, argo, hash_change_words, pause_words, paused_words, step_words,
+};
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -33,22 +35,6 @@ pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
 
 #[derive(Debug)]
 pub(crate) struct PauseLost;
-
-/// The record of the change that lost the pause, in words.
-fn hash_change_words(
-    track: &crate::model::rollout::RolloutTrack,
-    t: &Transition<'_>,
-    change: &crate::model::rollout::RevisionChange,
-) -> String {
-    if track.is_blue_green() {
-        format!("pause conditions cleared; currentPodHash {} -> {}", change.from, change.to)
-    } else {
-        format!(
-            "pause conditions cleared; currentPodHash {} -> {}, currentStepIndex {} -> {}",
-            change.from, change.to, t.prev.step_index, t.cur.step_index
-        )
-    }
-}
 
 impl Detector for PauseLost {
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
@@ -90,7 +76,10 @@ impl Detector for PauseLost {
                 .explain(explanation)
                 .with_evidence([
                     track.evidence(reached, format!("{} on {}", paused_words(track, pause), change.from)),
-                    track.evidence(t.cur.pos, hash_change_words(track, t, change)),
+                    track.evidence(
+                        t.cur.pos,
+                        format!("pause conditions cleared; {}", hash_change_words(track, t, change)),
+                    ),
                 ])
                 .remedy(
                     format!(

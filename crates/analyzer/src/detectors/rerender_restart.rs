@@ -29,7 +29,7 @@
 //! Do not re-run the pipeline; `kubectl argo rollouts get rollout NAME -n NS`. Render once per
 //! release; make the wait reset on a hash change.
 
-use crate::detectors::{Detector, argo, paused_words, step_words};
+use crate::detectors::{Detector, argo, hash_change_words, paused_words, step_words};
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -167,14 +167,7 @@ impl Detector for RerenderRestart {
         }
         evidence.push(track.evidence(
             t.cur.pos,
-            if blue_green {
-                format!("currentPodHash {} -> {}", change.from, change.to)
-            } else {
-                format!(
-                    "currentPodHash {} -> {}, currentStepIndex {} -> {}",
-                    change.from, change.to, lost, t.cur.step_index
-                )
-            },
+            hash_change_words(track, t, change),
         ));
 
         out.push(

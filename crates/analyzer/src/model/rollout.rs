@@ -740,22 +740,25 @@ impl RolloutTrack {
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.blue_green = blue_green.is_some();
-        fn labels(
-            m: Option<&crate::input::view::EphemeralMetadata>,
-        ) -> Option<&BTreeMap<String, String>> {
-            m.and_then(|m| m.labels.as_ref())
+        /// `kept` becomes the labels of `meta` (none without it), copied only when they changed.
+        fn follow(
+            kept: &mut BTreeMap<String, String>,
+            meta: Option<&crate::input::view::EphemeralMetadata>,
+        ) {
+            match meta.and_then(|m| m.labels.as_ref()) {
+                Some(labels) if kept != labels => kept.clone_from(labels),
+                None if !kept.is_empty() => kept.clear(),
+                _ => {}
+            }
         }
-        let empty = BTreeMap::new();
-        let canary_labels =
-            labels(canary.and_then(|c| c.canary_metadata.as_ref())).unwrap_or(&empty);
-        if self.canary_labels != *canary_labels {
-            self.canary_labels.clone_from(canary_labels);
-        }
-        let stable_labels =
-            labels(canary.and_then(|c| c.stable_metadata.as_ref())).unwrap_or(&empty);
-        if self.stable_labels != *stable_labels {
-            self.stable_labels.clone_from(stable_labels);
-        }
+        follow(
+            &mut self.canary_labels,
+            canary.and_then(|c| c.canary_metadata.as_ref()),
+        );
+        follow(
+            &mut self.stable_labels,
+            canary.and_then(|c| c.stable_metadata.as_ref()),
+        );
         self.revision_history_limit = view.spec.revision_history_limit;
         self.track_template(view, object, &cur, spec_changed);
 
