@@ -42,9 +42,23 @@ wait_phase() {
   return 1
 }
 wait_phase Healthy
-ready=$(kubectl -n "$ns" get endpointslices -l kubernetes.io/service-name=app \
-  -o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.targetRef.name}{"\n"}{end}' | grep -c . || true)
-[ "$ready" -eq 3 ] || { log "$ready ready endpoints, not 3"; exit 1; }
+# The rollout reads Healthy from the pods' readiness; the endpointslice controller lists them on
+# its own schedule (it retries while its informer catches up), so the slices are waited for too.
+ready_endpoints() {
+  kubectl -n "$ns" get endpointslices -l kubernetes.io/service-name=app \
+    -o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.targetRef.name}{"\n"}{end}' |
+    grep -c . || true
+}
+for _ in $(seq 60); do
+  ready=$(ready_endpoints)
+  [ "$ready" -eq 3 ] && break
+  sleep 1
+done
+[ "$ready" -eq 3 ] || {
+  log "$ready ready endpoints, not 3, 60 s after Healthy"
+  kubectl -n "$ns" get endpointslices -o yaml >&2 || true
+  exit 1
+}
 log "Healthy with 3 ready endpoints"
 kubectl -n "$ns" patch rollout app --type merge \
   -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}}}' >/dev/null
