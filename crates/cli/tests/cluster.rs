@@ -986,6 +986,16 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         Some(stable.as_str()),
         "the active Service stays on stable while paused"
     );
+    // `check` before promotion: the preview Service routes to the new revision, the active
+    // one stays on the stable revision.
+    let (code, out) = check(&c, &ns.name, &["--retry-for", "30s"]);
+    assert_eq!(code, Some(0), "check passes on the preview: {out}");
+    assert!(
+        out.contains(&format!(
+            "adopted so far: the preview Service checkout-api-preview routes to revision {second}; the active Service checkout-api stays on {stable} until promotion"
+        )),
+        "{out}"
+    );
     std::thread::sleep(Duration::from_secs(35));
     let sets = ns.replica_sets();
     let first_left = sets.values().find(|(h, _)| *h == first).map(|(_, n)| *n);
@@ -1002,6 +1012,15 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         selected_hash(&c, &ns.name, APP).as_deref(),
         Some(second.as_str())
     );
+    // `check` after promotion, inside the old active revision's scaleDownDelaySeconds: the
+    // active Service routes to the new revision, and the old one still up is no orphan.
+    let (code, out) = check(&c, &ns.name, &["--retry-for", "30s"]);
+    assert_eq!(code, Some(0), "check passes once promoted: {out}");
+    assert!(
+        out.contains(&format!("adopted: the Services route to revision {second}")),
+        "{out}"
+    );
+    assert!(!out.contains("orphaned-replicaset"), "{out}");
     // The old active revision keeps its pods for scaleDownDelaySeconds (20) after the switch;
     // the recording ends once the controller has scaled it down, in a state that no longer
     // changes with the clock (the plugin shows the delay counting down to its own "now").

@@ -6,7 +6,12 @@
 //! neither the current (`status.currentPodHash`) nor the stable (`status.stableRS`) revision
 //! still has replicas, has no `scale-down-deadline` still in the future, and either has been in
 //! that state for at least 30 s or saw the current revision complete a step after it
-//! (the controller reconciled and left it up). A ReplicaSet is the rollout's when its controlling
+//! (the controller reconciled and left it up). Where the controller keeps a replaced
+//! ReplicaSet up on purpose, the rule waits as long: a blue-green rollout's old ReplicaSets and
+//! the previous stable of a canary with traffic routing stay up for `scaleDownDelaySeconds`
+//! (30 s unless set) after they were replaced, until their `scale-down-deadline`; a blue-green
+//! rollout with `scaleDownDelaySeconds: 0` keeps them by design, and is not reported.
+//! A ReplicaSet is the rollout's when its controlling
 //! ownerReference names the rollout, or, released from it (no owner), when it carries the
 //! `rollouts-pod-template-hash` label and is named `<rollout>-<hash>`.
 //!
@@ -32,7 +37,7 @@ use rf_format::Kind;
 use crate::detectors::Detector;
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::base::At;
-use crate::model::rollout::{RolloutTrack, RsTrack};
+use crate::model::rollout::{RolloutTrack, RsTrack, ScaleDown};
 use crate::model::traffic::membership;
 use crate::model::world::World;
 use crate::base::time::{human_duration, parse_rfc3339, rfc3339};
@@ -119,12 +124,28 @@ fn check(
         }),
         (a, b) => a.or(b.copied()),
     }?;
-    let waited = snapshot || end.at.0 - since.at.0 >= GRACE_SECONDS * 1_000_000_000;
+    // How long the controller itself keeps it up (`scaleDownDelaySeconds`): a blue-green
+    // rollout's old ReplicaSets, and the previous stable of a canary with traffic routing
+    // (an intermediate canary replaced mid-update goes at once).
+    let delay = match track.scale_down() {
+        ScaleDown::Immediate => None,
+        _ if !track.is_blue_green() && !rs.was_stable => None,
+        ScaleDown::Kept => return None,
+        ScaleDown::After(seconds) => Some(seconds),
+    };
+    // Without a deadline on record, the controller's own is `delay` after it was replaced.
+    let kept_for = match (&rs.deadline, delay) {
+        (None, Some(seconds)) => seconds,
+        _ => 0,
+    };
+    let waited =
+        snapshot || end.at.0 - since.at.0 >= (kept_for + GRACE_SECONDS) * 1_000_000_000;
     // The controller completed a step of the current revision after this RS stopped being
     // current: it reconciled, and left it up. Decides where times are compressed or unknown
-    // (an import without receive times, a recording of a replay at full speed).
+    // (an import without receive times, a recording of a replay at full speed); not while the
+    // controller may still be keeping it for its delay.
     let after = |p: &At| (p.file, p.seq) > (since.file, since.seq);
-    let moved_on = last
+    let moved_on = kept_for == 0 && last
         .pod_hash
         .as_ref()
         .and_then(|h| track.progress(h))
@@ -147,8 +168,12 @@ fn check(
         },
     };
     if !waited && !moved_on {
+        let wait = match kept_for {
+            0 => format!("{GRACE_SECONDS}s"),
+            d => format!("the rollout's scaleDownDelaySeconds ({d}s) and {GRACE_SECONDS}s more"),
+        };
         return Some(Verdict::TooSoon(format!(
-            "{} could not be decided for ReplicaSet {}/{}: it still runs {replicas} pod(s) and has been neither current nor stable for {} when the analysis ends at {}; the rule waits {GRACE_SECONDS}s for the controller to scale it down (record longer, or take a snapshot with `check`)",
+            "{} could not be decided for ReplicaSet {}/{}: it still runs {replicas} pod(s) and has been neither current nor stable for {} when the analysis ends at {}; the rule waits {wait} for the controller to scale it down (record longer, or take a snapshot with `check`)",
             Rule::OrphanedReplicaSet,
             track.namespace(),
             rs.name,
@@ -443,5 +468,109 @@ mod compressed_time_tests {
             "{:?}",
             report.findings
         );
+    }
+}
+
+#[cfg(test)]
+mod blue_green_tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::detectors::pause_lost::blue_green_tests::preview;
+    use crate::testkit::{Kit, template};
+
+    /// `preview` promoted, with `scaleDownDelaySeconds` set to `delay` (or not), and the old
+    /// active `stable0` still up `after` seconds later (the controller's writes in between).
+    fn promoted(delay: Option<i64>, after: i64) -> Kit {
+        let mut kit = preview();
+        if let Some(delay) = delay {
+            kit.spec(|s| {
+                s["strategy"]["blueGreen"]["scaleDownDelaySeconds"] = json!(delay);
+            });
+        }
+        kit.pause_before_promotion();
+        kit.advance(30);
+        kit.promote_blue_green("h1");
+        kit.advance(after);
+        kit.status(|s| {
+            s.insert("message".into(), json!("reconciled"));
+        });
+        kit
+    }
+
+    fn orphans(kit: Kit) -> Vec<crate::Finding> {
+        let report = kit.finish();
+        report
+            .findings
+            .into_iter()
+            .filter(|f| f.rule == Rule::OrphanedReplicaSet)
+            .collect()
+    }
+
+    #[test]
+    fn the_old_active_inside_the_default_delay_is_not_orphaned() {
+        let report = promoted(None, 20).finish();
+        assert!(
+            report.findings.iter().all(|f| f.rule != Rule::OrphanedReplicaSet),
+            "{:?}",
+            report.findings
+        );
+        // It says why it could not decide, and how long it waits.
+        assert!(
+            report.recording.undecided.iter().any(|w| w.contains("checkout-api-stable0")
+                && w.contains("scaleDownDelaySeconds (30s)")),
+            "{:?}",
+            report.recording.undecided
+        );
+    }
+
+    #[test]
+    fn the_old_active_past_the_default_delay_is_orphaned() {
+        let found = orphans(promoted(None, 90));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].subject.name, "checkout-api-stable0");
+    }
+
+    #[test]
+    fn the_old_active_inside_a_long_delay_is_not_orphaned() {
+        assert_eq!(orphans(promoted(Some(600), 120)), vec![]);
+        assert_eq!(orphans(promoted(Some(600), 700)).len(), 1);
+    }
+
+    #[test]
+    fn a_zero_delay_keeps_old_replicasets_by_design() {
+        assert_eq!(orphans(promoted(Some(0), 7200)), vec![]);
+    }
+
+    #[test]
+    fn the_old_active_past_its_scale_down_deadline_is_orphaned() {
+        let mut kit = promoted(Some(600), 10);
+        kit.replicaset_with_deadline("stable0", 5, template("app:1", "c0"), "2026-03-14T13:01:00Z");
+        kit.advance(40);
+        kit.status(|s| {
+            s.insert("message".into(), json!("reconciled again"));
+        });
+        let found = orphans(kit);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].explanation.contains("scale-down-deadline 2026-03-14T13:01:00Z passed"));
+    }
+
+    #[test]
+    fn a_replaced_canary_of_a_routed_canary_goes_at_once_its_previous_stable_waits() {
+        // A canary with traffic routing: the intermediate revision h1, replaced by h2
+        // mid-update, is scaled down at once; the stable is kept after promotion.
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["trafficRouting"] = json!({"nginx": {"stableIngress": "web"}});
+        });
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        kit.advance(40);
+        kit.new_revision("h2", template("app:2", "c2"));
+        kit.scale("h2", 1, template("app:2", "c2"));
+        kit.advance(40);
+        kit.step(1);
+        let found = orphans(kit);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].subject.name, "checkout-api-h1");
     }
 }

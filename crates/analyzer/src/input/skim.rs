@@ -484,6 +484,7 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
         "stableService" => c.stable_service => j.opt_string()?,
         "canaryMetadata" => c.canary_metadata => j.opt(ephemeral)?,
         "stableMetadata" => c.stable_metadata => j.opt(ephemeral)?,
+        "scaleDownDelaySeconds" => c.scale_down_delay_seconds => j.lenient_int()?,
     })?;
     Ok(c)
 }
@@ -493,6 +494,7 @@ fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
     fields!(j, {
         "activeService" => b.active_service => j.opt_string()?,
         "previewService" => b.preview_service => j.opt_string()?,
+        "scaleDownDelaySeconds" => b.scale_down_delay_seconds => j.lenient_int()?,
     })?;
     Ok(b)
 }

@@ -530,6 +530,9 @@ pub(crate) struct Canary {
     pub stable_service: Option<Str>,
     pub canary_metadata: Option<EphemeralMetadata>,
     pub stable_metadata: Option<EphemeralMetadata>,
+    /// How long the controller keeps a replaced ReplicaSet up; only with traffic routing.
+    #[serde(deserialize_with = "lenient_int")]
+    pub scale_down_delay_seconds: Option<i64>,
 }
 
 /// `canaryMetadata` / `stableMetadata`: labels the controller puts on the pods of that role,
@@ -553,6 +556,9 @@ pub(crate) struct Strategy {
 pub(crate) struct BlueGreen {
     pub active_service: Option<Str>,
     pub preview_service: Option<Str>,
+    /// How long the old active ReplicaSet stays up after the switch (default 30; 0 keeps it).
+    #[serde(deserialize_with = "lenient_int")]
+    pub scale_down_delay_seconds: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -312,6 +312,9 @@ pub(crate) struct RsTrack {
     template_digest: u64,
     /// When it stopped being the new or the stable one.
     pub other_since: Option<At>,
+    /// It has been the stable one: the previous stable of a promotion is what the controller
+    /// keeps up for `scaleDownDelaySeconds`.
+    pub was_stable: bool,
     /// The labels of its pods (`spec.template.metadata.labels`).
     pub pod_labels: BTreeMap<String, String>,
     /// Since when it has had ready replicas.
@@ -321,6 +324,40 @@ pub(crate) struct RsTrack {
 impl RsTrack {
     pub fn template(&self) -> Option<&Template> {
         self.template.as_ref()
+    }
+}
+
+/// How the controller scales down a ReplicaSet that is no longer the new, the stable or a
+/// referenced one (argo-rollouts' `scaleDownDelaySeconds`, defaulted as its controller does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScaleDown {
+    /// At once: a canary without traffic routing.
+    Immediate,
+    /// At the `scale-down-deadline` it writes, this many seconds after the ReplicaSet was
+    /// replaced: blue-green, and a canary with traffic routing (default 30).
+    After(i64),
+    /// Never: a blue-green rollout with `scaleDownDelaySeconds: 0` keeps old ReplicaSets up.
+    Kept,
+}
+
+/// The controller's default `scaleDownDelaySeconds`.
+const DEFAULT_SCALE_DOWN_DELAY_SECONDS: i64 = 30;
+
+impl ScaleDown {
+    /// `blue_green`: the blue-green strategy's `scaleDownDelaySeconds` (set or not), when the
+    /// strategy is blue-green; `routed_canary` likewise for a canary with traffic routing.
+    fn of(blue_green: Option<Option<i64>>, routed_canary: Option<Option<i64>>) -> ScaleDown {
+        match (blue_green, routed_canary) {
+            (Some(delay), _) => match delay.unwrap_or(DEFAULT_SCALE_DOWN_DELAY_SECONDS) {
+                d if d <= 0 => ScaleDown::Kept,
+                d => ScaleDown::After(d),
+            },
+            (None, Some(delay)) => match delay.unwrap_or(DEFAULT_SCALE_DOWN_DELAY_SECONDS) {
+                d if d <= 0 => ScaleDown::Immediate,
+                d => ScaleDown::After(d),
+            },
+            (None, None) => ScaleDown::Immediate,
+        }
     }
 }
 
@@ -361,6 +398,8 @@ pub(crate) struct RolloutTrack {
     pub(super) traffic_routing: bool,
     /// `spec.strategy.blueGreen` is set.
     pub(super) blue_green: bool,
+    /// How the controller scales down a ReplicaSet it replaced.
+    pub(super) scale_down: ScaleDown,
     /// `spec.strategy.canary.canaryMetadata.labels` / `stableMetadata.labels`: put on the pods
     /// of that role by the controller.
     pub(super) canary_labels: BTreeMap<String, String>,
@@ -427,6 +466,7 @@ impl RolloutTrack {
             stable_service: None,
             traffic_routing: false,
             blue_green: false,
+            scale_down: ScaleDown::Immediate,
             canary_labels: BTreeMap::new(),
             stable_labels: BTreeMap::new(),
             revision_history_limit: None,
@@ -515,6 +555,11 @@ impl RolloutTrack {
     /// Its strategy is blue-green: no steps, one pause before promotion (`BlueGreenPause`).
     pub fn is_blue_green(&self) -> bool {
         self.blue_green
+    }
+
+    /// How the controller scales down a ReplicaSet it replaced.
+    pub fn scale_down(&self) -> ScaleDown {
+        self.scale_down
     }
 
     /// `spec.revisionHistoryLimit`.
@@ -740,6 +785,12 @@ impl RolloutTrack {
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.blue_green = blue_green.is_some();
+        self.scale_down = ScaleDown::of(
+            blue_green.map(|b| b.scale_down_delay_seconds),
+            canary
+                .filter(|c| c.traffic_routing.is_some())
+                .map(|c| c.scale_down_delay_seconds),
+        );
         /// `kept` becomes the labels of `meta` (none without it), copied only when they changed.
         fn follow(
             kept: &mut BTreeMap<String, String>,
@@ -934,7 +985,11 @@ impl RolloutTrack {
                     cur.stable_rs.as_ref() == Some(h) || prev.stable_rs.as_ref() == Some(h)
                 };
                 self.pending_reset = None;
-                self.superseded_at.insert(from.clone(), cur.pos);
+                // A stable revision stays up as the stable one: it becomes a candidate for
+                // scale-down when the stable moves (`RsTrack::other_since`), not here.
+                if !is_stable(from) {
+                    self.superseded_at.insert(from.clone(), cur.pos);
+                }
                 let dropped = cur.step_index == 0 || cur.step_index < old_progress.max_index;
                 let class = if is_stable(to) {
                     RevisionClass::RollbackToStable
@@ -1048,10 +1103,14 @@ impl RolloutTrack {
         // One pass over the ReplicaSets, in place (this runs on every change of state).
         let last = self.last.as_ref();
         for rs in self.replicasets.values_mut() {
-            if role(last, rs.hash.as_deref()) == Role::Other {
-                rs.other_since.get_or_insert(pos);
-            } else {
-                rs.other_since = None;
+            match role(last, rs.hash.as_deref()) {
+                Role::Other => {
+                    rs.other_since.get_or_insert(pos);
+                }
+                r => {
+                    rs.other_since = None;
+                    rs.was_stable |= r == Role::Stable;
+                }
             }
         }
     }
@@ -1115,6 +1174,7 @@ impl RolloutTrack {
                 template: None,
                 template_digest: 0,
                 other_since: None,
+                was_stable: false,
                 pod_labels: BTreeMap::new(),
                 ready_since: None,
             });
@@ -1154,6 +1214,7 @@ impl RolloutTrack {
             entry.other_since.get_or_insert(pos);
         } else if role != Role::Other {
             entry.other_since = None;
+            entry.was_stable |= role == Role::Stable;
         }
         if !changes.is_empty() {
             self.push_timeline(pos, "ReplicaSet", changes, None, Some(&name));

@@ -286,13 +286,30 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
 #[derive(Debug, Default, Serialize)]
 struct State {
     phase: Option<String>,
+    /// `canary` or `blueGreen`.
+    strategy: &'static str,
     step_index: i64,
     step_count: usize,
     current_pod_hash: Option<String>,
     stable_rs: Option<String>,
+    /// A blue-green rollout's Services and the selectors its status records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blue_green: Option<BlueGreenState>,
     replicasets: Vec<RsState>,
     services: Vec<ServiceState>,
     applications: Vec<AppState>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct BlueGreenState {
+    active_service: Option<String>,
+    preview_service: Option<String>,
+    /// `status.blueGreen.activeSelector` / `previewSelector`: the hashes the controller put on
+    /// those Services' selectors.
+    active_selector: Option<String>,
+    preview_selector: Option<String>,
+    /// The current revision is the stable one: the active Service is meant to route to it.
+    promoted: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -307,6 +324,9 @@ struct RsState {
 #[derive(Debug, Serialize)]
 struct ServiceState {
     name: String,
+    /// What the rollout names it (`active`, `preview`, `stable`, `canary`), if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
     selector: BTreeMap<String, String>,
     /// Ready endpoint pods by revision (`""`: not a pod of this rollout).
     endpoints: BTreeMap<String, Vec<String>>,
@@ -343,8 +363,35 @@ fn describe(
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
+    let blue_green = rollout.pointer("/spec/strategy/blueGreen").map(|b| {
+        let text = |v: Option<&Value>| {
+            v.and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        BlueGreenState {
+            active_service: text(b.get("activeService")),
+            preview_service: text(b.get("previewService")),
+            active_selector: text(rollout.pointer("/status/blueGreen/activeSelector")),
+            preview_selector: text(rollout.pointer("/status/blueGreen/previewSelector")),
+            promoted: false,
+        }
+    });
+    let canary_services = (
+        rollout
+            .pointer("/spec/strategy/canary/stableService")
+            .and_then(Value::as_str),
+        rollout
+            .pointer("/spec/strategy/canary/canaryService")
+            .and_then(Value::as_str),
+    );
     let mut state = State {
         phase: st("/status/phase"),
+        strategy: if blue_green.is_some() {
+            "blueGreen"
+        } else {
+            "canary"
+        },
         step_index: rollout
             .pointer("/status/currentStepIndex")
             .and_then(Value::as_i64)
@@ -356,6 +403,20 @@ fn describe(
         current_pod_hash: st("/status/currentPodHash"),
         stable_rs: st("/status/stableRS"),
         ..State::default()
+    };
+    state.blue_green = blue_green.map(|b| BlueGreenState {
+        promoted: state.current_pod_hash.is_some() && state.current_pod_hash == state.stable_rs,
+        ..b
+    });
+    let role_of = |service: &str| -> Option<&'static str> {
+        match &state.blue_green {
+            Some(b) if b.active_service.as_deref() == Some(service) => Some("active"),
+            Some(b) if b.preview_service.as_deref() == Some(service) => Some("preview"),
+            Some(_) => None,
+            None if canary_services.0 == Some(service) => Some("stable"),
+            None if canary_services.1 == Some(service) => Some("canary"),
+            None => None,
+        }
     };
     let mut rs_labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for rs in objects(records, &Kind::ReplicaSet) {
@@ -418,8 +479,10 @@ fn describe(
         last.insert(e.service.as_str(), e);
     }
     for (service, e) in last {
+        let role = role_of(service);
         state.services.push(ServiceState {
             name: service.to_owned(),
+            role,
             selector: selectors.get(service).cloned().unwrap_or_default(),
             endpoints: e.endpoints.clone(),
         });
@@ -473,6 +536,23 @@ fn describe(
                 "Service {} has no ready endpoint of any pod of {ns}/{name}",
                 s.name
             ));
+        }
+    }
+    // Before promotion, a blue-green rollout's new revision is what its preview Service routes
+    // to, and nothing else does; that Service holding none of its ready pods is the preview's
+    // form of "not adopted" (after promotion, `canary-not-in-endpoints` judges the active one).
+    if let (Some(b), Some(current)) = (&state.blue_green, &state.current_pod_hash) {
+        let preview = b
+            .preview_service
+            .as_deref()
+            .and_then(|p| state.services.iter().find(|s| s.name == p));
+        if let (false, Some(s)) = (b.promoted, preview) {
+            if s.endpoints.get(current).is_none_or(Vec::is_empty) {
+                failures.push(format!(
+                    "the preview Service {} has no ready endpoint of the current revision {current}: what is being previewed is not the new revision",
+                    s.name
+                ));
+            }
         }
     }
     if let Some(e) = expect {
@@ -694,15 +774,31 @@ fn print_table(
     saved: Option<&str>,
 ) -> Result<()> {
     let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "none".to_owned());
-    writeln!(
-        out,
-        "rollout {rollout}: {} at step {}/{} on {} (stable {})",
-        opt(&state.phase),
-        state.step_index,
-        state.step_count,
-        opt(&state.current_pod_hash),
-        opt(&state.stable_rs)
-    )?;
+    match &state.blue_green {
+        Some(b) => writeln!(
+            out,
+            "rollout {rollout}: {}, blue-green {} on {} (stable {}; active Service selects {}, preview {})",
+            opt(&state.phase),
+            if b.promoted {
+                "promoted"
+            } else {
+                "before promotion"
+            },
+            opt(&state.current_pod_hash),
+            opt(&state.stable_rs),
+            opt(&b.active_selector),
+            opt(&b.preview_selector)
+        )?,
+        None => writeln!(
+            out,
+            "rollout {rollout}: {} at step {}/{} on {} (stable {})",
+            opt(&state.phase),
+            state.step_index,
+            state.step_count,
+            opt(&state.current_pod_hash),
+            opt(&state.stable_rs)
+        )?,
+    }
     for rs in &state.replicasets {
         writeln!(
             out,
@@ -712,7 +808,13 @@ fn print_table(
     }
     for s in &state.services {
         let sel: Vec<String> = s.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        writeln!(out, "  svc {} selector {{{}}}", s.name, sel.join(", "))?;
+        let role = s.role.map(|r| format!(" ({r})")).unwrap_or_default();
+        writeln!(
+            out,
+            "  svc {}{role} selector {{{}}}",
+            s.name,
+            sel.join(", ")
+        )?;
         if s.endpoints.is_empty() {
             writeln!(out, "      no ready endpoints")?;
         }
@@ -758,7 +860,17 @@ fn print_table(
     if let Some(p) = saved {
         writeln!(out, "snapshot saved to {p}")?;
     }
-    if adopted {
+    let previewed = state.blue_green.as_ref().filter(|b| !b.promoted);
+    if let (true, Some(b)) = (adopted, previewed) {
+        writeln!(
+            out,
+            "adopted so far: the preview Service {} routes to revision {}; the active Service {} stays on {} until promotion",
+            opt(&b.preview_service),
+            opt(&state.current_pod_hash),
+            opt(&b.active_service),
+            opt(&b.active_selector)
+        )?;
+    } else if adopted {
         writeln!(
             out,
             "adopted: the Services route to revision {}",
@@ -773,6 +885,174 @@ fn print_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A snapshot of `objects`, each kind listed completely, in namespace `bg`.
+    fn snapshot_of(objects: &[(Kind, Value)]) -> Snapshot {
+        let mut records = Vec::new();
+        let mut seq = 0;
+        let taken_at = Timestamp::from_unix_seconds(1_780_000_000);
+        let mut record = |kind: &Kind, op: Op, item: Option<&Value>| {
+            seq += 1;
+            let name = item
+                .and_then(|v| v.pointer("/metadata/name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Record {
+                seq,
+                observed_at: taken_at,
+                kind: kind.clone(),
+                op,
+                namespace: "bg".into(),
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                resource_version: seq.to_string(),
+                actor: None,
+                object: item
+                    .map(|v| serde_json::to_vec(v).unwrap())
+                    .unwrap_or_default(),
+            }
+        };
+        for kind in [
+            Kind::Rollout,
+            Kind::ReplicaSet,
+            Kind::Pod,
+            Kind::Service,
+            Kind::EndpointSlice,
+        ] {
+            records.push(record(&kind, Op::ListBegin, None));
+            for (_, v) in objects.iter().filter(|(k, _)| *k == kind) {
+                records.push(record(&kind, Op::Listed, Some(v)));
+            }
+            records.push(record(&kind, Op::ListEnd, None));
+        }
+        Snapshot {
+            records,
+            taken_at,
+            notes: Vec::new(),
+        }
+    }
+
+    /// A blue-green rollout on `current` (stable `stable`), revisions `h1` and `h2` running one
+    /// ready pod each, with its active and preview Services selecting `active` and `preview`.
+    fn blue_green(current: &str, stable: &str, active: &str, preview: &str) -> Snapshot {
+        let meta =
+            |name: &str| json!({"name": name, "namespace": "bg", "uid": format!("uid-{name}")});
+        let mut objects = vec![(
+            Kind::Rollout,
+            json!({
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": meta("app"),
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
+                         "template": {"metadata": {"labels": {"app": "app"}},
+                                      "spec": {"containers": [{"name": "app", "image": "app:2"}]}},
+                         "strategy": {"blueGreen": {"activeService": "app", "previewService": "app-preview",
+                                                    "autoPromotionEnabled": false}}},
+                "status": {"currentPodHash": current, "stableRS": stable,
+                           "phase": if current == stable { "Healthy" } else { "Paused" },
+                           "pauseConditions": if current == stable { json!([]) }
+                               else { json!([{"reason": "BlueGreenPause", "startTime": "2026-05-28T20:26:00Z"}]) },
+                           "blueGreen": {"activeSelector": active, "previewSelector": preview}}
+            }),
+        )];
+        // Both revisions run; once promoted, the old one waits for its scale-down-deadline.
+        for hash in ["h1", "h2"] {
+            let name = format!("app-{hash}");
+            let labels = json!({"app": "app", "rollouts-pod-template-hash": hash});
+            let owner = json!([{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "app",
+                                "uid": "uid-app", "controller": true}]);
+            let mut m = meta(&name);
+            m["labels"] = labels.clone();
+            m["ownerReferences"] = owner;
+            if hash != current && hash != stable {
+                m["annotations"] = json!({"scale-down-deadline": "2099-01-01T00:00:00Z"});
+            }
+            objects.push((
+                Kind::ReplicaSet,
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": m,
+                       "spec": {"replicas": 1, "template": {"metadata": {"labels": labels}}},
+                       "status": {"replicas": 1, "readyReplicas": 1}}),
+            ));
+            let mut m = meta(&format!("{name}-a"));
+            m["labels"] = labels;
+            objects.push((
+                Kind::Pod,
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": m,
+                       "spec": {"containers": [{"name": "app", "image": "app:2"}]},
+                       "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+            ));
+        }
+        for (service, hash) in [("app", active), ("app-preview", preview)] {
+            objects.push((
+                Kind::Service,
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": meta(service),
+                       "spec": {"selector": {"app": "app", "rollouts-pod-template-hash": hash}}}),
+            ));
+            let mut m = meta(&format!("{service}-x"));
+            m["labels"] = json!({"kubernetes.io/service-name": service});
+            objects.push((
+                Kind::EndpointSlice,
+                json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": m,
+                       "addressType": "IPv4",
+                       "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
+                                      "targetRef": {"kind": "Pod", "name": format!("app-{hash}-a")}}]}),
+            ));
+        }
+        snapshot_of(&objects)
+    }
+
+    fn table(v: &Verdict) -> String {
+        let mut out = Vec::new();
+        print_table(&mut out, "bg/app", &v.2, &v.1, &v.3, &[], v.0, None).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_blue_green_preview_routed_to_the_new_revision_is_adopted_so_far() {
+        let v = verdict(&blue_green("h2", "h1", "h1", "h2"), "bg", "app", None).unwrap();
+        let out = table(&v);
+        assert!(v.0, "{out}");
+        assert!(out.contains("blue-green before promotion on h2"), "{out}");
+        assert!(
+            out.contains("svc app (active)") && out.contains("svc app-preview (preview)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("adopted so far: the preview Service app-preview routes to revision h2; the active Service app stays on h1 until promotion"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_blue_green_preview_left_on_the_old_revision_is_not_adopted() {
+        let v = verdict(&blue_green("h2", "h1", "h1", "h1"), "bg", "app", None).unwrap();
+        assert!(!v.0, "{}", table(&v));
+        assert!(
+            v.3.iter().any(|f| f.starts_with(
+                "the preview Service app-preview has no ready endpoint of the current revision h2"
+            )),
+            "{:?}",
+            v.3
+        );
+    }
+
+    #[test]
+    fn a_promoted_blue_green_whose_active_service_stayed_behind_is_not_adopted() {
+        let v = verdict(&blue_green("h2", "h2", "h1", "h2"), "bg", "app", None).unwrap();
+        let out = table(&v);
+        assert!(!v.0, "{out}");
+        assert!(out.contains("blue-green promoted on h2"), "{out}");
+        assert!(out.contains("NOT ADOPTED"), "{out}");
+        assert!(
+            v.1.iter()
+                .any(|f| f.rule == rf_analyzer::Rule::CanaryNotInEndpoints
+                    && f.summary
+                        .starts_with("Service app sends no traffic to revision h2")),
+            "{out}"
+        );
+        let v = verdict(&blue_green("h2", "h2", "h2", "h2"), "bg", "app", None).unwrap();
+        assert!(v.0, "{}", table(&v));
+        assert!(table(&v).contains("adopted: the Services route to revision h2"));
+    }
 
     #[test]
     fn expect_version_parses_label_and_value() {
