@@ -191,3 +191,119 @@ fn an_unknown_source_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nonsense"), "{}", stderr(&o));
 }
+
+/// Objects as an older cluster and controller serve them: a Rollout of Argo Rollouts before
+/// v1.0 (no `status.phase`, the stable hash in `status.canary.stableRS`), `extensions/v1beta1`
+/// ReplicaSets and a `discovery.k8s.io/v1beta1` EndpointSlice. The release `h2` is promoted,
+/// yet the Service's only ready endpoint is a pod of the old `h1`, whose ReplicaSet still runs
+/// (the Rollout's status counts only the new pods: it was written before).
+fn pre_v1_capture() -> String {
+    use serde_json::json;
+    let owner = json!([{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web",
+                        "uid": "u-ro", "controller": true}]);
+    let rollout = |rv: &str, time: &str| {
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+               "metadata": {"name": "web", "namespace": "shop", "uid": "u-ro", "resourceVersion": rv,
+                            "generation": 4, "creationTimestamp": "2026-03-14T12:00:00Z",
+                            "managedFields": [{"manager": "rollouts-controller", "time": time}]},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "web", "image": "web:2"}]}},
+                        "strategy": {"canary": {"steps": [{"setWeight": 50}, {"pause": {}}]}}},
+               "status": {"observedGeneration": "4", "currentPodHash": "h2", "currentStepIndex": 2,
+                          "canary": {"stableRS": "h2"}, "replicas": 2, "updatedReplicas": 2,
+                          "availableReplicas": 2, "readyReplicas": 2}})
+    };
+    let rs = |hash: &str, replicas: i64| {
+        json!({"apiVersion": "extensions/v1beta1", "kind": "ReplicaSet",
+               "metadata": {"name": format!("web-{hash}"), "namespace": "shop", "uid": format!("u-{hash}"),
+                            "resourceVersion": "11", "creationTimestamp": "2026-03-14T12:00:00Z",
+                            "labels": {"app": "web", "rollouts-pod-template-hash": hash},
+                            "ownerReferences": owner},
+               "spec": {"replicas": replicas,
+                        "template": {"metadata": {"labels": {"app": "web", "rollouts-pod-template-hash": hash}},
+                                     "spec": {"containers": [{"name": "web", "image": "web:2"}]}}},
+               "status": {"replicas": replicas, "readyReplicas": replicas}})
+    };
+    let pod = |hash: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": format!("web-{hash}-a"), "namespace": "shop", "uid": format!("u-p-{hash}"),
+                            "resourceVersion": "12", "creationTimestamp": "2026-03-14T12:00:00Z",
+                            "labels": {"app": "web", "rollouts-pod-template-hash": hash}},
+               "spec": {"containers": [{"name": "web", "image": "web:2"}]},
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                          "lastTransitionTime": "2026-03-14T12:00:00Z"}]}})
+    };
+    let service = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u-svc", "resourceVersion": "13",
+                     "creationTimestamp": "2026-03-14T12:00:00Z"},
+        "spec": {"selector": {"app": "web", "rollouts-pod-template-hash": "h1"}}});
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1beta1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-x", "namespace": "shop", "uid": "u-es", "resourceVersion": "14",
+                     "creationTimestamp": "2026-03-14T12:00:00Z",
+                     "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": true},
+                       "topology": {"kubernetes.io/hostname": "n1"},
+                       "targetRef": {"kind": "Pod", "name": "web-h1-a"}}]});
+    [
+        rollout("10", "2026-03-14T12:00:00Z"),
+        rs("h1", 1),
+        rs("h2", 2),
+        pod("h1"),
+        pod("h2"),
+        service,
+        slice,
+        rollout("20", "2026-03-14T12:02:00Z"),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect()
+}
+
+#[test]
+fn older_api_versions_and_a_pre_v1_rollout_status_are_read_as_the_current_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("capture.json");
+    std::fs::write(&capture, pre_v1_capture()).unwrap();
+    let out = dir.path().join("out.rfr");
+    let o = run(&[
+        "import",
+        "--from",
+        "kubectl-watch",
+        path(&capture),
+        "-o",
+        path(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0 warnings"), "{}", stderr(&o));
+    let o = run(&["analyze", "-o", "json", path(&out)]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["summary"].as_str().unwrap()))
+        .collect();
+    // The derived phase is Healthy: the promoted revision takes no traffic.
+    assert!(
+        found
+            .iter()
+            .any(|(rule, summary)| *rule == "canary-not-in-endpoints"
+                && summary.contains("although the rollout is Healthy on it")),
+        "{found:?}"
+    );
+    // The old ReplicaSet is read, and is all the Service routes to: no scale-down command.
+    let orphan = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "orphaned-replicaset")
+        .unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!(orphan["subject"]["name"], "web-h1");
+    assert!(
+        !orphan["remedy"].to_string().contains("--replicas=0"),
+        "{}",
+        orphan["remedy"]
+    );
+}

@@ -112,13 +112,38 @@ impl Kind {
         }
     }
 
-    /// The kind of an object from its `apiVersion` and `kind` fields.
+    /// True when objects of this kind in `api_version` are read as this kind: the current
+    /// version, and the older ones whose fields the analyzer reads are the same
+    /// (`extensions/v1beta1` and `apps/v1beta2` ReplicaSets, `discovery.k8s.io/v1beta1`
+    /// EndpointSlices, `events.k8s.io/v1` Events).
+    pub fn reads_version(&self, api_version: &str) -> bool {
+        match self {
+            Kind::ReplicaSet => matches!(
+                api_version,
+                "apps/v1" | "apps/v1beta2" | "extensions/v1beta1"
+            ),
+            Kind::EndpointSlice => {
+                matches!(
+                    api_version,
+                    "discovery.k8s.io/v1" | "discovery.k8s.io/v1beta1"
+                )
+            }
+            Kind::Event => matches!(api_version, "v1" | "events.k8s.io/v1"),
+            Kind::Other { .. } => false,
+            k => k.api_version() == api_version,
+        }
+    }
+
+    /// The kind of an object from its `apiVersion` and `kind` fields. Any version of a group
+    /// is the kind (`discovery.k8s.io/v1beta1` EndpointSlices, `apps/v1beta2` ReplicaSets), and
+    /// so is a ReplicaSet of the old `extensions` group: older clusters serve them in shapes
+    /// the current versions keep.
     pub fn from_api(api_version: &str, kind: &str) -> Kind {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         match (group, kind) {
             ("argoproj.io", "Rollout") => Kind::Rollout,
             ("argoproj.io", "Application") => Kind::Application,
-            ("apps", "ReplicaSet") => Kind::ReplicaSet,
+            ("apps" | "extensions", "ReplicaSet") => Kind::ReplicaSet,
             ("discovery.k8s.io", "EndpointSlice") => Kind::EndpointSlice,
             ("", "Service") => Kind::Service,
             ("", "Pod") => Kind::Pod,
@@ -374,5 +399,35 @@ pub(crate) mod tests {
         }
         let other = Kind::from_api("batch/v1", "Job");
         assert_eq!(other.known_index(), None);
+    }
+
+    #[test]
+    fn older_versions_of_a_kind_are_that_kind() {
+        assert_eq!(
+            Kind::from_api("extensions/v1beta1", "ReplicaSet"),
+            Kind::ReplicaSet
+        );
+        assert_eq!(
+            Kind::from_api("apps/v1beta2", "ReplicaSet"),
+            Kind::ReplicaSet
+        );
+        assert_eq!(
+            Kind::from_api("discovery.k8s.io/v1beta1", "EndpointSlice"),
+            Kind::EndpointSlice
+        );
+        assert!(matches!(
+            Kind::from_api("extensions/v1beta1", "Ingress"),
+            Kind::Other { .. }
+        ));
+        for (api, kind) in [
+            ("extensions/v1beta1", "ReplicaSet"),
+            ("apps/v1", "ReplicaSet"),
+            ("discovery.k8s.io/v1beta1", "EndpointSlice"),
+            ("argoproj.io/v1alpha1", "Rollout"),
+        ] {
+            assert!(Kind::from_api(api, kind).reads_version(api), "{api} {kind}");
+        }
+        assert!(!Kind::ReplicaSet.reads_version("apps/v9"));
+        assert!(!Kind::Rollout.reads_version("argoproj.io/v9"));
     }
 }

@@ -184,7 +184,7 @@ fn kind_of(resource: &str, group: &str) -> Option<Kind> {
     Some(match (group, resource) {
         ("argoproj.io", "rollouts") => Kind::Rollout,
         ("argoproj.io", "applications") => Kind::Application,
-        ("apps", "replicasets") => Kind::ReplicaSet,
+        ("apps" | "extensions", "replicasets") => Kind::ReplicaSet,
         ("", "services") => Kind::Service,
         ("", "pods") => Kind::Pod,
         ("discovery.k8s.io", "endpointslices") => Kind::EndpointSlice,

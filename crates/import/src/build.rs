@@ -191,12 +191,7 @@ pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, String> {
         return Err("object without apiVersion or kind".to_owned());
     }
     let k = Kind::from_api(api_version, kind);
-    let known = match &k {
-        Kind::Other { .. } => false,
-        Kind::Event => api_version == "v1" || api_version == "events.k8s.io/v1",
-        k => k.api_version() == api_version,
-    };
-    if known {
+    if k.reads_version(api_version) {
         Ok(k)
     } else {
         Err(format!(

@@ -25,12 +25,12 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen, Canary,
-    CanaryStatus, Condition, Container, ContainerStatus, Endpoint, EndpointConditions,
-    EndpointSliceView, EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta, OwnerRef,
-    PauseCondition, PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
+    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
+    BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, Endpoint,
+    EndpointConditions, EndpointSliceView, EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta,
+    OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
     RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped,
-    Step, Strategy, TargetRef, WeightDest, Weights,
+    Step, Strategy, TargetRef, WeightDest, Weights, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -571,6 +571,10 @@ fn rollout_status(j: &mut Json<'_>) -> R<RolloutStatus> {
         "promoteFull" => s.promote_full => j.opt_bool()?,
         "conditions" => s.conditions => j.opt(progressing)?,
         "canary" => s.canary => j.opt(canary_status)?,
+        "replicas" => s.replicas => j.lenient_int()?,
+        "updatedReplicas" => s.updated_replicas => j.lenient_int()?,
+        "availableReplicas" => s.available_replicas => j.lenient_int()?,
+        "blueGreen" => s.blue_green => j.opt(blue_green_status)?,
     })?;
     Ok(s)
 }
@@ -584,7 +588,15 @@ fn pause_condition(j: &mut Json<'_>) -> R<PauseCondition> {
     Ok(p)
 }
 
-/// `status.conditions` of a Rollout: the `Progressing` ones.
+fn blue_green_status(j: &mut Json<'_>) -> R<BlueGreenStatus> {
+    let mut b = BlueGreenStatus::default();
+    fields!(j, {
+        "activeSelector" => b.active_selector => j.opt_string()?,
+    })?;
+    Ok(b)
+}
+
+/// `status.conditions` of a Rollout: the ones read (`condition_kept`).
 fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
     let mut kept = Vec::new();
     j.array(|j| {
@@ -596,7 +608,7 @@ fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
             "reason" => reason => j.opt(Json::str)?,
             "message" => message => j.opt(Json::str)?,
         })?;
-        if type_ == "Progressing" {
+        if condition_kept(&type_) {
             kept.push(Condition {
                 type_: type_.into(),
                 status: status.into(),

@@ -613,7 +613,7 @@ fn progressing_conditions<'de, D: Deserializer<'de>>(
     };
     Ok(Some(
         all.into_iter()
-            .filter(|c| c.type_ == "Progressing")
+            .filter(|c| condition_kept(&c.type_))
             .map(|c| Condition {
                 type_: c.type_.into(),
                 status: c.status.into(),
@@ -689,10 +689,31 @@ pub(crate) struct RolloutStatus {
     pub controller_pause: Option<bool>,
     pub abort: Option<bool>,
     pub promote_full: Option<bool>,
-    /// Only the `Progressing` condition, the one read: the others are checked and skipped.
+    /// Only the conditions read, `Progressing` and `InvalidSpec`: the others are checked and
+    /// skipped.
     #[serde(deserialize_with = "progressing_conditions")]
     pub conditions: Option<Vec<Condition>>,
     pub canary: Option<CanaryStatus>,
+    /// The replica counts, for a phase derived where the controller wrote none (pre-v1.0).
+    #[serde(deserialize_with = "lenient_int")]
+    pub replicas: Option<i64>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub updated_replicas: Option<i64>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub available_replicas: Option<i64>,
+    pub blue_green: Option<BlueGreenStatus>,
+}
+
+/// `status.blueGreen`: the hash the controller put on the active Service's selector.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BlueGreenStatus {
+    pub active_selector: Option<Str>,
+}
+
+/// The condition types a Rollout's status is read for.
+pub(crate) fn condition_kept(type_: &str) -> bool {
+    type_ == "Progressing" || type_ == "InvalidSpec"
 }
 
 /// An `argoproj.io/v1alpha1` Rollout.

@@ -44,6 +44,60 @@ impl std::ops::Deref for Snapshot {
     }
 }
 
+/// The phase of a status that has none (Argo Rollouts before v1.0), from its conditions, pauses
+/// and replica counts, in the order Argo CD's health check for such a Rollout reads them:
+/// `Degraded` (an invalid spec, an abort, the progress deadline exceeded), `Paused`,
+/// `Progressing` (a generation not yet observed, replicas not yet updated or available, the
+/// active Service not yet switched, the steps not yet done) or `Healthy`.
+fn legacy_phase(
+    generation: Option<i64>,
+    spec_replicas: Option<i64>,
+    spec_paused: bool,
+    blue_green: bool,
+    st: &crate::input::view::RolloutStatus,
+    current: &str,
+    stable: Option<&str>,
+) -> &'static str {
+    let observed = st
+        .observed_generation
+        .as_deref()
+        .and_then(|g| g.parse::<i64>().ok());
+    if st.observed_generation.is_none() || (observed.is_some() && observed != generation) {
+        return "Progressing";
+    }
+    let degraded = st.conditions.iter().flatten().any(|c| {
+        c.type_ == "InvalidSpec"
+            || (c.type_ == "Progressing"
+                && matches!(
+                    c.reason.as_deref(),
+                    Some("RolloutAborted" | "ProgressDeadlineExceeded")
+                ))
+    });
+    if degraded {
+        return "Degraded";
+    }
+    if spec_paused || st.pause_conditions.as_ref().is_some_and(|p| !p.is_empty()) {
+        return "Paused";
+    }
+    let desired = spec_replicas.unwrap_or(1);
+    let replicas = st.replicas.unwrap_or(0);
+    let updated = st.updated_replicas.unwrap_or(0);
+    let available = st.available_replicas.unwrap_or(0);
+    if updated < desired || available < updated {
+        return "Progressing";
+    }
+    let done = if blue_green {
+        let active = st
+            .blue_green
+            .as_ref()
+            .and_then(|b| b.active_selector.as_deref());
+        active == Some(current) && stable.is_none_or(|s| s == current)
+    } else {
+        replicas <= updated && stable == Some(current)
+    };
+    if done { "Healthy" } else { "Progressing" }
+}
+
 /// The fields of a Rollout that the state machine follows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RolloutState {
@@ -85,6 +139,20 @@ impl Snapshot {
             None => st.canary.as_mut().and_then(|c| c.stable_rs.take()),
         }
         .filter(|s| !s.is_empty());
+        // A controller before v1.0 writes no phase: it is derived as Argo CD's health check
+        // does for such a status (read before the strings below are taken).
+        let derived_phase = match (&st.phase, &st.current_pod_hash) {
+            (None, Some(hash)) if !hash.is_empty() => Some(Str::new(legacy_phase(
+                v.metadata.generation,
+                v.spec.replicas,
+                v.spec.paused.unwrap_or(false),
+                v.spec.strategy.blue_green.is_some(),
+                st,
+                hash,
+                stable_rs.as_deref(),
+            ))),
+            _ => None,
+        };
         let progressing_reason = st
             .conditions
             .iter_mut()
@@ -99,7 +167,7 @@ impl Snapshot {
             step_index: st.current_step_index.unwrap_or(0),
             steps_len,
             stable_rs,
-            phase: st.phase.take(),
+            phase: st.phase.take().or(derived_phase),
             message: st.message.take(),
             pause_reasons: st
                 .pause_conditions
@@ -1588,5 +1656,107 @@ mod tests {
                 .unwrap_or_default();
             assert_eq!(template_images_text(raw), built, "{raw}");
         }
+    }
+}
+
+#[cfg(test)]
+mod legacy_phase_tests {
+    use serde_json::{Value, json};
+
+    use super::Snapshot;
+    use crate::base::At;
+    use crate::input::view::RolloutView;
+
+    /// The phase read from a Rollout whose `status` (without `phase`) is `status`.
+    fn phase_of(strategy: Value, status: Value) -> Option<String> {
+        let obj = json!({
+            "metadata": {"name": "app", "generation": 3},
+            "spec": {"replicas": 3, "strategy": strategy},
+            "status": status,
+        });
+        let mut view: RolloutView = serde_json::from_value(obj).unwrap();
+        let at = At {
+            file: 0,
+            seq: 1,
+            at: rf_format::Timestamp::from_unix_seconds(0),
+        };
+        Snapshot::from_view(&mut view, at, None, false)
+            .phase
+            .as_ref()
+            .map(|p| p.to_string())
+    }
+
+    fn canary() -> Value {
+        json!({"canary": {"steps": [{"setWeight": 20}, {"pause": {}}]}})
+    }
+
+    fn status(extra: Value) -> Value {
+        let mut s = json!({"observedGeneration": "3", "currentPodHash": "h2",
+                           "canary": {"stableRS": "h1"},
+                           "replicas": 4, "updatedReplicas": 1, "availableReplicas": 4});
+        for (k, v) in extra.as_object().unwrap() {
+            s[k] = v.clone();
+        }
+        s
+    }
+
+    #[test]
+    fn a_phase_the_controller_wrote_is_kept() {
+        assert_eq!(
+            phase_of(canary(), status(json!({"phase": "Degraded"}))).as_deref(),
+            Some("Degraded")
+        );
+    }
+
+    #[test]
+    fn a_status_not_yet_reconciled_has_no_phase() {
+        assert_eq!(phase_of(canary(), json!({})), None);
+    }
+
+    #[test]
+    fn a_pre_v1_canary_is_paused_progressing_degraded_or_healthy_by_its_status() {
+        let paused = status(json!({"pauseConditions": [{"reason": "CanaryPauseStep"}]}));
+        assert_eq!(phase_of(canary(), paused).as_deref(), Some("Paused"));
+        // Not all replicas updated yet, at a step past the pause.
+        assert_eq!(
+            phase_of(canary(), status(json!({}))).as_deref(),
+            Some("Progressing")
+        );
+        let aborted = status(json!({"conditions": [
+            {"type": "Available", "status": "True"},
+            {"type": "Progressing", "status": "False", "reason": "RolloutAborted"}]}));
+        assert_eq!(phase_of(canary(), aborted).as_deref(), Some("Degraded"));
+        let invalid = status(json!({"conditions": [{"type": "InvalidSpec", "status": "True"}]}));
+        assert_eq!(phase_of(canary(), invalid).as_deref(), Some("Degraded"));
+        let unobserved = status(json!({"observedGeneration": "2"}));
+        assert_eq!(
+            phase_of(canary(), unobserved).as_deref(),
+            Some("Progressing")
+        );
+        let done = status(json!({"canary": {"stableRS": "h2"}, "replicas": 3,
+                                 "updatedReplicas": 3, "availableReplicas": 3}));
+        assert_eq!(phase_of(canary(), done).as_deref(), Some("Healthy"));
+        let old_pods_left = status(json!({"canary": {"stableRS": "h2"}, "replicas": 4,
+                                          "updatedReplicas": 3, "availableReplicas": 3}));
+        assert_eq!(
+            phase_of(canary(), old_pods_left).as_deref(),
+            Some("Progressing")
+        );
+    }
+
+    #[test]
+    fn a_pre_v1_blue_green_is_healthy_once_the_active_service_is_switched() {
+        let bg = json!({"blueGreen": {"activeService": "app"}});
+        let full = |active: &str| {
+            status(
+                json!({"replicas": 6, "updatedReplicas": 3, "availableReplicas": 3,
+                          "canary": {}, "blueGreen": {"activeSelector": active}}),
+            )
+        };
+        assert_eq!(
+            phase_of(bg.clone(), full("h1")).as_deref(),
+            Some("Progressing")
+        );
+        assert_eq!(phase_of(bg, full("h2")).as_deref(), Some("Healthy"));
     }
 }
