@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, Scene, argo};
+use crate::detectors::{Detector, Facts, Scene, argo, revision_word};
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::model::rollout::{SpecChange, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -148,8 +148,13 @@ impl DoubleRender {
                 .clone()
                 .unwrap_or_else(|| "an unknown writer".into())
         };
+        let restarted = if track.is_blue_green() {
+            "a preview that starts over"
+        } else {
+            "a canary restarted at step 0"
+        };
         let explanation = format!(
-            "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and a canary restarted at step 0. This is the re-render race.",
+            "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and {restarted}. This is the re-render race.",
             who(&p.first),
             who(&p.second),
             human_duration(WINDOW_SECONDS * NS)
@@ -191,7 +196,10 @@ impl DoubleRender {
                 .explain(explanation)
                 .with_evidence(evidence)
                 .remedy(
-                    "Do not re-run the pipeline: it renders twice again. Let the canary that runs now finish.".to_owned(),
+                    format!(
+                        "Do not re-run the pipeline: it renders twice again. Let the {} that runs now finish.",
+                        revision_word(track)
+                    ),
                     commands,
                     "Render once per release: commit values and config together, or compute config checksums from the same commit the image tag comes from.".to_owned(),
                 ),
@@ -243,22 +251,23 @@ impl DoubleRender {
                     track.subject(),
                     h2.deployed_at,
                     format!(
-                        "two syncs of {} {} apart, revision {} at {} and revision {} at {}, then the canary of {} restarted ({} -> {})",
+                        "two syncs of {} {} apart, revision {} at {} and revision {} at {}, then the {} of {} restarted ({} -> {})",
                         app.name,
                         human_duration(h2.deployed_at.0 - h1.deployed_at.0),
                         h1.revision,
                         rfc3339(h1.deployed_at),
                         h2.revision,
                         rfc3339(h2.deployed_at),
+                        revision_word(track),
                         track.name(),
                         change.from,
                         change.to
                     ),
                 )
-                .explain("Two renders of the same application within two minutes, and the rollout's canary restarted after them: the re-render race, seen through Argo CD's history.".to_owned())
+                .explain(format!("Two renders of the same application within two minutes, and the rollout's {} restarted after them: the re-render race, seen through Argo CD's history.", revision_word(track)))
                 .with_evidence([
                     app.evidence(format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at))),
-                    track.evidence(change.pos, format!("canary restarted: {} -> {}", change.from, change.to)),
+                    track.evidence(change.pos, format!("{} restarted: {} -> {}", revision_word(track), change.from, change.to)),
                 ])
                 .remedy(
                     "Do not re-run the pipeline: it renders twice again.".to_owned(),
@@ -430,5 +439,29 @@ mod tests {
         kit.step(0);
         let report = kit.finish();
         assert_eq!(count(&report), 0, "{:#?}", report.findings);
+    }
+}
+
+#[cfg(test)]
+mod blue_green_tests {
+    use crate::Rule;
+    use crate::detectors::pause_lost::blue_green_tests::preview;
+    use crate::testkit::template;
+
+    #[test]
+    fn a_blue_green_double_render_speaks_of_the_preview() {
+        let mut kit = preview();
+        kit.pause_before_promotion();
+        kit.advance(30);
+        kit.new_revision("h2", template("app:2", "c2"));
+        let found = kit.finish().findings;
+        let f = found
+            .iter()
+            .find(|f| f.rule == Rule::DoubleRender)
+            .unwrap_or_else(|| panic!("{found:?}"));
+        let all = format!("{} {} {}", f.summary, f.explanation, f.remedy.summary);
+        assert!(all.contains("a preview that starts over"), "{all}");
+        assert!(all.contains("Let the preview that runs now finish"), "{all}");
+        assert!(!all.contains("canary"), "{all}");
     }
 }

@@ -451,6 +451,15 @@ pub(crate) fn hash_change_words(
     }
 }
 
+/// What a new pod template restarts: a canary, or a blue-green rollout's preview.
+pub(crate) fn revision_word(track: &RolloutTrack) -> &'static str {
+    if track.is_blue_green() {
+        "preview"
+    } else {
+        "canary"
+    }
+}
+
 /// The pause of `track` at step `index` as a record shows it: "paused at step 1
 /// (CanaryPauseStep)", or "paused before promotion (BlueGreenPause)".
 pub(crate) fn paused_words(track: &RolloutTrack, index: i64) -> String {

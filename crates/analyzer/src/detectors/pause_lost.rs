@@ -21,7 +21,7 @@
 //! the wait's timer restart when `status.currentPodHash` changes.
 
 use crate::detectors::{
-    Detector, argo, hash_change_words, pause_words, paused_words, step_words,
+    Detector, argo, hash_change_words, pause_words, paused_words, revision_word, step_words,
 };
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
@@ -58,7 +58,7 @@ impl Detector for PauseLost {
             },
             rfc3339(reached.at),
             human_duration(t.cur.pos.at.0 - reached.at.0),
-            if track.is_blue_green() { "preview" } else { "canary" }
+            revision_word(track)
         );
         let redo = match pause {
             _ if track.is_blue_green() => "once the new preview ReplicaSet is ready".to_owned(),

@@ -29,7 +29,9 @@
 //! Do not re-run the pipeline; `kubectl argo rollouts get rollout NAME -n NS`. Render once per
 //! release; make the wait reset on a hash change.
 
-use crate::detectors::{Detector, argo, hash_change_words, paused_words, step_words};
+use crate::detectors::{
+    Detector, argo, hash_change_words, paused_words, revision_word, step_words,
+};
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::{RevisionClass, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -59,7 +61,7 @@ impl Detector for RerenderRestart {
             _ => String::new(),
         };
         let blue_green = track.is_blue_green();
-        let what = if blue_green { "preview" } else { "canary" };
+        let what = revision_word(track);
         let summary = if blue_green {
             format!(
                 "preview restarted: the pre-promotion pause of {} was lost to a new pod template {}{}",

@@ -29,6 +29,16 @@ fn replicasets(rs: &[ReplicaSetState]) -> String {
         .join("\n")
 }
 
+/// The step, `index/count`; `-` for a rollout without steps (blue-green), where the index means
+/// nothing.
+fn step(e: &TimelineEntry) -> String {
+    if e.step_count == 0 {
+        "-".to_owned()
+    } else {
+        format!("{}/{}", e.step_index, e.step_count)
+    }
+}
+
 /// The phase, with its pause reasons and an abort.
 fn phase(e: &TimelineEntry) -> String {
     let mut phase = e.phase.as_deref().unwrap_or("-").to_owned();
@@ -59,7 +69,7 @@ fn brief(out: &mut dyn Write, entries: &[TimelineEntry], clock: Clock) -> std::i
                 .map(|g| g.to_string())
                 .unwrap_or_else(|| "-".into()),
             short(e.pod_hash.as_deref()),
-            format!("{}/{}", e.step_index, e.step_count),
+            step(e),
             phase(e),
             e.changes.join("; ")
         )?;
@@ -122,7 +132,7 @@ pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
                         clock.show(e.at),
                         e.generation.map(|g| g.to_string()).unwrap_or_default(),
                         short(e.pod_hash.as_deref()),
-                        format!("{}/{}", e.step_index, e.step_count),
+                        step(e),
                         phase(e),
                         e.changes.join("\n"),
                         replicasets(&e.replicasets),
