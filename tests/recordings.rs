@@ -209,6 +209,24 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
     }
 }
 
+/// The simulator's blue-green race and the real controller's give the same rules (the real
+/// recording has no Application, so no `gitops-health-mismatch`); a clean blue-green release
+/// gives none.
+#[test]
+fn issue_27_the_blue_green_scenario_finds_what_the_real_controller_recording_does() {
+    let simulated: Vec<Rule> = rules(&analyze("blue-green-rerender-at-pause"))
+        .into_iter()
+        .filter(|r| *r != Rule::GitopsHealthMismatch)
+        .collect();
+    assert_eq!(
+        simulated,
+        rules(&analyze("real/blue-green-rerender-while-paused"))
+    );
+    let report = analyze("blue-green-release");
+    assert_eq!(rules(&report), vec![]);
+    assert!(report.recording.undecided.is_empty());
+}
+
 #[test]
 fn issue_2_rerender_race_names_restart_lost_pause_checksum_and_orphan() {
     let report = analyze("rerender-race");

@@ -42,9 +42,32 @@ pub(crate) fn rfc3339(secs: i64) -> String {
     )
 }
 
+/// The seconds of a time in the form [`rfc3339`] writes; `None` for any other text.
+pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, to: usize| s.get(from..to)?.parse::<i64>().ok();
+    Some(unix_seconds(
+        num(0, 4)?,
+        num(5, 7)?,
+        num(8, 10)?,
+        (num(11, 13)?, num(14, 16)?, num(17, 19)?),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_times_parse_back() {
+        let t = unix_seconds(2026, 3, 14, (13, 2, 56));
+        assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t));
+        assert_eq!(parse_rfc3339(""), None);
+        assert_eq!(parse_rfc3339("2026-03-14 13:02:56Z"), None);
+    }
 
     #[test]
     fn simulation_start_is_the_documented_instant() {

@@ -1,6 +1,6 @@
-//! The rollouts controller's canary reconcile loop, modelled on Argo Rollouts v1.9/v1.10
-//! (`rollout/controller.go`, `sync.go`, `canary.go`, `pause.go`): one sync per call, writing the
-//! objects it changes in the order the real controller does.
+//! The rollouts controller's reconcile loop, modelled on Argo Rollouts v1.9/v1.10
+//! (`rollout/controller.go`, `sync.go`, `canary.go`, `bluegreen.go`, `service.go`, `pause.go`):
+//! one sync per call, writing the objects it changes in the order the real controller does.
 
 use rf_format::Op;
 
@@ -10,7 +10,7 @@ use crate::objects::{
     SCALE_DOWN_DEADLINE, fields, manager,
 };
 use crate::sim::{Sim, template_labels};
-use crate::spec::{Step, replica_set_template, steps_value};
+use crate::spec::{BlueGreenConfig, Step, replica_set_template, steps_value};
 use crate::status::{Condition, PauseCondition, RolloutStatus, calculate_phase, reason};
 
 /// What a sync decided about pauses and aborts (`pauseContext`).
@@ -44,6 +44,10 @@ impl Sim {
             return;
         }
         self.sync_replica_set_revision(&hash);
+        if self.rollout.blue_green.is_some() {
+            self.sync_blue_green(&hash);
+            return;
+        }
         if self.pod_template_or_steps_changed(&hash) {
             self.set_rollout_revision(&hash);
             self.reset_rollout_status(&hash);
@@ -210,6 +214,10 @@ impl Sim {
 
     fn pod_template_or_steps_changed(&self, hash: &str) -> bool {
         let status = &self.rollout.status;
+        if self.rollout.blue_green.is_some() {
+            // No steps: only the pod template counts.
+            return !status.current_pod_hash.is_empty() && status.current_pod_hash != hash;
+        }
         status.current_step_hash.is_empty()
             || status.current_step_hash != self.current_steps_hash()
             || (!status.current_pod_hash.is_empty() && status.current_pod_hash != hash)
@@ -231,8 +239,24 @@ impl Sim {
             hpa_replicas: replicas,
             selector: format!("app={}", self.rollout.app),
             stable_rs: old.stable_rs.clone(),
-            current_step_hash: self.current_steps_hash(),
+            current_step_hash: if self.rollout.blue_green.is_some() {
+                String::new()
+            } else {
+                self.current_steps_hash()
+            },
+            active_selector: old.active_selector.clone(),
+            preview_selector: old.preview_selector.clone(),
             ..RolloutStatus::default()
+        }
+    }
+
+    /// The pause the controller adds: a canary's pause step, or a blue-green rollout's pause
+    /// before promotion.
+    fn pause_reason(&self) -> &'static str {
+        if self.rollout.blue_green.is_some() {
+            reason::BLUE_GREEN_PAUSE
+        } else {
+            reason::CANARY_PAUSE_STEP
         }
     }
 
@@ -372,13 +396,13 @@ impl Sim {
             let mut conditions: Vec<PauseCondition> = old
                 .pause_conditions
                 .iter()
-                .filter(|p| !(ctx.remove_pause && p.reason == reason::CANARY_PAUSE_STEP))
+                .filter(|p| !(ctx.remove_pause && p.reason == self.pause_reason()))
                 .cloned()
                 .collect();
             let mut controller_pause = old.controller_pause;
-            if ctx.add_pause && old.pause_condition(reason::CANARY_PAUSE_STEP).is_none() {
+            if ctx.add_pause && old.pause_condition(self.pause_reason()).is_none() {
                 conditions.push(PauseCondition {
-                    reason: reason::CANARY_PAUSE_STEP,
+                    reason: self.pause_reason(),
                     start_time: now,
                 });
                 controller_pause = true;
@@ -389,7 +413,11 @@ impl Sim {
             }
         }
         self.calculate_rollout_conditions(&mut status, ctx, hash);
-        let (phase, message) = calculate_phase(self.rollout.replicas, &status);
+        let (phase, message) = calculate_phase(
+            self.rollout.replicas,
+            self.rollout.blue_green.is_some(),
+            &status,
+        );
         status.phase = phase;
         status.message = message;
         if status == old {
@@ -614,7 +642,11 @@ impl Sim {
             status.set_condition(condition);
         }
         status.observed_generation = self.rollout.generation().to_string();
-        let (phase, message) = calculate_phase(self.rollout.replicas, &status);
+        let (phase, message) = calculate_phase(
+            self.rollout.replicas,
+            self.rollout.blue_green.is_some(),
+            &status,
+        );
         status.phase = phase;
         status.message = message;
         if status == old {
@@ -843,6 +875,155 @@ impl Sim {
                 ctx.add_pause = true;
             }
         }
+    }
+}
+
+impl Sim {
+    // ---- blue-green (`rollout/bluegreen.go`, `service.go`) ---------------------------------
+
+    /// One blue-green reconcile after the new ReplicaSet exists: the preview Service follows
+    /// the new revision at once; a new template resets the status; then the ReplicaSets, the
+    /// pause before promotion, the active Service, and the status.
+    fn sync_blue_green(&mut self, hash: &str) {
+        let Some(bg) = self.rollout.blue_green.clone() else {
+            return;
+        };
+        self.point_service(&bg.preview_service, hash);
+        if self.pod_template_or_steps_changed(hash) {
+            self.set_rollout_revision(hash);
+            self.reset_rollout_status(hash);
+            return;
+        }
+        self.set_rollout_revision(hash);
+        self.reconcile_revision_history_limit(hash);
+        let mut ctx = PauseCtx::default();
+        if !self.reconcile_blue_green_replica_sets(hash, bg.scale_down_delay()) {
+            self.reconcile_blue_green_pause(hash, &mut ctx);
+            if !ctx.add_pause && self.rollout.status.pause_conditions.is_empty() {
+                self.reconcile_active_service(&bg.active_service, hash);
+            }
+        }
+        self.sync_rollout_status_blue_green(hash, &bg, ctx);
+    }
+
+    /// `isReplicaSetReferenced`: the new, stable, active or preview revision.
+    fn referenced(&self, rs_hash: &str, new_hash: &str) -> bool {
+        let s = &self.rollout.status;
+        [
+            new_hash,
+            &s.stable_rs,
+            &s.active_selector,
+            &s.preview_selector,
+        ]
+        .iter()
+        .any(|h| !h.is_empty() && *h == rs_hash)
+    }
+
+    /// `reconcileBlueGreenReplicaSets`: the new ReplicaSet up to `spec.replicas` (no
+    /// `previewReplicaCount`), the active one kept there, and each other one given a
+    /// `scale-down-deadline` `delay` seconds away, then scaled to 0 once it passed. At most one
+    /// ReplicaSet write per sync; returns whether it wrote.
+    fn reconcile_blue_green_replica_sets(&mut self, hash: &str, delay: u32) -> bool {
+        let replicas = self.rollout.replicas;
+        if self.rs(hash).is_some_and(|rs| rs.replicas < replicas) {
+            self.scale_replica_set(hash, replicas);
+            return true;
+        }
+        let active = self.rollout.status.active_selector.clone();
+        if active != hash && self.rs(&active).is_some_and(|rs| rs.replicas < replicas) {
+            self.scale_replica_set(&active, replicas);
+            return true;
+        }
+        let now = self.now;
+        let others: Vec<String> = self
+            .replica_sets
+            .iter()
+            .filter(|rs| rs.replicas > 0 && !self.referenced(&rs.hash, hash))
+            .map(|rs| rs.hash.clone())
+            .collect();
+        for other in others {
+            let deadline = self
+                .rs(&other)
+                .and_then(|rs| rs.meta.annotations.get(SCALE_DOWN_DEADLINE).cloned());
+            match deadline.as_deref().and_then(crate::calendar::parse_rfc3339) {
+                None => {
+                    if let Some(rs) = self.rs_mut(&other) {
+                        rs.meta.annotations.insert(
+                            SCALE_DOWN_DEADLINE.to_owned(),
+                            crate::calendar::rfc3339(now + i64::from(delay)),
+                        );
+                    }
+                    self.controller_writes_replica_set(&other);
+                    return true;
+                }
+                Some(at) if at <= now => {
+                    self.scale_replica_set(&other, 0);
+                    return true;
+                }
+                Some(_) => {}
+            }
+        }
+        false
+    }
+
+    /// `reconcileBlueGreenPause` without auto-promotion: once the new ReplicaSet is fully
+    /// available and not yet active, the controller pauses, once (`controllerPause` stays set
+    /// after a promotion cleared the condition).
+    fn reconcile_blue_green_pause(&self, hash: &str, ctx: &mut PauseCtx) {
+        let status = &self.rollout.status;
+        if status.abort || status.active_selector == hash || status.active_selector.is_empty() {
+            return;
+        }
+        let ready = self
+            .rs(hash)
+            .is_some_and(|rs| rs.status.available >= self.rollout.replicas);
+        if ready && status.pause_conditions.is_empty() && !status.controller_pause {
+            ctx.add_pause = true;
+        }
+    }
+
+    /// `reconcileActiveService`: once the new ReplicaSet is fully available and nothing holds
+    /// the rollout paused, the active Service is switched to it.
+    fn reconcile_active_service(&mut self, service: &str, hash: &str) {
+        let ready = self
+            .rs(hash)
+            .is_some_and(|rs| rs.status.available >= self.rollout.replicas);
+        if ready {
+            self.point_service(service, hash);
+        }
+    }
+
+    /// `syncRolloutStatusBlueGreen`: the selectors the Services hold, the counts of the active
+    /// ReplicaSet, and the promotion once the active Service is on the new revision.
+    fn sync_rollout_status_blue_green(
+        &mut self,
+        hash: &str,
+        bg: &BlueGreenConfig,
+        mut ctx: PauseCtx,
+    ) {
+        let mut status = self.base_status(hash);
+        status.preview_selector = self.service_hash(&bg.preview_service);
+        status.active_selector = self.service_hash(&bg.active_service);
+        if let Some(active) = self.rs(&status.active_selector) {
+            status.available_replicas = active.status.available;
+            status.ready_replicas = active.status.ready;
+            status.hpa_replicas = active.status.replicas;
+            status.selector = format!(
+                "app={},{HASH_LABEL}={}",
+                self.rollout.app, status.active_selector
+            );
+        }
+        if status.active_selector == hash && status.stable_rs != hash {
+            ctx.clear_pause = true;
+            status.stable_rs = hash.to_owned();
+            let revision = self.rollout.revision();
+            self.record_event(
+                false,
+                "RolloutCompleted",
+                format!("Rollout completed update to revision {revision} ({hash}): Completed blue-green update"),
+            );
+        }
+        self.persist_rollout_status(status, ctx, hash);
     }
 }
 

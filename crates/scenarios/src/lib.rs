@@ -1,7 +1,8 @@
 //! rf-scenarios: a deterministic simulator of Argo Rollouts incidents.
 //!
-//! It models the Argo Rollouts canary controller (v1.9/v1.10 semantics, basic canary without
-//! traffic routing), the ReplicaSet controller, the scheduler and the kubelets (pods, the digest
+//! It models the Argo Rollouts controller (v1.9/v1.10 semantics: a basic canary without traffic
+//! routing, or blue-green with an active and a preview Service, promoted by hand), the
+//! ReplicaSet controller, the scheduler and the kubelets (pods, the digest
 //! each node pulled for an image), the endpointslice controller, and GitOps renders (optionally
 //! as syncs of an Argo CD Application whose health follows the Rollout's), and emits the
 //! [`rf_format::Record`]s a recorder watching the API server would have seen: the initial lists,
@@ -56,7 +57,7 @@ pub use scale::{ScaleConfig, scale, write_scale};
 pub use scenarios::{ScenarioInfo, catalog, generate};
 pub use sim::Sim;
 pub use spec::{
-    NEW_IMAGE, NEW_TAG, PREVIOUS_IMAGE, SIMULATION_START, STABLE_IMAGE, ServiceConfig, SimConfig,
-    Step, TemplateChange, config_checksum, default_steps, image_digest, pinned,
-    stable_config_checksum,
+    BlueGreenConfig, NEW_IMAGE, NEW_TAG, PREVIOUS_IMAGE, SIMULATION_START, STABLE_IMAGE,
+    ServiceConfig, SimConfig, Step, TemplateChange, config_checksum, default_steps, image_digest,
+    pinned, stable_config_checksum,
 };

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::calendar::rfc3339;
-use crate::spec::{Step, steps_value};
+use crate::spec::{BlueGreenConfig, Step, steps_value};
 use crate::status::RolloutStatus;
 
 pub(crate) const HASH_LABEL: &str = "rollouts-pod-template-hash";
@@ -204,6 +204,8 @@ pub(crate) struct Rollout {
     pub app: String,
     pub template: Value,
     pub steps: Vec<Step>,
+    /// `spec.strategy.blueGreen`, instead of a canary with `steps`.
+    pub blue_green: Option<BlueGreenConfig>,
     pub status: RolloutStatus,
 }
 
@@ -217,6 +219,23 @@ impl Rollout {
         revision_of(&self.meta.annotations)
     }
 
+    fn strategy_value(&self) -> Value {
+        match &self.blue_green {
+            Some(b) => {
+                let mut bg = json!({
+                    "activeService": b.active_service,
+                    "previewService": b.preview_service,
+                    "autoPromotionEnabled": false,
+                });
+                if let Some(delay) = b.scale_down_delay_seconds {
+                    bg["scaleDownDelaySeconds"] = json!(delay);
+                }
+                json!({ "blueGreen": bg })
+            }
+            None => json!({ "canary": { "steps": steps_value(&self.steps) } }),
+        }
+    }
+
     pub(crate) fn to_value(&self) -> Value {
         json!({
             "apiVersion": ROLLOUT_API,
@@ -227,7 +246,7 @@ impl Rollout {
                 "revisionHistoryLimit": self.revision_history_limit,
                 "selector": { "matchLabels": { "app": self.app } },
                 "template": self.template,
-                "strategy": { "canary": { "steps": steps_value(&self.steps) } },
+                "strategy": self.strategy_value(),
             },
             "status": self.status.to_value(),
         })

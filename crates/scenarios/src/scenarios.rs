@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 12] = [
+static CATALOG: [ScenarioInfo; 14] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -80,6 +80,19 @@ static CATALOG: [ScenarioInfo; 12] = [
         summary: "A clean release with revisionHistoryLimit 0: once Healthy the controller deletes \
                   the previous ReplicaSet, leaving nothing to roll back to.",
     },
+    ScenarioInfo {
+        name: "blue-green-release",
+        summary: "A clean blue-green release: the preview Service follows the new revision, the \
+                  rollout pauses before promotion, is promoted, the active Service switches and \
+                  the old active ReplicaSet is scaled down after scaleDownDelaySeconds.",
+    },
+    ScenarioInfo {
+        name: "blue-green-rerender-at-pause",
+        summary: "A blue-green release waits at its pause before promotion; a second render 30 s \
+                  later changes only checksum/config: the preview starts over on a new hash and \
+                  pauses again; promoted, the active Service switches and the old active \
+                  ReplicaSet is scaled down after scaleDownDelaySeconds.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -102,6 +115,8 @@ pub fn generate(name: &str) -> Option<Recording> {
         "gitops-double-render" => gitops_double_render(),
         "moved-tag" => moved_tag(),
         "no-rollback-history" => no_rollback_history(),
+        "blue-green-release" => blue_green_release(),
+        "blue-green-rerender-at-pause" => blue_green_rerender_at_pause(),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -225,6 +240,47 @@ fn no_rollback_history() -> Sim {
         TemplateChange::new().with_image(NEW_IMAGE),
         |_| {},
     );
+    sim
+}
+
+/// Runs until the blue-green preview is paused before promotion (at most `max` seconds).
+fn run_until_paused_before_promotion(sim: &mut Sim, max: u32) {
+    sim.run_until(max, |s| s.phase() == "Paused");
+}
+
+/// Promotes the blue-green preview 60 s after its pause began, then runs past the old active
+/// ReplicaSet's scale-down delay.
+fn promote_blue_green(sim: &mut Sim) {
+    let paused_at = sim.paused_since().unwrap_or(sim.elapsed());
+    sim.run_until_elapsed(paused_at + 60);
+    sim.promote();
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    // Past scaleDownDelaySeconds (30): the old active ReplicaSet is scaled down.
+    sim.run_for(60);
+}
+
+fn blue_green_release() -> Sim {
+    let mut sim = Sim::new(SimConfig::blue_green());
+    sim.run_for(5);
+    render_new_image(&mut sim, None);
+    run_until_paused_before_promotion(&mut sim, 120);
+    promote_blue_green(&mut sim);
+    sim
+}
+
+fn blue_green_rerender_at_pause() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        application: true,
+        ..SimConfig::blue_green()
+    });
+    sim.run_for(5);
+    render_new_image(&mut sim, Some(checksum_a()));
+    run_until_paused_before_promotion(&mut sim, 120);
+    sim.run_for(30);
+    render_checksum(&mut sim, checksum_b());
+    sim.run_for(5);
+    run_until_paused_before_promotion(&mut sim, 120);
+    promote_blue_green(&mut sim);
     sim
 }
 
@@ -379,6 +435,81 @@ mod tests {
         watch(recording, Kind::Rollout).pop().unwrap().1
     }
 
+    /// What the real controller does in `recordings/real/blue-green-rerender-while-paused.rfr`:
+    /// the preview Service follows each new hash while the active one stays on stable; each
+    /// render pauses before promotion (`BlueGreenPause`, no step index); the replaced preview
+    /// and, after the switch, the old active ReplicaSet are scaled to 0 once the
+    /// `scale-down-deadline` they were given passes.
+    #[test]
+    fn blue_green_follows_the_real_controller_through_a_rerender_and_a_promotion() {
+        let rec = generate("blue-green-rerender-at-pause").unwrap();
+        let selector = |v: &Value| {
+            v["spec"]["selector"]["rollouts-pod-template-hash"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let rollouts = watch(&rec, Kind::Rollout);
+        let first = &rollouts.first().unwrap().1;
+        let stable = status_str(first, "stableRS");
+        let pauses: Vec<(usize, String)> = rollouts
+            .iter()
+            .filter(|(_, v)| v["status"]["pauseConditions"][0]["reason"] == "BlueGreenPause")
+            .map(|(i, v)| (*i, status_str(v, "currentPodHash").to_owned()))
+            .collect();
+        let mut paused_hashes: Vec<&str> = pauses.iter().map(|(_, h)| h.as_str()).collect();
+        paused_hashes.dedup();
+        assert_eq!(
+            paused_hashes.len(),
+            2,
+            "two renders, each paused: {paused_hashes:?}"
+        );
+        let (first_render, second_render) = (paused_hashes[0], paused_hashes[1]);
+        for (_, v) in &rollouts {
+            assert!(v["status"].get("currentStepIndex").is_none(), "{v}");
+            assert!(v["status"].get("currentStepHash").is_none(), "{v}");
+        }
+        // While paused, the Services: preview on the paused hash, active on stable.
+        for (i, hash) in &pauses {
+            let services: Vec<Value> = rec.records[..*i]
+                .iter()
+                .filter(|r| r.kind == Kind::Service && r.op.has_object())
+                .map(object)
+                .collect();
+            let latest = |name: &str| {
+                services
+                    .iter()
+                    .rev()
+                    .find(|s| s["metadata"]["name"] == name)
+                    .map(selector)
+                    .unwrap()
+            };
+            assert_eq!(latest("checkout-api-preview"), *hash);
+            assert_eq!(latest("checkout-api"), *stable);
+        }
+        let end = last_rollout(&rec);
+        assert_eq!(end["status"]["phase"], "Healthy");
+        assert_eq!(status_str(&end, "stableRS"), second_render);
+        assert_eq!(end["status"]["blueGreen"]["activeSelector"], second_render);
+        assert_eq!(end["status"]["blueGreen"]["previewSelector"], second_render);
+        assert_eq!(
+            selector(&last(&rec, Kind::Service, "checkout-api")),
+            second_render
+        );
+        for hash in [first_render, stable] {
+            let rs = last(&rec, Kind::ReplicaSet, &format!("checkout-api-{hash}"));
+            assert_eq!(rs["spec"]["replicas"], 0, "{hash} scaled down");
+        }
+        // Scaled down only once its deadline passed: the annotation was written first.
+        let annotated = rec.records.iter().any(|r| {
+            r.kind == Kind::ReplicaSet
+                && r.name == format!("checkout-api-{first_render}")
+                && r.op.has_object()
+                && object(r)["metadata"]["annotations"]["scale-down-deadline"].is_string()
+        });
+        assert!(annotated);
+    }
+
     /// The latest state of every ReplicaSet still present at the end, in creation order.
     fn final_replica_sets(recording: &Recording) -> Vec<Value> {
         let mut names: Vec<&str> = Vec::new();
@@ -430,7 +561,9 @@ mod tests {
                 "adoption-selector-drift",
                 "gitops-double-render",
                 "moved-tag",
-                "no-rollback-history"
+                "no-rollback-history",
+                "blue-green-release",
+                "blue-green-rerender-at-pause"
             ]
         );
         assert!(catalog().iter().all(|s| !s.summary.is_empty()));

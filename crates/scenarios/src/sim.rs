@@ -135,9 +135,14 @@ impl Sim {
             fields: fields::rollouts_status(),
         });
         let stable_name = format!("{name}-{stable_hash}");
+        let blue_green = config.blue_green.is_some();
         let mut status = RolloutStatus {
             current_pod_hash: stable_hash.clone(),
-            current_step_hash: crate::hash::steps_hash(&steps_value(&config.steps)),
+            current_step_hash: if blue_green {
+                String::new()
+            } else {
+                crate::hash::steps_hash(&steps_value(&config.steps))
+            },
             replicas,
             updated_replicas: replicas,
             ready_replicas: replicas,
@@ -149,8 +154,22 @@ impl Sim {
             },
             observed_generation: "2".to_owned(),
             hpa_replicas: replicas,
-            selector: format!("app={}", config.app),
+            selector: if blue_green {
+                format!("app={},{HASH_LABEL}={stable_hash}", config.app)
+            } else {
+                format!("app={}", config.app)
+            },
             stable_rs: stable_hash.clone(),
+            active_selector: if blue_green {
+                stable_hash.clone()
+            } else {
+                String::new()
+            },
+            preview_selector: if blue_green {
+                stable_hash.clone()
+            } else {
+                String::new()
+            },
             ..RolloutStatus::default()
         };
         status.conditions = vec![
@@ -190,7 +209,7 @@ impl Sim {
                 settled,
             ),
         ];
-        let (phase, message) = calculate_phase(replicas, &status);
+        let (phase, message) = calculate_phase(replicas, blue_green, &status);
         status.phase = phase;
         status.message = message;
         let rollout = Rollout {
@@ -201,6 +220,7 @@ impl Sim {
             app: config.app.clone(),
             template: stable_template.clone(),
             steps: config.steps.clone(),
+            blue_green: config.blue_green.clone(),
             status,
         };
 
@@ -298,6 +318,15 @@ impl Sim {
         }
         sim.rollout.meta.resource_version = sim.bump_rv();
         sim.rv += 1_237;
+        if let Some(bg) = sim.config.blue_green.clone() {
+            // The controller put the stable hash on both Services' selectors.
+            for s in &mut sim.config.services {
+                if s.name == bg.active_service || s.name == bg.preview_service {
+                    s.selector
+                        .insert(HASH_LABEL.to_owned(), stable_hash.clone());
+                }
+            }
+        }
         if sim.config.traffic {
             sim.seed_pods(&stable_hash, replicas, released);
             sim.seed_services(created, settled, &helm_labels);

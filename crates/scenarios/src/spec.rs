@@ -77,6 +77,26 @@ impl ServiceConfig {
     }
 }
 
+/// `spec.strategy.blueGreen` of a blue-green rollout, promoted by hand
+/// (`autoPromotionEnabled: false`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlueGreenConfig {
+    /// `activeService`: the Service the controller points at the promoted revision.
+    pub active_service: String,
+    /// `previewService`: the Service it points at the new revision before promotion.
+    pub preview_service: String,
+    /// `scaleDownDelaySeconds`: how long the old active ReplicaSet stays up after the switch
+    /// (`None`: the controller's default, 30).
+    pub scale_down_delay_seconds: Option<u32>,
+}
+
+impl BlueGreenConfig {
+    /// The delay the controller applies.
+    pub(crate) fn scale_down_delay(&self) -> u32 {
+        self.scale_down_delay_seconds.unwrap_or(30)
+    }
+}
+
 /// One canary step of `spec.strategy.canary.steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -257,6 +277,10 @@ pub struct SimConfig {
     /// Seconds after its last occurrence that an Event is deleted (the API server's
     /// `--event-ttl`, 1 h by default); `None` keeps them (the scenarios are shorter).
     pub event_ttl: Option<u32>,
+    /// The strategy is blue-green instead of a canary with `steps` (which are then unused).
+    /// Its two Services must be among `services`; the controller puts the pod-template hash
+    /// label on their selectors.
+    pub blue_green: Option<BlueGreenConfig>,
 }
 
 impl Default for SimConfig {
@@ -278,6 +302,25 @@ impl Default for SimConfig {
             pod_labels: BTreeMap::new(),
             registry: BTreeMap::new(),
             event_ttl: None,
+            blue_green: None,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The default cluster with a blue-green rollout: active Service `checkout-api`, preview
+    /// Service `checkout-api-preview`, promoted by hand, no steps.
+    pub fn blue_green() -> Self {
+        let service = |name: &str| ServiceConfig::new(name).with_selector("app", "checkout-api");
+        SimConfig {
+            steps: Vec::new(),
+            services: vec![service("checkout-api"), service("checkout-api-preview")],
+            blue_green: Some(BlueGreenConfig {
+                active_service: "checkout-api".to_owned(),
+                preview_service: "checkout-api-preview".to_owned(),
+                scale_down_delay_seconds: None,
+            }),
+            ..SimConfig::default()
         }
     }
 }

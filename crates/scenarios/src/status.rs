@@ -25,6 +25,7 @@ pub(crate) mod reason {
     pub const ROLLOUT_HEALTHY: &str = "RolloutHealthy";
     pub const AVAILABLE_REASON: &str = "AvailableReason";
     pub const CANARY_PAUSE_STEP: &str = "CanaryPauseStep";
+    pub const BLUE_GREEN_PAUSE: &str = "BlueGreenPause";
 }
 
 /// One entry of `status.conditions`.
@@ -98,6 +99,9 @@ pub(crate) struct RolloutStatus {
     pub promote_full: bool,
     pub phase: String,
     pub message: String,
+    /// `status.blueGreen.activeSelector` / `previewSelector`: the hashes on those Services.
+    pub active_selector: String,
+    pub preview_selector: String,
 }
 
 impl RolloutStatus {
@@ -193,13 +197,27 @@ impl RolloutStatus {
             put("promoteFull", json!(true));
         }
         put("canary", json!({}));
-        put("blueGreen", json!({}));
+        let mut blue_green = Map::new();
+        for (key, value) in [
+            ("activeSelector", &self.active_selector),
+            ("previewSelector", &self.preview_selector),
+        ] {
+            if !value.is_empty() {
+                blue_green.insert(key.to_owned(), json!(value));
+            }
+        }
+        put("blueGreen", Value::Object(blue_green));
         Value::Object(m)
     }
 }
 
-/// `rolloututil.CalculateRolloutPhase` for a basic canary: the phase and its message.
-pub(crate) fn calculate_phase(spec_replicas: i32, status: &RolloutStatus) -> (String, String) {
+/// `rolloututil.CalculateRolloutPhase` for a basic canary, or for blue-green (`blue_green`):
+/// the phase and its message.
+pub(crate) fn calculate_phase(
+    spec_replicas: i32,
+    blue_green: bool,
+    status: &RolloutStatus,
+) -> (String, String) {
     for cond in &status.conditions {
         if cond.reason == reason::ROLLOUT_ABORTED || cond.reason == reason::TIMED_OUT {
             return (
@@ -217,6 +235,15 @@ pub(crate) fn calculate_phase(spec_replicas: i32, status: &RolloutStatus) -> (St
     }
     if status.available_replicas < status.updated_replicas {
         return progressing("updated replicas are still becoming available");
+    }
+    if blue_green {
+        if status.active_selector.is_empty() || status.active_selector != status.current_pod_hash {
+            return progressing("active service cutover pending");
+        }
+        if status.stable_rs.is_empty() || status.stable_rs != status.current_pod_hash {
+            return progressing("waiting for analysis to complete");
+        }
+        return ("Healthy".to_owned(), String::new());
     }
     if status.replicas > status.updated_replicas {
         return progressing("old replicas are pending termination");
@@ -282,7 +309,7 @@ mod tests {
             }],
             ..RolloutStatus::default()
         };
-        assert_eq!(calculate_phase(5, &s).0, "Paused");
+        assert_eq!(calculate_phase(5, false, &s).0, "Paused");
         s.set_condition(Condition::new(
             reason::PROGRESSING,
             "False",
@@ -291,7 +318,7 @@ mod tests {
             0,
         ));
         assert_eq!(
-            calculate_phase(5, &s),
+            calculate_phase(5, false, &s),
             (
                 "Degraded".to_owned(),
                 "RolloutAborted: Rollout aborted update to revision 3".to_owned()

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::calendar::rfc3339;
 use crate::hash::{fnv64, name_suffix, uid};
-use crate::objects::{ManagedField, Meta, Owner, manager, string_map};
+use crate::objects::{HASH_LABEL, ManagedField, Meta, Owner, manager, string_map};
 use crate::pods::Pod;
 use crate::sim::Sim;
 
@@ -277,6 +277,61 @@ impl Sim {
             }
         }
         self.slices_observed = observed;
+    }
+
+    /// The rollouts controller puts `hash` on the selector of Service `name`
+    /// (`rollouts-pod-template-hash`), as it does for a blue-green rollout's active and preview
+    /// Services. Returns whether it wrote.
+    pub(crate) fn point_service(&mut self, name: &str, hash: &str) -> bool {
+        let now = self.now;
+        let Some(i) = self.services.iter().position(|s| s.meta.name == name) else {
+            return false;
+        };
+        let service = &mut self.services[i];
+        if service.selector.get(HASH_LABEL).map(String::as_str) == Some(hash) {
+            return false;
+        }
+        service
+            .selector
+            .insert(HASH_LABEL.to_owned(), hash.to_owned());
+        service.meta.touch(ManagedField {
+            manager: manager::ROLLOUTS,
+            operation: "Update",
+            subresource: None,
+            api_version: "v1",
+            time: now,
+            fields: json!({ "f:spec": { "f:selector": { "f:rollouts-pod-template-hash": {} } } }),
+        });
+        let rv = self.bump_rv();
+        let at = self.next_stamp();
+        let service = &mut self.services[i];
+        service.meta.resource_version = rv;
+        let object = crate::json::to_bytes(&service.to_value());
+        let (ns, name, uid) = (
+            service.meta.namespace.clone(),
+            service.meta.name.clone(),
+            service.meta.uid.clone(),
+        );
+        self.push_in(
+            ns,
+            at,
+            Kind::Service,
+            Op::Modified,
+            name,
+            uid,
+            rv.to_string(),
+            object,
+        );
+        true
+    }
+
+    /// The hash on Service `name`'s selector, if any.
+    pub(crate) fn service_hash(&self, name: &str) -> String {
+        self.services
+            .iter()
+            .find(|s| s.meta.name == name)
+            .and_then(|s| s.selector.get(HASH_LABEL).cloned())
+            .unwrap_or_default()
     }
 
     fn write_slice(&mut self, i: usize) {
