@@ -629,10 +629,10 @@ fn bad_flags_exit_2() {
         run_bounded(c)
     };
 
-    let o = run(&["--kinds", "deployments"]);
+    let o = run(&["--kinds", "configmaps"]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("deployments"), "{err}");
+    assert!(err.contains("configmaps"), "{err}");
     for kind in [
         "rollouts",
         "replicasets",
@@ -641,6 +641,10 @@ fn bad_flags_exit_2() {
         "pods",
         "applications",
         "events",
+        "deployments",
+        "ingresses",
+        "httproutes",
+        "virtualservices",
     ] {
         assert!(err.contains(kind), "the known kinds are named: {err}");
     }

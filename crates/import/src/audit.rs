@@ -110,7 +110,7 @@ fn read_input(text: &Text, writes: &mut Vec<Write>, warnings: &mut Vec<Diagnosti
         }
         let r = &event["objectRef"];
         let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
-        let Some(kind) = kind_of(&s("resource"), &s("apiGroup")) else {
+        let Some(kind) = kind_of(&s("resource"), &s("apiGroup"), &s("apiVersion")) else {
             continue;
         };
         let subresource = s("subresource");
@@ -179,8 +179,9 @@ fn actor(user: &Value, impersonated: &Value) -> Option<String> {
     }
 }
 
-/// The recorded kind of an audit `objectRef` resource.
-fn kind_of(resource: &str, group: &str) -> Option<Kind> {
+/// The recorded kind of an audit `objectRef` resource: one the analyzer reads, or one of the
+/// well-known kinds a recorder records beside them (in the version the event names).
+fn kind_of(resource: &str, group: &str, version: &str) -> Option<Kind> {
     Some(match (group, resource) {
         ("argoproj.io", "rollouts") => Kind::Rollout,
         ("argoproj.io", "applications") => Kind::Application,
@@ -189,7 +190,13 @@ fn kind_of(resource: &str, group: &str) -> Option<Kind> {
         ("", "pods") => Kind::Pod,
         ("discovery.k8s.io", "endpointslices") => Kind::EndpointSlice,
         ("", "events") | ("events.k8s.io", "events") => Kind::Event,
-        _ => return None,
+        _ => {
+            let names = rf_format::api::WELL_KNOWN
+                .iter()
+                .find(|n| n.group == group && n.plural == resource)?;
+            let version = names.versions.iter().find(|v| **v == version)?;
+            names.kind_in(version)
+        }
     })
 }
 

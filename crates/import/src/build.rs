@@ -183,7 +183,8 @@ impl ObjectMeta {
     }
 }
 
-/// The kind of an object when it is one the recorder records, or why not.
+/// The kind of an object when it is one the recorder records (one the analyzer reads, or one
+/// of [`rf_format::api::WELL_KNOWN`] in a version the table names), or why not.
 pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, String> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
@@ -191,7 +192,10 @@ pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, String> {
         return Err("object without apiVersion or kind".to_owned());
     }
     let k = Kind::from_api(api_version, kind);
-    if k.reads_version(api_version) {
+    let well_known = rf_format::api::well_known(&k).is_some_and(|names| {
+        matches!(&k, Kind::Other { version, .. } if names.versions.contains(&version.as_str()))
+    });
+    if k.reads_version(api_version) || well_known {
         Ok(k)
     } else {
         Err(format!(

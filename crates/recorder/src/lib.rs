@@ -61,7 +61,8 @@ use crate::watch::{Target, Tuning};
 pub struct Config {
     /// Kinds that must be served (an error names any that is not).
     pub kinds: Vec<Kind>,
-    /// Kinds recorded only when the server serves them (skipped silently otherwise).
+    /// Kinds recorded only when the server serves them and this account may list them
+    /// (skipped otherwise, and the header's notes say so).
     pub optional_kinds: Vec<Kind>,
     /// Namespaces; empty: all namespaces.
     pub namespaces: Vec<String>,
@@ -109,7 +110,9 @@ impl Default for Config {
                 Kind::Pod,
                 Kind::Event,
             ],
-            optional_kinds: vec![Kind::Application],
+            optional_kinds: std::iter::once(Kind::Application)
+                .chain(rf_format::api::WELL_KNOWN.iter().map(|n| n.newest()))
+                .collect(),
             namespaces: Vec::new(),
             label_selector: None,
             flush_interval: Duration::from_secs(1),
@@ -166,19 +169,22 @@ pub struct Summary {
     pub resumes: u64,
     /// Kinds recorded.
     pub kinds: Vec<Kind>,
-    /// Optional kinds the server does not serve.
-    pub skipped: Vec<Kind>,
+    /// Optional kinds not recorded, and why.
+    pub skipped: Vec<(Kind, Skip)>,
     /// Files written (more than one in flight-recorder mode).
     pub files: u64,
 }
 
 /// Which of the asked kinds the server serves: the resources to watch, and the optional kinds
-/// skipped. A required kind that is not served is an error.
+/// skipped, each with why (not served, or not allowed). A required kind that is not served is
+/// an error; a kind of [`rf_format::api::WELL_KNOWN`] is recorded in the first of its versions
+/// the server serves. An optional kind the server serves but this account may not list is
+/// skipped (a flight recorder deployed with an older Role keeps recording the rest).
 pub async fn discover(
     client: &Client,
     config: &Config,
     server: &str,
-) -> Result<(Vec<Resource>, Vec<Kind>)> {
+) -> Result<(Vec<Resource>, Vec<(Kind, Skip)>)> {
     let mut served_cache: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut resources = Vec::new();
     let mut skipped = Vec::new();
@@ -188,56 +194,105 @@ pub async fn discover(
         .map(|k| (k, true))
         .chain(config.optional_kinds.iter().map(|k| (k, false)));
     for (kind, required) in all {
-        let Some(resource) = Resource::for_kind(kind) else {
+        let candidates = Resource::candidates(kind);
+        let Some(first) = candidates.first().cloned() else {
             continue;
         };
-        let gv = resource.api_version();
-        if !served_cache.contains_key(&gv) {
-            let listed = if resource.group.is_empty() {
-                client.list_core_api_resources(resource.version).await
-            } else {
-                client.list_api_group_resources(&gv).await
-            };
-            let names = match listed {
-                Ok(list) => list.resources.into_iter().map(|r| r.name).collect(),
-                Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
-                Err(kube::Error::Api(s)) if s.code == 403 => {
-                    return Err(Error::Forbidden {
-                        verb: "get",
-                        resource: format!("API discovery of {gv}"),
-                        scope: String::new(),
-                        message: s.message,
-                    });
-                }
-                Err(e) => {
-                    return Err(Error::Unreachable {
-                        server: server.to_owned(),
-                        detail: e.to_string(),
-                    });
-                }
-            };
-            served_cache.insert(gv.clone(), names);
+        let mut found = None;
+        for resource in candidates {
+            let gv = resource.api_version();
+            if !served_cache.contains_key(&gv) {
+                let names = served_names(client, &resource, server).await?;
+                served_cache.insert(gv.clone(), names);
+            }
+            if served_cache
+                .get(&gv)
+                .is_some_and(|names| names.iter().any(|n| n == resource.plural))
+            {
+                found = Some(resource);
+                break;
+            }
         }
-        let served = served_cache
-            .get(&gv)
-            .is_some_and(|names| names.iter().any(|n| n == resource.plural));
-        if served {
-            resources.push(resource);
-        } else if required {
-            let hint = match kind {
-                Kind::Rollout => ": is Argo Rollouts installed? Record without it with --kinds replicasets,services,endpointslices,pods,events".to_owned(),
-                _ => format!(": leave it out of --kinds to record the rest ({})", kind.name()),
-            };
-            return Err(Error::NotServed {
-                resource: resource.qualified(),
-                api_version: gv,
-                hint,
-            });
-        } else {
-            skipped.push(kind.clone());
+        match found {
+            Some(resource) if required => resources.push(resource),
+            Some(resource) => {
+                if may_list(client, &resource, &config.namespaces).await {
+                    resources.push(resource);
+                } else {
+                    skipped.push((kind.clone(), Skip::Forbidden));
+                }
+            }
+            None if required => {
+                let hint = match kind {
+                    Kind::Rollout => ": is Argo Rollouts installed? Record without it with --kinds replicasets,services,endpointslices,pods,events".to_owned(),
+                    _ => format!(": leave it out of --kinds to record the rest ({})", kind.name()),
+                };
+                return Err(Error::NotServed {
+                    resource: first.qualified(),
+                    api_version: first.api_version(),
+                    hint,
+                });
+            }
+            None => skipped.push((kind.clone(), Skip::NotServed)),
         }
     }
     Ok((resources, skipped))
+}
+
+/// Why an optional kind was not recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// The server does not serve it.
+    NotServed,
+    /// The server serves it, but this account may not list it.
+    Forbidden,
+}
+
+/// The resource names the server serves in `resource`'s group version (none when it serves
+/// no such group version).
+async fn served_names(client: &Client, resource: &Resource, server: &str) -> Result<Vec<String>> {
+    let gv = resource.api_version();
+    let listed = if resource.group.is_empty() {
+        client.list_core_api_resources(resource.version).await
+    } else {
+        client.list_api_group_resources(&gv).await
+    };
+    match listed {
+        Ok(list) => Ok(list.resources.into_iter().map(|r| r.name).collect()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+        Err(kube::Error::Api(s)) if s.code == 403 => Err(Error::Forbidden {
+            verb: "get",
+            resource: format!("API discovery of {gv}"),
+            scope: String::new(),
+            message: s.message,
+        }),
+        Err(e) => Err(Error::Unreachable {
+            server: server.to_owned(),
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// False when listing `resource` in any of `namespaces` (all when empty) is forbidden: a list
+/// of one object, the verb recording uses anyway. Any other failure is the watch's to report.
+async fn may_list(client: &Client, resource: &Resource, namespaces: &[String]) -> bool {
+    let scopes: Vec<Option<&str>> = if namespaces.is_empty() {
+        vec![None]
+    } else {
+        namespaces.iter().map(|n| Some(n.as_str())).collect()
+    };
+    for ns in scopes {
+        let lp = kube::api::ListParams::default().limit(1);
+        let Ok(req) = kube::core::Request::new(resource.url_path(ns)).list(&lp) else {
+            continue;
+        };
+        if let Err(kube::Error::Api(s)) = client.request_text(req).await {
+            if s.code == 403 {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Records until `stop` resolves, then closes the file cleanly. `on_progress` is called once a
@@ -343,11 +398,18 @@ async fn run<D: sink::Destination>(
     } else {
         Redaction::Disabled
     };
-    if !skipped.is_empty() {
-        let names: Vec<&str> = skipped.iter().map(Kind::name).collect();
-        header
-            .notes
-            .insert("not-served".to_owned(), names.join(","));
+    for (why, note) in [
+        (Skip::NotServed, "not-served"),
+        (Skip::Forbidden, "forbidden"),
+    ] {
+        let names: Vec<&str> = skipped
+            .iter()
+            .filter(|(_, w)| *w == why)
+            .map(|(k, _)| k.name())
+            .collect();
+        if !names.is_empty() {
+            header.notes.insert(note.to_owned(), names.join(","));
+        }
     }
     let namespaces: Vec<Option<String>> = if config.namespaces.is_empty() {
         vec![None]

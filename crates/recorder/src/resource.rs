@@ -1,6 +1,6 @@
 //! Which API resource each recorded kind is, and where to list and watch it.
 
-use rf_format::Kind;
+use rf_format::{Kind, api};
 
 /// An API resource the recorder can watch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +16,8 @@ pub struct Resource {
 }
 
 impl Resource {
-    /// The resource of a kind the recorder knows.
+    /// The resource of a kind the recorder knows: one with its own variant, or one of
+    /// [`rf_format::api::WELL_KNOWN`] in a version the table names.
     pub fn for_kind(kind: &Kind) -> Option<Resource> {
         let (group, version, plural) = match kind {
             Kind::Rollout => ("argoproj.io", "v1alpha1", "rollouts"),
@@ -26,7 +27,11 @@ impl Resource {
             Kind::EndpointSlice => ("discovery.k8s.io", "v1", "endpointslices"),
             Kind::Pod => ("", "v1", "pods"),
             Kind::Event => ("", "v1", "events"),
-            Kind::Other { .. } => return None,
+            Kind::Other { version, .. } => {
+                let names = api::well_known(kind)?;
+                let version = names.versions.iter().find(|v| **v == version)?;
+                (names.group, *version, names.plural)
+            }
         };
         Some(Resource {
             kind: kind.clone(),
@@ -34,6 +39,19 @@ impl Resource {
             version,
             plural,
         })
+    }
+
+    /// The resources `kind` may be served as, in the order to try them: a kind of the
+    /// well-known table in each of its versions, any other kind as itself.
+    pub fn candidates(kind: &Kind) -> Vec<Resource> {
+        match api::well_known(kind) {
+            Some(names) => names
+                .versions
+                .iter()
+                .filter_map(|v| Resource::for_kind(&names.kind_in(v)))
+                .collect(),
+            None => Resource::for_kind(kind).into_iter().collect(),
+        }
     }
 
     /// `group/version`, or `version` for the core group.
@@ -68,7 +86,9 @@ impl Resource {
     }
 }
 
-/// The kinds `--kinds` accepts, by the names people type.
+/// The kinds `--kinds` accepts, by the names people type: the kinds with their own variant,
+/// and those of [`rf_format::api::WELL_KNOWN`] (in their newest version; the recorder takes the
+/// first version the server serves).
 pub fn parse_kind(name: &str) -> Option<Kind> {
     Some(match name.trim().to_ascii_lowercase().as_str() {
         "rollouts" | "rollout" | "ro" => Kind::Rollout,
@@ -78,7 +98,7 @@ pub fn parse_kind(name: &str) -> Option<Kind> {
         "pods" | "pod" | "po" => Kind::Pod,
         "applications" | "application" | "app" | "apps" => Kind::Application,
         "events" | "event" | "ev" => Kind::Event,
-        _ => return None,
+        other => return api::by_name(other).map(api::ApiNames::newest),
     })
 }
 
@@ -97,12 +117,40 @@ mod tests {
         let po = Resource::for_kind(&Kind::Pod).unwrap();
         assert_eq!(po.url_path(None), "/api/v1/pods");
         assert_eq!(po.api_version(), "v1");
+        let ing = Resource::for_kind(&api::INGRESS.newest()).unwrap();
+        assert_eq!(
+            ing.url_path(Some("web")),
+            "/apis/networking.k8s.io/v1/namespaces/web/ingresses"
+        );
+    }
+
+    #[test]
+    fn a_well_known_kind_is_tried_in_each_version_and_no_other_is_recorded() {
+        let vs: Vec<String> = Resource::candidates(&api::VIRTUAL_SERVICE.newest())
+            .iter()
+            .map(Resource::api_version)
+            .collect();
+        assert_eq!(
+            vs,
+            [
+                "networking.istio.io/v1",
+                "networking.istio.io/v1beta1",
+                "networking.istio.io/v1alpha3"
+            ]
+        );
+        let unknown = Kind::from_api("example.com/v1", "Widget");
+        assert!(Resource::for_kind(&unknown).is_none());
+        assert!(Resource::candidates(&unknown).is_empty());
+        let old_version = Kind::from_api("apps/v1beta1", "Deployment");
+        assert!(Resource::for_kind(&old_version).is_none());
     }
 
     #[test]
     fn kinds_parse_by_plural_singular_and_short_name() {
         assert_eq!(parse_kind("rs"), Some(Kind::ReplicaSet));
         assert_eq!(parse_kind("Rollouts"), Some(Kind::Rollout));
-        assert_eq!(parse_kind("deployments"), None);
+        assert_eq!(parse_kind("deployments"), Some(api::DEPLOYMENT.newest()));
+        assert_eq!(parse_kind("ing"), Some(api::INGRESS.newest()));
+        assert_eq!(parse_kind("configmaps"), None);
     }
 }

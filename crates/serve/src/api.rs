@@ -334,8 +334,13 @@ fn stand_ins<'a>(
     group: &'a str,
     version: &'a str,
 ) -> impl Iterator<Item = Resource> + 'a {
-    STAND_INS.iter().filter_map(move |(_, _, kind)| {
-        let plural = format!("{}s", kind.to_lowercase());
+    STAND_INS.iter().filter_map(move |(g, v, kind)| {
+        let plural = Resource::for_kind(&Kind::Other {
+            group: (*g).to_owned(),
+            version: (*v).to_owned(),
+            kind: (*kind).to_owned(),
+        })
+        .plural;
         stand_in(shared, group, version, &plural)
     })
 }

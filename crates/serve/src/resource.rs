@@ -22,9 +22,11 @@ pub struct Resource {
 }
 
 impl Resource {
-    /// The API names of `kind`. Kinds without their own variant get the lowercase kind plus `s`
-    /// as their plural (best effort: `Ingress` becomes `ingresss`, not `ingresses`).
+    /// The API names of `kind`. Kinds without their own variant take theirs from
+    /// [`rf_format::api::WELL_KNOWN`]; any other gets the lowercase kind plus `s` as its plural
+    /// (best effort: a `Policy` of some CRD would become `policys`).
     pub fn for_kind(kind: &Kind) -> Resource {
+        let known = rf_format::api::well_known(kind);
         let (group, version, plural, short): (&str, &str, String, &[&str]) = match kind {
             Kind::Rollout => ("argoproj.io", "v1alpha1", "rollouts".into(), &["ro"]),
             Kind::Application => (
@@ -51,9 +53,14 @@ impl Resource {
                     },
                     group: group.clone(),
                     version: version.clone(),
-                    plural: format!("{}s", kind.to_lowercase()),
+                    plural: known.map_or_else(
+                        || format!("{}s", kind.to_lowercase()),
+                        |n| n.plural.to_owned(),
+                    ),
                     singular: kind.to_lowercase(),
-                    short_names: Vec::new(),
+                    short_names: known
+                        .map(|n| n.short_names.iter().map(|s| (*s).to_owned()).collect())
+                        .unwrap_or_default(),
                 };
             }
         };
@@ -129,5 +136,15 @@ mod tests {
         assert_eq!(r.plural, "networkpolicys");
         assert_eq!(r.api_version(), "networking.k8s.io/v1");
         assert_eq!(r.kind_name(), "NetworkPolicy");
+    }
+
+    #[test]
+    fn well_known_kinds_have_their_api_plurals() {
+        let ing = Resource::for_kind(&rf_format::api::INGRESS.newest());
+        assert_eq!(ing.plural, "ingresses");
+        assert_eq!(ing.short_names, ["ing"]);
+        let ep = Resource::for_kind(&rf_format::api::ENDPOINTS.newest());
+        assert_eq!(ep.plural, "endpoints");
+        assert_eq!(ep.qualified(), "endpoints");
     }
 }

@@ -97,7 +97,7 @@ fn config(args: &RecordArgs) -> Result<Config> {
                 Some(k) if !kinds.contains(&k) => kinds.push(k),
                 Some(_) => {}
                 None => bail!(
-                    "unknown kind {name:?} in --kinds: use rollouts, replicasets, services, endpointslices, pods, applications, events"
+                    "unknown kind {name:?} in --kinds: use rollouts, replicasets, services, endpointslices, pods, applications, events, deployments, endpoints, ingresses, httproutes, virtualservices, destinationrules"
                 ),
             }
         }
@@ -154,9 +154,22 @@ fn summary_text(s: &Summary, path: Option<&std::path::Path>) -> String {
             kinds.join(", ")
         }
     );
-    if !s.skipped.is_empty() {
-        let names: Vec<&str> = s.skipped.iter().map(rf_format::Kind::name).collect();
-        text.push_str(&format!("\n  not served, skipped: {}", names.join(", ")));
+    for (why, words) in [
+        (rf_recorder::Skip::NotServed, "not served, skipped"),
+        (
+            rf_recorder::Skip::Forbidden,
+            "not allowed to list, skipped (see deploy/rbac.yaml)",
+        ),
+    ] {
+        let names: Vec<&str> = s
+            .skipped
+            .iter()
+            .filter(|(_, w)| *w == why)
+            .map(|(k, _)| k.name())
+            .collect();
+        if !names.is_empty() {
+            text.push_str(&format!("\n  {words}: {}", names.join(", ")));
+        }
     }
     text
 }
