@@ -47,7 +47,22 @@ fn replay(name: &str, a: &mut Analyzer) {
 }
 
 fn analyze(name: &str) -> Report {
-    let mut a = Analyzer::new(Options::default());
+    analyze_with(name, Options::default())
+}
+
+/// [`analyze`], with every rollout's timeline.
+fn analyze_with_timelines(name: &str) -> Report {
+    analyze_with(
+        name,
+        Options {
+            timelines: true,
+            ..Options::default()
+        },
+    )
+}
+
+fn analyze_with(name: &str, options: Options) -> Report {
+    let mut a = Analyzer::new(options);
     replay(name, &mut a);
     let mut report = a.finish();
     report.tool.version = "(version)".to_owned();
@@ -329,6 +344,33 @@ fn issue_2_manual_jump_then_rerender() {
 fn issue_2_hash_only_change_is_only_a_warning() {
     let r = rules(&analyze("hash-only-change"));
     assert_eq!(r, vec![Rule::HashOnlyChange]);
+}
+
+#[test]
+fn issue_27_a_workload_ref_deployment_scaled_up_again_is_the_only_finding() {
+    let report = analyze("workload-ref-scaled-up");
+    assert_eq!(rules(&report), vec![Rule::DeploymentNotScaledDown]);
+    let f = &report.findings[0];
+    assert!(
+        f.summary.contains("0 -> 5") && f.summary.contains("argocd-controller"),
+        "{}",
+        f.summary
+    );
+    // The release came from a render of the Deployment: its timeline says so.
+    let report = analyze_with_timelines("workload-ref-scaled-up");
+    let timeline = &report.timelines[0];
+    assert!(
+        timeline.entries.iter().any(|e| e.source == "Deployment"
+            && e.changes
+                .iter()
+                .any(|c| c.contains("of Deployment checkout-api"))),
+        "{:?}",
+        timeline
+            .entries
+            .iter()
+            .map(|e| &e.changes)
+            .collect::<Vec<_>>()
+    );
 }
 
 /// (rule, severity) of every finding, sorted, without repeats.

@@ -376,6 +376,9 @@ impl Analyzer {
                     ) => {
                         self.on_world_record(rec, parsed, pos);
                     }
+                    (kind, parsed) if rf_format::api::DEPLOYMENT.is(kind) => {
+                        self.on_world_record(rec, parsed, pos);
+                    }
                     _ => {}
                 }
             }
@@ -522,7 +525,11 @@ impl Analyzer {
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
-        let Some(prev) = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref()) else {
+        let changed = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref());
+        if track.workload().is_some() && track.lacks_template() {
+            self.follow_workload(&rec.namespace, &rec.name, false);
+        }
+        let Some(prev) = changed else {
             return;
         };
         let Some(track) = self.tracks.get(&rec.namespace, &rec.name) else {
@@ -660,8 +667,46 @@ impl Analyzer {
                 }
                 None => Vec::new(),
             },
+            Touched::Deployment {
+                namespace,
+                name,
+                template,
+            } => {
+                let keys: Vec<Key> = self
+                    .tracks_in(namespace)
+                    .filter(|t| t.workload().is_some_and(|w| w.deployment == **name))
+                    .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
+                    .collect();
+                if *template {
+                    for (ns, rollout) in &keys {
+                        self.follow_workload(ns, rollout, true);
+                    }
+                }
+                keys
+            }
         };
         self.look(&keys, Some(&touched), pos, false);
+    }
+
+    /// Hands rollout `ns`/`name` the pod template of the Deployment its `workloadRef` names:
+    /// as a change of it when `changed` and the rollout had one, as the first seen otherwise.
+    fn follow_workload(&mut self, ns: &str, name: &str, changed: bool) {
+        let Some(track) = self.tracks.get_mut(ns, name) else {
+            return;
+        };
+        let Some(workload) = track.workload() else {
+            return;
+        };
+        let Some(dep) = self.world.deployment(ns, &workload.deployment) else {
+            return;
+        };
+        let Some(text) = dep.template.clone() else {
+            return;
+        };
+        let change = (changed && !track.lacks_template())
+            .then(|| (dep.pos, dep.generation, dep.actor.clone()));
+        let deployment = workload.deployment.clone();
+        track.observe_workload_template(&deployment, &text, change);
     }
 
     fn tracks_in<'a>(&'a self, ns: &str) -> impl Iterator<Item = &'a RolloutTrack> + 'a {

@@ -49,6 +49,8 @@ pub(crate) struct Kit {
     seq: u64,
     t: i64,
     pub rollout: Value,
+    /// Deployment `checkout-api`, once written.
+    deployment: Option<Value>,
 }
 
 impl Kit {
@@ -74,6 +76,7 @@ impl Kit {
             seq: 0,
             t: T0,
             rollout,
+            deployment: None,
         };
         kit.push(Kind::Rollout, Op::Listed, NAME, kit.rollout.clone());
         kit.replicaset("stable0", 5, template("app:1", "c0"), Op::Listed);
@@ -171,6 +174,12 @@ impl Kit {
         self.spec(|s| {
             s.insert("template".into(), tpl.clone());
         });
+        self.revision_of(hash, tpl);
+    }
+
+    /// The controller's reaction to template `tpl` (of its spec or its Deployment), `hash`:
+    /// RS created, then status reset.
+    fn revision_of(&mut self, hash: &str, tpl: Value) {
         self.replicaset(hash, 0, tpl.clone(), Op::Added);
         let stable = self.rollout["status"]["stableRS"].clone();
         let generation = self.rollout["metadata"]["generation"].to_string();
@@ -227,6 +236,66 @@ impl Kit {
     pub fn release_to_pause(&mut self, hash: &str, tpl: Value) {
         self.advance(5);
         self.new_revision(hash, tpl.clone());
+        self.advance(5);
+        self.scale(hash, 1, tpl);
+        self.step(1);
+        self.advance(1);
+        self.pause();
+    }
+
+    /// Makes the rollout take its template from Deployment `checkout-api` (`workloadRef`, with
+    /// `scaleDown`).
+    pub fn workload_ref(&mut self, scale_down: &str) {
+        self.spec(|s| {
+            s.remove("template");
+            s.insert(
+                "workloadRef".into(),
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": NAME,
+                       "scaleDown": scale_down}),
+            );
+        });
+    }
+
+    /// Deployment `checkout-api` with `replicas` (`ready` of them ready) and `template`,
+    /// written last by `manager`; its generation goes up when its spec changed.
+    pub fn deployment(&mut self, replicas: i64, ready: i64, template: Value, manager: &str) {
+        let spec = json!({"replicas": replicas, "template": template});
+        let generation = match &self.deployment {
+            Some(d) if d["spec"] == spec => d["metadata"]["generation"].as_i64().unwrap(),
+            Some(d) => d["metadata"]["generation"].as_i64().unwrap() + 1,
+            None => 1,
+        };
+        let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t));
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": NS, "uid": "uid-deployment",
+                "generation": generation,
+                "managedFields": [{"manager": manager, "operation": "Update", "time": time}]},
+            "spec": spec,
+            "status": {"replicas": replicas, "readyReplicas": ready,
+                       "observedGeneration": generation}
+        });
+        self.deployment = Some(obj.clone());
+        self.push(rf_format::api::DEPLOYMENT.newest(), Op::Modified, NAME, obj);
+    }
+
+    /// A render of the Deployment (template `tpl`, by Argo CD) and the controller's new
+    /// revision `hash` of it.
+    pub fn workload_revision(&mut self, hash: &str, tpl: Value) {
+        let (replicas, ready) = self.deployment.as_ref().map_or((0, 0), |d| {
+            (
+                d["spec"]["replicas"].as_i64().unwrap(),
+                d["status"]["readyReplicas"].as_i64().unwrap(),
+            )
+        });
+        self.deployment(replicas, ready, tpl.clone(), "argocd-controller");
+        self.revision_of(hash, tpl);
+    }
+
+    /// [`Self::release_to_pause`] of a render of the Deployment.
+    pub fn workload_release_to_pause(&mut self, hash: &str, tpl: Value) {
+        self.advance(5);
+        self.workload_revision(hash, tpl.clone());
         self.advance(5);
         self.scale(hash, 1, tpl);
         self.step(1);

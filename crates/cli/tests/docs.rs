@@ -53,7 +53,7 @@ fn rules_lists_every_rule_prints_one_and_refuses_a_typo() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(ids.len(), 14, "{list}");
+    assert_eq!(ids.len(), rf_analyzer::Rule::ALL.len(), "{list}");
     assert_eq!(ids[0], "rerender-restart");
     assert!(list.lines().any(|l| l.starts_with("gitops-health-mismatch  ")
         && l.contains("  info or warning  ")), "{list}");

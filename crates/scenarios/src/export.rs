@@ -87,6 +87,14 @@ fn micro_time(t: Timestamp) -> String {
 }
 
 fn resource_of(kind: &Kind) -> (&'static str, &'static str, &'static str) {
+    if let Some(names) = rf_format::api::well_known(kind) {
+        let version = names
+            .versions
+            .iter()
+            .find(|v| matches!(kind, Kind::Other { version, .. } if version == *v))
+            .unwrap_or(&names.versions[0]);
+        return (names.plural, names.group, version);
+    }
     match kind {
         Kind::Rollout => ("rollouts", "argoproj.io", "v1alpha1"),
         Kind::Application => ("applications", "argoproj.io", "v1alpha1"),

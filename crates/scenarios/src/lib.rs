@@ -36,6 +36,7 @@
 mod argocd;
 mod calendar;
 mod controller;
+mod deployment;
 mod export;
 mod hash;
 mod json;

@@ -206,6 +206,9 @@ pub(crate) struct Rollout {
     pub steps: Vec<Step>,
     /// `spec.strategy.blueGreen`, instead of a canary with `steps`.
     pub blue_green: Option<BlueGreenConfig>,
+    /// `spec.workloadRef.scaleDown` of a Rollout that takes its template from the Deployment
+    /// of its name: its own spec then has no template (`template` is the Deployment's).
+    pub workload_ref: Option<String>,
     pub status: RolloutStatus,
 }
 
@@ -237,7 +240,7 @@ impl Rollout {
     }
 
     pub(crate) fn to_value(&self) -> Value {
-        json!({
+        let mut v = json!({
             "apiVersion": ROLLOUT_API,
             "kind": "Rollout",
             "metadata": self.meta.to_value(),
@@ -249,7 +252,16 @@ impl Rollout {
                 "strategy": self.strategy_value(),
             },
             "status": self.status.to_value(),
-        })
+        });
+        if let (Some(scale_down), Some(spec)) = (&self.workload_ref, v["spec"].as_object_mut()) {
+            spec.remove("template");
+            spec.insert(
+                "workloadRef".to_owned(),
+                json!({"apiVersion": APPS_API, "kind": "Deployment", "name": self.meta.name,
+                       "scaleDown": scale_down}),
+            );
+        }
+        v
     }
 }
 

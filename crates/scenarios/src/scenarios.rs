@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 14] = [
+static CATALOG: [ScenarioInfo; 15] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -93,6 +93,13 @@ static CATALOG: [ScenarioInfo; 14] = [
                   pauses again; promoted, the active Service switches and the old active \
                   ReplicaSet is scaled down after scaleDownDelaySeconds.",
     },
+    ScenarioInfo {
+        name: "workload-ref-scaled-up",
+        summary: "A canary Rollout runs the template of Deployment checkout-api (workloadRef, \
+                  scaleDown: onsuccess), scaled to 0 since the migration; a release of a new \
+                  image is promoted to Healthy, then an Argo CD sync restores the Deployment's \
+                  replicas: 5 pods of it run beside the rollout's 5.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -117,6 +124,7 @@ pub fn generate(name: &str) -> Option<Recording> {
         "no-rollback-history" => no_rollback_history(),
         "blue-green-release" => blue_green_release(),
         "blue-green-rerender-at-pause" => blue_green_rerender_at_pause(),
+        "workload-ref-scaled-up" => workload_ref_scaled_up(),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -326,6 +334,25 @@ fn image_only_release() -> Sim {
     sim.promote();
     sim.run_until(600, |s| s.phase() == "Healthy");
     sim.run_for(60);
+    sim
+}
+
+fn workload_ref_scaled_up() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        workload_ref: Some("onsuccess".to_owned()),
+        ..SimConfig::default()
+    });
+    sim.run_for(5);
+    render_new_image(&mut sim, None);
+    run_until_paused_at(&mut sim, 1, 120);
+    sim.run_for(30);
+    sim.promote();
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    sim.run_for(60);
+    // An Argo CD sync applies the Deployment's manifest, `replicas: 5` and all: the controller
+    // scaled it down once, at the migration, and does not again.
+    sim.scale_deployment(5, crate::objects::manager::ARGOCD);
+    sim.run_for(120);
     sim
 }
 
@@ -545,6 +572,55 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_ref_render_writes_the_deployment_and_the_rollout_keeps_its_generation() {
+        let rec = generate("workload-ref-scaled-up").unwrap();
+        let deployment = rf_format::api::DEPLOYMENT.newest();
+        let deployments = watch(&rec, deployment.clone());
+        let rollouts = watch(&rec, Kind::Rollout);
+        let first = &rollouts[0].1;
+        assert!(first["spec"].get("template").is_none(), "{first}");
+        assert_eq!(first["spec"]["workloadRef"]["name"], "checkout-api");
+        assert_eq!(first["spec"]["workloadRef"]["scaleDown"], "onsuccess");
+        // Every Rollout record has the generation it was listed with: renders went to the
+        // Deployment, whose generation the controller notes on the Rollout.
+        assert!(
+            rollouts
+                .iter()
+                .all(|(_, r)| r["metadata"]["generation"] == first["metadata"]["generation"])
+        );
+        let images: Vec<&str> = deployments
+            .iter()
+            .filter_map(|(_, d)| d["spec"]["template"]["spec"]["containers"][0]["image"].as_str())
+            .collect();
+        assert!(
+            images.first() != images.last(),
+            "the render changed the image: {images:?}"
+        );
+        let last_rollout = last_rollout(&rec);
+        assert_eq!(status_str(&last_rollout, "phase"), "Healthy");
+        let last = &deployments.last().unwrap().1;
+        assert_eq!(
+            last_rollout["metadata"]["annotations"]["rollout.argoproj.io/workload-generation"],
+            last["metadata"]["generation"].to_string().as_str()
+        );
+        // Scaled up by Argo CD at the end, and its pods ready a few seconds later.
+        assert_eq!(last["spec"]["replicas"], 5);
+        assert_eq!(last["status"]["readyReplicas"], 5);
+        let scaled = deployments
+            .iter()
+            .find(|(_, d)| d["spec"]["replicas"] == 5)
+            .unwrap();
+        // Its last writer of the main resource (not the status) is Argo CD.
+        let managed = scaled.1["metadata"]["managedFields"].as_array().unwrap();
+        let last_writer = managed
+            .iter()
+            .filter(|m| m.get("subresource").is_none())
+            .max_by_key(|m| m["time"].as_str().unwrap_or("").to_owned())
+            .unwrap();
+        assert_eq!(last_writer["manager"], "argocd-controller");
+    }
+
+    #[test]
     fn catalog_lists_every_scenario_once_and_unknown_names_give_none() {
         let names: Vec<&str> = catalog().iter().map(|s| s.name).collect();
         assert_eq!(
@@ -563,7 +639,8 @@ mod tests {
                 "moved-tag",
                 "no-rollback-history",
                 "blue-green-release",
-                "blue-green-rerender-at-pause"
+                "blue-green-rerender-at-pause",
+                "workload-ref-scaled-up"
             ]
         );
         assert!(catalog().iter().all(|s| !s.summary.is_empty()));

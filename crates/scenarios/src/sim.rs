@@ -56,6 +56,8 @@ pub struct Sim {
     /// when).
     pub(crate) slices_observed: Vec<(usize, Vec<Endpoint>, i64)>,
     pub(crate) application: Option<Application>,
+    /// The Deployment the Rollout's `workloadRef` names (`SimConfig::workload_ref`).
+    pub(crate) deployment: Option<crate::deployment::Deployment>,
     /// A Rollout health the Application does not show yet, and since when.
     pub(crate) health_seen: Option<(&'static str, i64)>,
     /// Tag reference -> digest it resolves to now.
@@ -221,6 +223,7 @@ impl Sim {
             template: stable_template.clone(),
             steps: config.steps.clone(),
             blue_green: config.blue_green.clone(),
+            workload_ref: config.workload_ref.clone(),
             status,
         };
 
@@ -304,6 +307,7 @@ impl Sim {
             slices: Vec::new(),
             slices_observed: Vec::new(),
             application: None,
+            deployment: None,
             health_seen: None,
             registry,
             node_images: BTreeMap::new(),
@@ -333,6 +337,9 @@ impl Sim {
         }
         if sim.config.application {
             sim.seed_application(created, released);
+        }
+        if sim.config.workload_ref.is_some() {
+            sim.seed_deployment(created, settled, &stable_template);
         }
         sim.date_seeded_objects(history_rv);
         sim.initial_lists();
@@ -364,6 +371,10 @@ impl Sim {
         if let Some(app) = self.application.as_mut() {
             app.meta.resource_version = rv_at(app.reconciled, 2);
         }
+        if let Some(d) = self.deployment.as_mut() {
+            let last = d.meta.managed.last().map_or(d.meta.creation, |m| m.time);
+            d.meta.resource_version = rv_at(last, 0);
+        }
     }
 
     /// A GitOps (Argo CD) apply of the Rollout's spec with `change`. A render identical to the
@@ -382,11 +393,21 @@ impl Sim {
             return;
         }
         self.application_sync_started();
+        let template_changed = template != self.rollout.template;
+        let steps_changed = steps != self.rollout.steps;
         self.rollout.template = template;
         self.rollout.steps = steps;
-        self.rollout.meta.generation = Some(self.rollout.generation() + 1);
-        self.touch_rollout(manager::ARGOCD, "Apply", None, fields::argocd_rollout());
-        self.write_rollout(Op::Modified);
+        // With a `workloadRef`, the template is the Deployment's: the render writes it there,
+        // and the controller notes the Deployment's generation on the Rollout.
+        if self.deployment.is_some() && template_changed {
+            let template = self.rollout.template.clone();
+            self.render_deployment(&template);
+        }
+        if self.deployment.is_none() || steps_changed {
+            self.rollout.meta.generation = Some(self.rollout.generation() + 1);
+            self.touch_rollout(manager::ARGOCD, "Apply", None, fields::argocd_rollout());
+            self.write_rollout(Op::Modified);
+        }
         self.application_sync_finished();
     }
 
@@ -398,6 +419,7 @@ impl Sim {
             self.now += 1;
             self.sync_rollout();
             self.sync_replica_sets();
+            self.sync_deployment();
             if self.config.traffic {
                 self.run_kubelets();
                 self.sync_endpoint_slices();
@@ -600,6 +622,10 @@ impl Sim {
 
     /// The kinds the simulated recorder watches, in the order it lists them.
     fn recorded_kinds(&self) -> Vec<Kind> {
+        let deployments = self
+            .deployment
+            .is_some()
+            .then(|| rf_format::api::DEPLOYMENT.newest());
         Kind::KNOWN
             .into_iter()
             .filter(|k| match k {
@@ -607,6 +633,7 @@ impl Sim {
                 Kind::Application => self.config.application,
                 _ => true,
             })
+            .chain(deployments)
             .collect()
     }
 
@@ -650,7 +677,7 @@ impl Sim {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push(
+    pub(crate) fn push(
         &mut self,
         at: Timestamp,
         kind: Kind,
@@ -764,6 +791,13 @@ impl Sim {
                             .collect(),
                     )
                 }
+                ref k if rf_format::api::DEPLOYMENT.is(k) => (
+                    ns.clone(),
+                    self.deployment
+                        .iter()
+                        .map(|d| listed(&d.meta, d.to_value()))
+                        .collect(),
+                ),
                 _ => (ns.clone(), Vec::new()),
             };
             let at = self.next_stamp();

@@ -281,6 +281,10 @@ pub struct SimConfig {
     /// Its two Services must be among `services`; the controller puts the pod-template hash
     /// label on their selectors.
     pub blue_green: Option<BlueGreenConfig>,
+    /// The Rollout takes its pod template from a Deployment of its name (`spec.workloadRef`,
+    /// with this `scaleDown`): renders write the Deployment's template, and the Deployment,
+    /// scaled to 0 since the migration, is recorded.
+    pub workload_ref: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -303,6 +307,7 @@ impl Default for SimConfig {
             registry: BTreeMap::new(),
             event_ttl: None,
             blue_green: None,
+            workload_ref: None,
         }
     }
 }

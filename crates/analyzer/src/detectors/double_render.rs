@@ -69,6 +69,10 @@ pub(crate) struct DoubleRender {
     /// Application syncs reported, by namespace and app: the last one (revision, time). Only an
     /// app's last two syncs are looked at, so an earlier one is not asked about again.
     fired_apps: HashMap<String, HashMap<String, (String, i64)>>,
+    /// The last render of a rollout's Deployment (`workloadRef`) looked at, by namespace and
+    /// rollout: such a render is a record of its own, looked at from the rollout's next
+    /// transition.
+    seen_deployment_renders: HashMap<(String, String), crate::base::At>,
 }
 
 /// The Application sync nearest before (or just after) `at`.
@@ -78,12 +82,6 @@ fn sync_near<'a>(apps: &[&'a AppObj], at: Timestamp) -> Option<(&'a AppObj, &'a 
         .filter(|(_, h)| h.deployed_at.0 <= at.0 + 10 * NS && at.0 - h.deployed_at.0 <= 60 * NS)
         .min_by_key(|(_, h)| (h.deployed_at.0 - at.0).abs())
         .map(|(a, h)| (a, h.revision.as_str()))
-}
-
-fn generation(c: &SpecChange) -> String {
-    c.generation
-        .map(|g| format!("generation {g}"))
-        .unwrap_or_else(|| "a spec change".to_owned())
 }
 
 impl DoubleRender {
@@ -128,7 +126,7 @@ impl DoubleRender {
         let with_rev = |c: &SpecChange, r: &Option<String>| {
             format!(
                 "{} at {}{}",
-                generation(c),
+                c.generation_words(),
                 rfc3339(c.pos.at),
                 r.as_ref()
                     .map(|r| format!(" (revision {})", r.get(..8).unwrap_or(r)))
@@ -160,19 +158,19 @@ impl DoubleRender {
             human_duration(WINDOW_SECONDS * NS)
         );
         let mut evidence = vec![
-            track.evidence(
-                p.first.pos,
+            p.first.evidence(
+                track,
                 format!(
                     "{} changed {}",
-                    generation(&p.first),
+                    p.first.generation_words(),
                     p.first.paths.join(", ")
                 ),
             ),
-            track.evidence(
-                p.second.pos,
+            p.second.evidence(
+                track,
                 format!(
                     "{} changed {}",
-                    generation(&p.second),
+                    p.second.generation_words(),
                     p.second.paths.join(", ")
                 ),
             ),
@@ -285,7 +283,14 @@ impl Detector for DoubleRender {
         let Some(last) = track.template_changes().back() else {
             return;
         };
-        if last.pos != t.cur.pos || !last.only_annotations {
+        let fresh = match &last.deployment {
+            None => last.pos == t.cur.pos,
+            Some(_) => {
+                let key = (track.namespace().to_owned(), track.name().to_owned());
+                self.seen_deployment_renders.insert(key, last.pos) != Some(last.pos)
+            }
+        };
+        if !fresh || !last.only_annotations {
             return;
         }
         let Some(first) = track

@@ -106,21 +106,26 @@ impl Detector for RerenderRestart {
         };
         if let Some(r) = &change.render {
             explanation.push_str(&format!(
-                " The new template came from a spec change at {} (generation {}{}).",
+                " The new template came from {} at {} (generation {}{}).",
+                r.deployment.as_ref().map_or_else(
+                    || "a spec change".to_owned(),
+                    |d| format!("a change of Deployment {d} (the rollout's workloadRef)")
+                ),
                 rfc3339(r.pos.at),
                 r.generation.unwrap_or(0),
-                r.actor
-                    .as_ref()
-                    .map(|a| format!(", by {a}"))
-                    .unwrap_or_default()
+                r.by_words()
             ));
         }
         if let (Some(r), Some(p)) = (&change.render, &change.previous_render) {
             explanation.push_str(&format!(
-                " The previous template change was {} earlier (generation {}{}): two renders of one release in quick succession is the re-render race.",
+                " The previous template change was {} earlier (generation {}{}{}): two renders of one release in quick succession is the re-render race.",
                 human_duration(r.pos.at.0 - p.pos.at.0),
                 p.generation.unwrap_or(0),
-                p.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+                p.deployment
+                    .as_ref()
+                    .map(|d| format!(" of Deployment {d}"))
+                    .unwrap_or_default(),
+                p.by_words()
             ));
         }
         explanation
@@ -148,12 +153,12 @@ impl Detector for RerenderRestart {
             ("render", &change.render),
         ] {
             if let Some(r) = r {
-                evidence.push(track.evidence(
-                    r.pos,
+                evidence.push(r.evidence(
+                    track,
                     format!(
                         "{label}: pod template changed, generation {}{}",
                         r.generation.unwrap_or(0),
-                        r.actor.as_ref().map(|a| format!(", by {a}")).unwrap_or_default()
+                        r.by_words()
                     ),
                 ));
             }

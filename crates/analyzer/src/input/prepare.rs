@@ -13,7 +13,8 @@ use crate::base::HashMap;
 use crate::input::skim;
 
 use crate::input::view::{
-    ApplicationView, EndpointSliceView, PodView, ReplicaSetView, RolloutView, ServiceView,
+    ApplicationView, DeploymentView, EndpointSliceView, PodView, ReplicaSetView, RolloutView,
+    ServiceView,
 };
 
 /// A record's object, parsed (or the reason it could not be).
@@ -30,6 +31,7 @@ pub(crate) enum Parsed {
     Slice(Box<EndpointSliceView>),
     Pod(Box<PodView>),
     App(Box<ApplicationView>),
+    Deployment(Box<DeploymentView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -144,7 +146,7 @@ impl Prepared {
                 | Kind::EndpointSlice
                 | Kind::Pod
                 | Kind::Application
-        )
+        ) || rf_format::api::DEPLOYMENT.is(kind)
     }
 
     /// Parses what the analyzer will read of `rec`.
@@ -177,6 +179,9 @@ impl Prepared {
             Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
             Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
             Kind::Application => parse(rec, skim::application, Parsed::App),
+            _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
+                parse_known(rec, skim::deployment, Parsed::Deployment)
+            }
             _ => Parsed::Nothing,
         })
     }

@@ -26,11 +26,12 @@ use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
-    BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, Endpoint,
-    EndpointConditions, EndpointSliceView, EphemeralMetadata, Kept, KeptKeys, LastManagers, Meta,
-    OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
-    RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped,
-    Step, Strategy, TargetRef, WeightDest, Weights, condition_kept,
+    BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, DeploymentView,
+    Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, Kept, KeptKeys,
+    LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus, PodView,
+    RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
+    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights, WorkloadRef,
+    condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -462,8 +463,19 @@ fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
         "template" => s.template => j.template()?,
         "strategy" => s.strategy => strategy(j)?,
         "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
+        "workloadRef" => s.workload_ref => j.opt(workload_ref)?,
     })?;
     Ok(s)
+}
+
+fn workload_ref(j: &mut Json<'_>) -> R<WorkloadRef> {
+    let mut w = WorkloadRef::default();
+    fields!(j, {
+        "kind" => w.kind => j.opt_string()?,
+        "name" => w.name => j.opt_string()?,
+        "scaleDown" => w.scale_down => j.opt_string()?,
+    })?;
+    Ok(w)
 }
 
 fn strategy(j: &mut Json<'_>) -> R<Strategy> {
@@ -855,6 +867,16 @@ pub(crate) fn replicaset(j: &mut Json<'_>) -> R<ReplicaSetView> {
     Ok(v)
 }
 
+pub(crate) fn deployment(j: &mut Json<'_>) -> R<DeploymentView> {
+    let mut v = DeploymentView::default();
+    fields!(j, {
+        "metadata" => v.metadata => meta(j, last_managers)?,
+        "spec" => v.spec => rs_spec(j)?,
+        "status" => v.status => rs_status(j)?,
+    })?;
+    Ok(v)
+}
+
 fn rs_spec(j: &mut Json<'_>) -> R<RsSpec> {
     let mut s = RsSpec::default();
     fields!(j, {
@@ -1090,6 +1112,9 @@ fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
         Kind::ReplicaSet => both_raw(text, known, replicaset, |v, t| {
             RawJson::resolve(&mut v.spec.template, t);
         }),
+        k if rf_format::api::DEPLOYMENT.is(k) => both_raw(text, known, deployment, |v, t| {
+            RawJson::resolve(&mut v.spec.template, t);
+        }),
         Kind::Service => both(text, service),
         Kind::EndpointSlice => both(text, slice),
         Kind::Pod => both(text, pod),
@@ -1257,6 +1282,7 @@ mod tests {
         check::<EndpointSliceView>(Kind::EndpointSlice, &mut fields);
         check::<PodView>(Kind::Pod, &mut fields);
         check::<ApplicationView>(Kind::Application, &mut fields);
+        check::<DeploymentView>(rf_format::api::DEPLOYMENT.newest(), &mut fields);
         // The walk reached the fields deep in each view.
         for (strukt, field) in [
             ("RolloutStatus", "currentPodHash"),
@@ -1265,6 +1291,7 @@ mod tests {
             ("RsStatus", "readyReplicas"),
             ("Endpoint", "targetRef"),
             ("OwnerRef", "uid"),
+            ("WorkloadRef", "scaleDown"),
         ] {
             assert!(
                 fields.contains(&(strukt.to_owned(), field.to_owned())),
@@ -1289,6 +1316,7 @@ mod tests {
                 made_up::<EndpointSliceView>(pass).map(|m| m.1),
                 made_up::<PodView>(pass).map(|m| m.1),
                 made_up::<ApplicationView>(pass).map(|m| m.1),
+                made_up::<DeploymentView>(pass).map(|m| m.1),
             ] {
                 names.extend(fields.expect("made up").into_iter().map(|(_, f)| f));
             }
@@ -1377,6 +1405,7 @@ mod tests {
         }
         let kinds: Vec<Kind> = Kind::KNOWN
             .into_iter()
+            .chain([rf_format::api::DEPLOYMENT.newest()])
             .filter(crate::Prepared::reads)
             .collect();
         let mut read = 0;

@@ -571,6 +571,17 @@ pub(crate) struct RolloutSpec {
     pub strategy: Strategy,
     #[serde(deserialize_with = "lenient_int")]
     pub revision_history_limit: Option<i64>,
+    pub workload_ref: Option<WorkloadRef>,
+}
+
+/// `spec.workloadRef`: the Deployment whose pod template the rollout runs, and when the
+/// controller scales that Deployment down (`never`, the default; `onsuccess`; `progressively`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct WorkloadRef {
+    pub kind: Option<Str>,
+    pub name: Option<Str>,
+    pub scale_down: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -804,6 +815,16 @@ impl ReplicaSetView {
             .get("scale-down-deadline")
             .map(Str::as_str)
     }
+}
+
+/// An `apps/v1` Deployment: its replicas and pod template (the template of a rollout's
+/// `workloadRef`), and who changed it last. Its spec and status have a ReplicaSet's shape.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct DeploymentView {
+    pub metadata: Meta<LastManagers>,
+    pub spec: RsSpec,
+    pub status: RsStatus,
 }
 
 /// A `v1` Service: only its selector matters here.

@@ -246,17 +246,55 @@ pub enum RevisionClass {
     AfterAbort,
 }
 
-/// A spec change of the rollout (a `metadata.generation` bump).
+/// A spec change of the rollout (a `metadata.generation` bump), or of the Deployment whose
+/// template it runs (`spec.workloadRef`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SpecChange {
     pub pos: At,
+    /// The `metadata.generation` of the object changed.
     pub generation: Option<i64>,
     pub actor: Option<Str>,
+    /// The Deployment the change was made to; `None`: the rollout itself.
+    pub deployment: Option<Str>,
     pub template_changed: bool,
     /// The template changed, and only in annotations.
     pub only_annotations: bool,
     /// The paths the template change touched (at most a few).
     pub paths: Vec<String>,
+}
+
+impl SpecChange {
+    /// `generation 4`, or `generation 4 of Deployment checkout-api` (`a spec change` when the
+    /// generation is not known).
+    pub fn generation_words(&self) -> String {
+        let generation = self
+            .generation
+            .map_or_else(|| "a spec change".to_owned(), |g| format!("generation {g}"));
+        match &self.deployment {
+            Some(d) => format!("{generation} of Deployment {d}"),
+            None => generation,
+        }
+    }
+
+    /// `, by argocd-controller`, or nothing when the writer is not known.
+    pub fn by_words(&self) -> String {
+        self.actor
+            .as_ref()
+            .map(|a| format!(", by {a}"))
+            .unwrap_or_default()
+    }
+
+    /// Evidence of the record of the change: the rollout's, or its Deployment's.
+    pub fn evidence(&self, track: &RolloutTrack, detail: impl Into<String>) -> Evidence {
+        match &self.deployment {
+            Some(d) => Evidence::of(
+                self.pos,
+                Subject::new(rf_format::api::DEPLOYMENT.newest(), &track.namespace, d),
+                detail,
+            ),
+            None => track.evidence(self.pos, detail),
+        }
+    }
 }
 
 /// A change of `status.currentPodHash`.
@@ -474,6 +512,8 @@ pub(crate) struct RolloutTrack {
     pub(super) stable_labels: BTreeMap<String, String>,
     /// `spec.revisionHistoryLimit`.
     pub(super) revision_history_limit: Option<i64>,
+    /// `spec.workloadRef`, when it names a Deployment.
+    pub(super) workload: Option<Workload>,
     /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
     /// of its last record: set by the analyzer, which indexes rollouts by it.
     pub(super) tracked_by: Option<String>,
@@ -493,6 +533,14 @@ pub(crate) struct RolloutTrack {
     /// Revision changes (from, to) whose templates are not both known yet, the latest
     /// [`KEEP_UNCOMPARED`].
     uncompared: VecDeque<(Str, Str)>,
+}
+
+/// The Deployment a rollout takes its pod template from (`spec.workloadRef`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Workload {
+    pub deployment: Str,
+    /// `scaleDown`: `never` (also when not set), `onsuccess` or `progressively`.
+    pub scale_down: Option<Str>,
 }
 
 /// The role of the ReplicaSet of pod-template hash `hash` in the rollout's state `last`.
@@ -538,6 +586,7 @@ impl RolloutTrack {
             canary_labels: BTreeMap::new(),
             stable_labels: BTreeMap::new(),
             revision_history_limit: None,
+            workload: None,
             tracked_by: None,
             images: Vec::new(),
             last_rs_change: None,
@@ -633,6 +682,16 @@ impl RolloutTrack {
     /// `spec.revisionHistoryLimit`.
     pub fn revision_history_limit(&self) -> Option<i64> {
         self.revision_history_limit
+    }
+
+    /// The Deployment it takes its pod template from (`spec.workloadRef`), if any.
+    pub fn workload(&self) -> Option<&Workload> {
+        self.workload.as_ref()
+    }
+
+    /// True when no pod template has been seen yet (its own, or its Deployment's).
+    pub fn lacks_template(&self) -> bool {
+        self.last_template.is_none()
     }
 
     /// The Argo CD Application that tracks it, as of its last record.
@@ -851,6 +910,24 @@ impl RolloutTrack {
         if self.stable_service.as_deref() != stable_service {
             self.stable_service = stable_service.map(str::to_owned);
         }
+        let workload = view
+            .spec
+            .workload_ref
+            .as_ref()
+            .filter(|w| w.kind.as_deref().is_none_or(|k| k == "Deployment"))
+            .and_then(|w| {
+                Some(Workload {
+                    deployment: Str::from(w.name.as_deref().filter(|n| !n.is_empty())?),
+                    scale_down: w.scale_down.clone().filter(|s| !s.is_empty()),
+                })
+            });
+        if self.workload != workload {
+            // Its template is the new Deployment's from now on, as first seen.
+            if workload.is_some() {
+                self.last_template = None;
+            }
+            self.workload = workload;
+        }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         self.blue_green = blue_green.is_some();
         self.scale_down = ScaleDown::of(
@@ -962,7 +1039,9 @@ impl RolloutTrack {
 
     /// Follows the rollout's `spec.template`: the template change of a spec change, the
     /// template of each revision, the images. Runs for every Rollout record: the template is
-    /// read only when something needs it, and parsed only when its bytes changed.
+    /// read only when something needs it, and parsed only when its bytes changed. A rollout
+    /// with a `workloadRef` has none: its Deployment's is followed
+    /// ([`Self::observe_workload_template`]).
     fn track_template(
         &mut self,
         view: &RolloutView,
@@ -984,6 +1063,58 @@ impl RolloutTrack {
         let Some(raw) = view.spec.template.as_ref().and_then(|r| r.get(object)) else {
             return;
         };
+        let change = spec_changed.then(|| SpecChange {
+            pos: cur.pos,
+            generation: cur.generation,
+            actor: cur.actor.clone(),
+            deployment: None,
+            template_changed: false,
+            only_annotations: false,
+            paths: Vec::new(),
+        });
+        let hash = cur.pod_hash.as_ref().filter(|_| in_sync);
+        self.follow_template(raw, change, hash);
+    }
+
+    /// Follows the template of `deployment`, the Deployment the rollout's `workloadRef` names:
+    /// `change` (where, which generation, by whom) when the record changed it, `None` for the
+    /// template as first seen.
+    pub fn observe_workload_template(
+        &mut self,
+        deployment: &str,
+        raw: &str,
+        change: Option<(At, Option<i64>, Option<Str>)>,
+    ) {
+        let change = change.map(|(pos, generation, actor)| SpecChange {
+            pos,
+            generation,
+            actor,
+            deployment: Some(Str::new(deployment)),
+            template_changed: false,
+            only_annotations: false,
+            paths: Vec::new(),
+        });
+        let at = change
+            .as_ref()
+            .map(|c| (c.pos, c.generation_words(), c.actor.clone()));
+        self.follow_template(raw, change, None);
+        if let Some((pos, generation, actor)) = at {
+            let changed = self.template_changes.back().filter(|c| c.pos == pos);
+            if let Some(c) = changed.filter(|c| c.template_changed) {
+                let what = if c.paths.is_empty() {
+                    "pod template changed".to_owned()
+                } else {
+                    format!("pod template changed: {}", c.paths.join(", "))
+                };
+                let words = vec![format!("{what} ({generation})")];
+                self.push_timeline(pos, "Deployment", words, actor, None);
+            }
+        }
+    }
+
+    /// The template `raw` is the latest: `change` is the spec change that wrote it (its
+    /// template fields are filled here), `hash` the revision it is known to be.
+    fn follow_template(&mut self, raw: &str, change: Option<SpecChange>, hash: Option<&Str>) {
         // The same bytes as the last template: the same template (it parsed then), the same
         // images.
         let (template, new_text) = match &self.last_template {
@@ -993,7 +1124,7 @@ impl RolloutTrack {
                 None => return,
             },
         };
-        if spec_changed {
+        if let Some(mut change) = change {
             let (template_changed, diff) = match (&self.last_template, new_text) {
                 (_, false) => (false, Vec::new()),
                 // A difference is a change; none may still be one (the hash label, a `null`
@@ -1008,25 +1139,18 @@ impl RolloutTrack {
                 },
                 (None, true) => (true, Vec::new()),
             };
-            let only_annotations = !diff.is_empty() && crate::model::diff::only_annotations(&diff);
-            let paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
-            self.template_changes.push_back(SpecChange {
-                pos: cur.pos,
-                generation: cur.generation,
-                actor: cur.actor.clone(),
-                template_changed,
-                only_annotations,
-                paths,
-            });
+            change.template_changed = template_changed;
+            change.only_annotations =
+                !diff.is_empty() && crate::model::diff::only_annotations(&diff);
+            change.paths = diff.iter().take(4).map(|c| c.path.to_string()).collect();
+            self.template_changes.push_back(change);
             if self.template_changes.len() > 16 {
                 self.template_changes.pop_front();
             }
         }
-        if in_sync {
-            if let Some(h) = &cur.pod_hash {
-                if !self.spec_templates.contains_key(h) {
-                    self.spec_templates.insert(h.clone(), template.clone());
-                }
+        if let Some(h) = hash {
+            if !self.spec_templates.contains_key(h) {
+                self.spec_templates.insert(h.clone(), template.clone());
             }
         }
         if new_text {

@@ -65,6 +65,60 @@ pub(crate) struct PodObj {
     pub pos: At,
 }
 
+/// A change of a Deployment's `spec.replicas`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scale {
+    pub pos: At,
+    pub from: i64,
+    pub to: i64,
+    pub actor: Option<Str>,
+}
+
+/// A Deployment: its replicas, its pod template (a rollout's, through `workloadRef`), and when
+/// its replicas last went up from none.
+#[derive(Debug, Clone)]
+pub(crate) struct DeploymentObj {
+    pub namespace: String,
+    pub name: String,
+    /// `spec.replicas` (1 when not set, as the API server defaults it).
+    pub replicas: i64,
+    /// `status.readyReplicas`.
+    pub ready: i64,
+    pub generation: Option<i64>,
+    /// `spec.template`, as its JSON text.
+    pub template: Option<std::sync::Arc<str>>,
+    /// The latest change of `spec.replicas` from 0 to more.
+    pub scaled_up: Option<Scale>,
+    /// The latest change of `spec.replicas` to 0.
+    pub scaled_down: Option<Scale>,
+    /// How many times `spec.replicas` went from 0 to more while recorded.
+    pub scale_ups: usize,
+    /// Who wrote its spec last (the record's actor, or the last manager of the main resource).
+    pub actor: Option<Str>,
+    /// Since when it has had ready replicas.
+    pub ready_since: Option<At>,
+    pub pos: At,
+}
+
+impl DeploymentObj {
+    /// Its record at `pos`, as evidence showing `detail`.
+    pub fn evidence_at(
+        &self,
+        pos: At,
+        detail: impl Into<String>,
+    ) -> crate::report::finding::Evidence {
+        crate::report::finding::Evidence::of(
+            pos,
+            crate::report::finding::Subject::new(
+                rf_format::api::DEPLOYMENT.newest(),
+                &self.namespace,
+                &self.name,
+            ),
+            detail,
+        )
+    }
+}
+
 /// One `status.history[]` entry of an Application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sync {
@@ -124,6 +178,12 @@ pub(crate) enum Touched {
     },
     /// An Application.
     App { namespace: Str, name: Str },
+    /// A Deployment; `template` when its pod template changed (or it appeared with one).
+    Deployment {
+        namespace: Str,
+        name: Str,
+        template: bool,
+    },
 }
 
 /// Syncs kept per Application.
@@ -472,6 +532,7 @@ pub(crate) struct World {
     /// The Applications by name (a Rollout's tracking id names its Application, not the
     /// Application's namespace).
     named: HashMap<String, BTreeSet<Key>>,
+    deployments: BTreeMap<Key, DeploymentObj>,
 }
 
 /// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
@@ -504,8 +565,92 @@ impl World {
                 touched
             }
             Kind::Application => self.apply_app(rec, parsed, pos, deleted),
+            _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
+                self.apply_deployment(rec, parsed, pos, deleted)
+            }
             _ => None,
         }
+    }
+
+    fn apply_deployment(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let key = (rec.namespace.clone(), rec.name.clone());
+        let touched = |template| Touched::Deployment {
+            namespace: Str::new(&rec.namespace),
+            name: Str::new(&rec.name),
+            template,
+        };
+        let Parsed::Deployment(mut v) = parsed else {
+            // Deleted, or unreadable: it no longer counts.
+            return self.deployments.remove(&key).map(|_| touched(false));
+        };
+        if deleted {
+            return self.deployments.remove(&key).map(|_| touched(false));
+        }
+        let replicas = v.spec.replicas.unwrap_or(1);
+        let ready = v.status.ready_replicas.unwrap_or(0);
+        let text = v.spec.template.as_ref().and_then(|t| t.get(&rec.object));
+        let actor = rec
+            .actor
+            .as_deref()
+            .map(Str::new)
+            .or_else(|| v.metadata.take_last_manager(false));
+        let obj = match self.deployments.get_mut(&key) {
+            Some(obj) => obj,
+            None => self.deployments.entry(key).or_insert(DeploymentObj {
+                namespace: rec.namespace.clone(),
+                name: rec.name.clone(),
+                replicas,
+                ready: 0,
+                generation: None,
+                template: None,
+                scaled_up: None,
+                scaled_down: None,
+                scale_ups: 0,
+                actor: None,
+                ready_since: None,
+                pos,
+            }),
+        };
+        if replicas != obj.replicas {
+            let scale = Scale {
+                pos,
+                from: obj.replicas,
+                to: replicas,
+                actor: actor.clone(),
+            };
+            if obj.replicas == 0 {
+                obj.scale_ups += 1;
+                obj.scaled_up = Some(scale);
+            } else if replicas == 0 {
+                obj.scaled_down = Some(scale);
+            }
+        }
+        obj.replicas = replicas;
+        match (ready > 0, obj.ready_since) {
+            (true, None) => obj.ready_since = Some(pos),
+            (false, Some(_)) => obj.ready_since = None,
+            _ => {}
+        }
+        obj.ready = ready;
+        obj.actor = actor;
+        obj.generation = v.metadata.generation;
+        obj.pos = pos;
+        let changed = text.is_some_and(|t| obj.template.as_deref() != Some(t));
+        if changed {
+            obj.template = text.map(std::sync::Arc::from);
+        }
+        Some(touched(changed))
+    }
+
+    /// Deployment `ns`/`name`, if it is live.
+    pub fn deployment(&self, ns: &str, name: &str) -> Option<&DeploymentObj> {
+        self.deployments.get(&(ns.to_owned(), name.to_owned()))
     }
 
     fn apply_app(
@@ -701,7 +846,9 @@ impl World {
 
     /// Objects held, all kinds.
     pub fn len(&self) -> usize {
-        self.namespaces.values().map(Namespace::len).sum::<usize>() + self.apps.len()
+        self.namespaces.values().map(Namespace::len).sum::<usize>()
+            + self.apps.len()
+            + self.deployments.len()
     }
 }
 

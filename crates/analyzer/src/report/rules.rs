@@ -30,6 +30,7 @@ macro_rules! registry {
             ImageNotPinned, "image-not-pinned", Warning, image_not_pinned;
             ImageDigestDrift, "image-digest-drift", Error, image_digest_drift;
             NoRollbackHistory, "no-rollback-history", Warning, no_rollback_history;
+            DeploymentNotScaledDown, "deployment-not-scaled-down", Warning, deployment_not_scaled_down;
         }
     };
 }

@@ -48,7 +48,8 @@ pub struct TimelineEntry {
     pub file: u32,
     /// The record's seq.
     pub seq: u64,
-    /// `Rollout` or `ReplicaSet`: which object changed.
+    /// `Rollout`, `ReplicaSet`, or `Deployment` (the template of a `workloadRef`): which object
+    /// changed.
     pub source: String,
     /// What changed, in words (`step 1 -> 0`, `rs checkout-api-5d98c7bf64 replicas 0 -> 1`).
     pub changes: Vec<String>,
