@@ -214,6 +214,10 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ("steps-only-change", &[]),
         ("undo-to-stable", &[]),
         ("workload-ref-deployment", &[]),
+        (
+            "workload-ref-scaled-up-by-render",
+            &[Rule::DeploymentNotScaledDown],
+        ),
     ];
     for (name, rules_expected) in expect {
         let report = analyze(&format!("real/{name}"));

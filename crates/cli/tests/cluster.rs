@@ -1055,12 +1055,16 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
     assert!(undecided(&report).is_empty(), "{report}");
 }
 
-/// Test 4: a Rollout whose template is a Deployment's (`workloadRef`): the real controller
-/// reads the Deployment and runs its pods; the recording is a fixture for reading templates
-/// through workloadRef.
+/// Test 4: a Rollout whose template is a Deployment's (`workloadRef`, `scaleDown: onsuccess`):
+/// the real controller reads the Deployment, runs its template, and scales the Deployment to 0
+/// once its first revision is Healthy. A render of a new image applies the Deployment's manifest
+/// with its `replicas: 3` again: the controller makes the new template its canary and never
+/// scales the Deployment down again (it does so only for revision 1), so both run. The
+/// recording holds the Deployment: the plugin shows the served recording as it showed the live
+/// cluster, and `analyze` names the Deployment running beside the rollout, not the race.
 #[test]
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
-fn issue_25_workload_ref_over_a_deployment() {
+fn issue_27_workload_ref_deployment_scaled_up_again_by_a_render() {
     let c = cluster();
     let ns = Namespace::new(&c, "workloadref");
     let file = rec_path(&c, "workloadref");
@@ -1071,7 +1075,7 @@ fn issue_25_workload_ref_over_a_deployment() {
 kind: Deployment
 metadata: {{name: checkout-api}}
 spec:
-  replicas: 0
+  replicas: 3
   selector: {{matchLabels: {{app: checkout-api}}}}
   template:
     metadata:
@@ -1092,7 +1096,7 @@ metadata: {{name: checkout-api}}
 spec:
   replicas: 3
   selector: {{matchLabels: {{app: checkout-api}}}}
-  workloadRef: {{apiVersion: apps/v1, kind: Deployment, name: checkout-api}}
+  workloadRef: {{apiVersion: apps/v1, kind: Deployment, name: checkout-api, scaleDown: onsuccess}}
   strategy:
     canary:
       steps: {STEPS}
@@ -1100,8 +1104,19 @@ spec:
             image = image(n),
         )
     };
+    let deployment = |what: &str, f: &dyn Fn(&Value) -> bool| {
+        until(
+            &format!("deployment {}/checkout-api: {what}", ns.name),
+            Duration::from_secs(60),
+            || c.get(&ns.name, "deployment/checkout-api").filter(|d| f(d)),
+            || ns.state(),
+        )
+    };
     c.apply(&ns.name, &render(0));
     ns.wait_phase(APP, "Healthy");
+    deployment("scaled to 0 by the controller", &|d| {
+        d["spec"]["replicas"] == 0 && d["status"]["readyReplicas"].as_u64().unwrap_or(0) == 0
+    });
     c.apply(&ns.name, &render(1));
     let paused = ns.wait_paused_at(APP, 1);
     let canary = hash(&paused);
@@ -1110,26 +1125,31 @@ spec:
         sets.values().any(|(h, n)| *h == canary && *n == 1),
         "the controller made the Deployment's template its canary: {sets:?}"
     );
-    std::thread::sleep(Duration::from_secs(2));
-    rec.stop(&c);
-    // The plugin reads the template from the Deployment, a kind `record` does not record yet:
-    // against the served recording it says so, and shows nothing else.
-    let served = common::serve(&file, &[]);
-    let mut get = std::process::Command::new(c.bin.join("kubectl-argo-rollouts"));
-    get.arg("--kubeconfig")
-        .arg(&served.kubeconfig)
-        .args(["get", "rollout", APP, "-n", &ns.name]);
-    let o = run_bounded(get);
-    assert!(
-        !o.status.success()
-            && text(&o.stderr).contains(r#"deployment.apps "checkout-api" not found"#),
-        "{}",
-        text(&o.stderr)
+    deployment("back at 3 ready replicas after the render", &|d| {
+        d["spec"]["replicas"] == 3 && d["status"]["readyReplicas"] == 3
+    });
+    // Past the rule's 30 s, with both still running: the controller left the Deployment up.
+    std::thread::sleep(Duration::from_secs(35));
+    let d = c.get(&ns.name, "deployment/checkout-api").unwrap();
+    assert_eq!(
+        d["spec"]["replicas"], 3,
+        "the controller scaled it down again: {d}"
     );
-    keep(&file, "workload-ref-deployment");
+    let file = rec.path.clone();
+    rec.stop_and_compare_with_serve(&c, APP, &[]);
+    keep(&file, "workload-ref-scaled-up-by-render");
     assert_audit_truth(&c, &ns.name, &file);
     let (report, _) = analyze(&c, &file);
     assert_not_the_race(&report, "workloadRef");
+    let found = of_rule(&report, "deployment-not-scaled-down");
+    assert_eq!(found.len(), 1, "{:?}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("runs 3 ready pod(s)")
+            && summary.contains("scaleDown: onsuccess")
+            && summary.contains("0 -> 3"),
+        "{summary}"
+    );
 }
 
 /// A loopback HTTP server that answers every request with `body` and counts them.

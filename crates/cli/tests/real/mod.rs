@@ -25,13 +25,16 @@ use crate::common::{Killed, bin, drain, run_bounded, text, wait_bounded};
 pub const SETTLE: Duration = Duration::from_secs(120);
 
 /// The kinds `record` records, as the audit log names their resources.
-const RECORDED: [(&str, &str); 6] = [
+const RECORDED: [(&str, &str); 9] = [
     ("rollouts", "Rollout"),
     ("replicasets", "ReplicaSet"),
     ("services", "Service"),
     ("endpointslices", "EndpointSlice"),
     ("pods", "Pod"),
     ("events", "Event"),
+    ("deployments", "Deployment"),
+    ("endpoints", "Endpoints"),
+    ("ingresses", "Ingress"),
 ];
 
 /// A cluster of `tests/cluster/up.sh`.
