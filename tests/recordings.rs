@@ -202,6 +202,11 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
         ("manual-step-index-patch", &[]),
+        ("nginx-canary-weight-restored", &[]),
+        (
+            "nginx-canary-weight-overwritten",
+            &[Rule::TrafficWeightMismatch],
+        ),
         (
             "seed-rerender-at-pause",
             &[

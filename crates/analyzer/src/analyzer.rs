@@ -376,7 +376,10 @@ impl Analyzer {
                     ) => {
                         self.on_world_record(rec, parsed, pos);
                     }
-                    (kind, parsed) if rf_format::api::DEPLOYMENT.is(kind) => {
+                    (kind, parsed)
+                        if rf_format::api::DEPLOYMENT.is(kind)
+                            || rf_format::api::INGRESS.is(kind) =>
+                    {
                         self.on_world_record(rec, parsed, pos);
                     }
                     _ => {}
@@ -667,6 +670,20 @@ impl Analyzer {
                 }
                 None => Vec::new(),
             },
+            // The rollouts whose NGINX routing makes it a stable or canary Ingress.
+            Touched::Ingress { namespace, name } => self
+                .tracks_in(namespace)
+                .filter(|t| {
+                    t.nginx().is_some_and(|n| {
+                        n.stable_ingresses.iter().any(|s| {
+                            s == name.as_str()
+                                || crate::model::rollout::Nginx::canary_ingress(t.name(), s)
+                                    == name.as_str()
+                        })
+                    })
+                })
+                .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
+                .collect(),
             Touched::Deployment {
                 namespace,
                 name,

@@ -279,6 +279,45 @@ impl Kit {
         self.push(rf_format::api::DEPLOYMENT.newest(), Op::Modified, NAME, obj);
     }
 
+    /// Ingress `name` sending every request to Service `service`, written last by `manager`;
+    /// with `canary_weight`, the rollout's NGINX canary Ingress of that weight.
+    pub fn ingress(
+        &mut self,
+        name: &str,
+        service: &str,
+        canary_weight: Option<&str>,
+        manager: &str,
+    ) {
+        let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t));
+        let mut obj = json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-ing-{name}"),
+                "managedFields": [{"manager": manager, "operation": "Update", "time": time}]},
+            "spec": {"ingressClassName": "nginx", "rules": [{"host": "shop.example.com",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix",
+                    "backend": {"service": {"name": service, "port": {"number": 80}}}}]}}]}
+        });
+        if let Some(w) = canary_weight {
+            obj["metadata"]["annotations"] = json!({
+                "nginx.ingress.kubernetes.io/canary": "true",
+                "nginx.ingress.kubernetes.io/canary-weight": w,
+            });
+            obj["metadata"]["ownerReferences"] = json!([{"apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Rollout", "name": NAME, "uid": "uid-rollout", "controller": true}]);
+        }
+        self.push(rf_format::api::INGRESS.newest(), Op::Modified, name, obj);
+    }
+
+    /// Ingress `name` deleted.
+    pub fn delete_ingress(&mut self, name: &str) {
+        self.push(
+            rf_format::api::INGRESS.newest(),
+            Op::Deleted { inferred: false },
+            name,
+            json!({}),
+        );
+    }
+
     /// A render of the Deployment (template `tpl`, by Argo CD) and the controller's new
     /// revision `hash` of it.
     pub fn workload_revision(&mut self, hash: &str, tpl: Value) {

@@ -585,6 +585,146 @@ fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
     assert_not_the_race(&report, "ephemeral metadata");
 }
 
+/// A canary with NGINX traffic routing over Ingress `checkout-api` of class `class`: the
+/// stable and canary Services, the Ingress, the Rollout.
+fn nginx_routed(image_n: u8, class: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Service
+metadata: {{name: checkout-api}}
+spec:
+  selector: {{app: checkout-api}}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: checkout-api-canary}}
+spec:
+  selector: {{app: checkout-api}}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: checkout-api}}
+spec:
+  ingressClassName: {class}
+  rules:
+    - host: shop.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {{service: {{name: checkout-api, port: {{number: 80}}}}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]
+  strategy:
+    canary:
+      canaryService: checkout-api-canary
+      stableService: checkout-api
+      trafficRouting:
+        nginx: {{stableIngress: checkout-api}}
+      steps: {STEPS}
+"#,
+        image = image(image_n),
+    )
+}
+
+/// Test: NGINX traffic routing. The real controller makes `checkout-api-checkout-api-canary`
+/// of the stable Ingress with the weight of each `setWeight` step, and writes it again whenever
+/// an Ingress of a class it watches (`--nginx-ingress-classes`, `nginx` by default) changes:
+/// a sync that sets the canary weight to 0 there is undone within seconds, and no finding
+/// names it. With Ingresses of class `nginx-public`, which it does not watch, the same write
+/// stands: the canary gets no request while the rollout's status still says 20, and
+/// `traffic-weight-mismatch` names both sides.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_27_nginx_canary_weight_overwritten_by_a_sync() {
+    const CANARY: &str = "checkout-api-checkout-api-canary";
+    let c = cluster();
+    // Released and paused at setWeight 20 with Ingresses of `class`; then a sync writes the
+    // canary weight 0. Returns the namespace and its recorder 15 s later, and whether the
+    // write stood.
+    let play = |name: &str, class: &str| {
+        let ns = Namespace::new(&c, name);
+        let file = rec_path(&c, name);
+        let rec = Recorder::start(&c, &ns.name, &file, &[]);
+        let weight = || {
+            c.get(&ns.name, &format!("ingress/{CANARY}")).and_then(|i| {
+                i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/canary-weight"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+        };
+        c.apply(&ns.name, &nginx_routed(0, class));
+        ns.wait_phase(APP, "Healthy");
+        c.apply(&ns.name, &nginx_routed(1, class));
+        let paused = ns.wait_paused_at(APP, 1);
+        assert_eq!(
+            paused["status"]["canary"]["weights"]["canary"]["weight"], 20,
+            "{paused}"
+        );
+        until(
+            &format!("{CANARY} at the controller's weight 20"),
+            Duration::from_secs(30),
+            || (weight().as_deref() == Some("20")).then_some(()),
+            || format!("canary-weight {:?}; {}", weight(), ns.state()),
+        );
+        c.ok(
+            &[
+                "-n",
+                &ns.name,
+                "annotate",
+                "ingress",
+                CANARY,
+                "nginx.ingress.kubernetes.io/canary-weight=0",
+                "--overwrite",
+                "--field-manager",
+                "argocd-controller",
+            ],
+            None,
+        );
+        std::thread::sleep(Duration::from_secs(15));
+        let rollout = ns.rollout(APP);
+        assert_eq!(
+            rollout["status"]["canary"]["weights"]["canary"]["weight"], 20,
+            "{rollout}"
+        );
+        let stood = weight().as_deref() == Some("0");
+        (ns, rec, stood)
+    };
+
+    // A class the controller watches: the write is undone, nothing to report.
+    let (ns, rec, stood) = play("nginx", "nginx");
+    assert!(!stood, "the controller did not write the weight again");
+    let (report, code) = finish(&c, &ns, rec, "nginx-canary-weight-restored", &[]);
+    assert_eq!(rules(&report), Vec::<String>::new());
+    assert_eq!(code, Some(0));
+
+    // A class it does not watch: the write stands.
+    let (ns, rec, stood) = play("nginx-public", "nginx-public");
+    assert!(stood, "the controller wrote the weight again");
+    let (report, code) = finish(&c, &ns, rec, "nginx-canary-weight-overwritten", &[]);
+    assert_not_the_race(&report, "nginx");
+    let found = of_rule(&report, "traffic-weight-mismatch");
+    assert_eq!(found.len(), 1, "{:?}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("weight 20") && summary.contains(&format!("{CANARY} sends it 0")),
+        "{summary}"
+    );
+    assert_eq!(code, Some(1), "an error finding");
+}
+
 /// The gap records of a recording: (kind, reason).
 fn gaps(path: &std::path::Path) -> Vec<(String, String)> {
     real::records_so_far(path)

@@ -13,8 +13,8 @@ use crate::base::HashMap;
 use crate::input::skim;
 
 use crate::input::view::{
-    ApplicationView, DeploymentView, EndpointSliceView, PodView, ReplicaSetView, RolloutView,
-    ServiceView,
+    ApplicationView, DeploymentView, EndpointSliceView, IngressView, PodView, ReplicaSetView,
+    RolloutView, ServiceView,
 };
 
 /// A record's object, parsed (or the reason it could not be).
@@ -32,6 +32,7 @@ pub(crate) enum Parsed {
     Pod(Box<PodView>),
     App(Box<ApplicationView>),
     Deployment(Box<DeploymentView>),
+    Ingress(Box<IngressView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -147,6 +148,7 @@ impl Prepared {
                 | Kind::Pod
                 | Kind::Application
         ) || rf_format::api::DEPLOYMENT.is(kind)
+            || rf_format::api::INGRESS.is(kind)
     }
 
     /// Parses what the analyzer will read of `rec`.
@@ -181,6 +183,15 @@ impl Prepared {
             Kind::Application => parse(rec, skim::application, Parsed::App),
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 parse_known(rec, skim::deployment, Parsed::Deployment)
+            }
+            _ if rf_format::api::INGRESS.is(&rec.kind) => {
+                match serde_json::from_slice::<IngressView>(&rec.object) {
+                    Ok(v) => Parsed::Ingress(Box::new(v)),
+                    Err(e) => Parsed::Unreadable(format!(
+                        "record seq {} (Ingress {}/{}): unreadable object: {e}",
+                        rec.seq, rec.namespace, rec.name
+                    )),
+                }
             }
             _ => Parsed::Nothing,
         })

@@ -28,10 +28,10 @@ use crate::input::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
     BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, DeploymentView,
     Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, Kept, KeptKeys,
-    LastManagers, Meta, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus, PodView,
-    RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
-    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, WeightDest, Weights, WorkloadRef,
-    condition_kept,
+    LastManagers, Meta, NginxRouting, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
+    PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
+    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, TrafficRouting, WeightDest,
+    Weights, WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -491,7 +491,7 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
     let mut c = Canary::default();
     fields!(j, {
         "steps" => c.steps => j.opt(|j| j.vec(step))?,
-        "trafficRouting" => c.traffic_routing => j.opt(|j| j.skip().map(|()| IgnoredAny))?,
+        "trafficRouting" => c.traffic_routing => j.opt(traffic_routing)?,
         "canaryService" => c.canary_service => j.opt_string()?,
         "stableService" => c.stable_service => j.opt_string()?,
         "canaryMetadata" => c.canary_metadata => j.opt(ephemeral)?,
@@ -499,6 +499,22 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
         "scaleDownDelaySeconds" => c.scale_down_delay_seconds => j.lenient_int()?,
     })?;
     Ok(c)
+}
+
+fn traffic_routing(j: &mut Json<'_>) -> R<TrafficRouting> {
+    let mut t = TrafficRouting::default();
+    fields!(j, {
+        "nginx" => t.nginx => j.opt(|j| {
+            let mut n = NginxRouting::default();
+            fields!(j, {
+                "stableIngress" => n.stable_ingress => j.opt_string()?,
+                "stableIngresses" => n.stable_ingresses => j.opt(|j| j.vec(Json::string))?,
+                "annotationPrefix" => n.annotation_prefix => j.opt_string()?,
+            })?;
+            Ok(n)
+        })?,
+    })?;
+    Ok(t)
 }
 
 fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
@@ -649,6 +665,7 @@ fn weights(j: &mut Json<'_>) -> R<Weights> {
             let mut d = WeightDest::default();
             fields!(j, {
                 "weight" => d.weight => j.lenient_int()?,
+                "podTemplateHash" => d.pod_template_hash => j.opt_string()?,
             })?;
             Ok(d)
         })?,
@@ -1292,6 +1309,8 @@ mod tests {
             ("Endpoint", "targetRef"),
             ("OwnerRef", "uid"),
             ("WorkloadRef", "scaleDown"),
+            ("NginxRouting", "stableIngresses"),
+            ("WeightDest", "podTemplateHash"),
         ] {
             assert!(
                 fields.contains(&(strukt.to_owned(), field.to_owned())),

@@ -525,7 +525,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for ScalarSeed {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Canary {
     pub steps: Option<Vec<Step>>,
-    pub traffic_routing: Option<serde::de::IgnoredAny>,
+    pub traffic_routing: Option<TrafficRouting>,
     pub canary_service: Option<Str>,
     pub stable_service: Option<Str>,
     pub canary_metadata: Option<EphemeralMetadata>,
@@ -533,6 +533,24 @@ pub(crate) struct Canary {
     /// How long the controller keeps a replaced ReplicaSet up; only with traffic routing.
     #[serde(deserialize_with = "lenient_int")]
     pub scale_down_delay_seconds: Option<i64>,
+}
+
+/// `spec.strategy.canary.trafficRouting`: which router the controller sets weights on (only
+/// NGINX's Ingresses are read; any other router is only "set").
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct TrafficRouting {
+    pub nginx: Option<NginxRouting>,
+}
+
+/// `trafficRouting.nginx`: the Ingresses the controller makes a canary Ingress of, and the
+/// prefix of the annotations it writes there.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct NginxRouting {
+    pub stable_ingress: Option<Str>,
+    pub stable_ingresses: Option<Vec<Str>>,
+    pub annotation_prefix: Option<Str>,
 }
 
 /// `canaryMetadata` / `stableMetadata`: labels the controller puts on the pods of that role,
@@ -666,6 +684,7 @@ fn ready_conditions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PodCondition>
 pub(crate) struct WeightDest {
     #[serde(deserialize_with = "lenient_int")]
     pub weight: Option<i64>,
+    pub pod_template_hash: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -825,6 +844,63 @@ pub(crate) struct DeploymentView {
     pub metadata: Meta<LastManagers>,
     pub spec: RsSpec,
     pub status: RsStatus,
+}
+
+/// A `networking.k8s.io/v1` Ingress: its rules (host, path, backend Service), its annotations
+/// (the canary ones the rollouts controller writes for NGINX) and who wrote it. Read by serde
+/// alone: Ingresses change rarely.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressView {
+    pub metadata: IngressMeta,
+    pub spec: IngressSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct IngressMeta {
+    pub annotations: BTreeMap<String, String>,
+    pub managed_fields: LastManagers,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct IngressSpec {
+    pub ingress_class_name: Option<Str>,
+    pub rules: Option<Vec<IngressRule>>,
+    pub default_backend: Option<IngressBackend>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressRule {
+    pub host: Option<Str>,
+    pub http: Option<IngressHttp>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressHttp {
+    pub paths: Vec<IngressPath>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressPath {
+    pub path: Option<Str>,
+    pub backend: IngressBackend,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressBackend {
+    pub service: Option<IngressService>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IngressService {
+    pub name: Str,
 }
 
 /// A `v1` Service: only its selector matters here.

@@ -514,6 +514,11 @@ pub(crate) struct RolloutTrack {
     pub(super) revision_history_limit: Option<i64>,
     /// `spec.workloadRef`, when it names a Deployment.
     pub(super) workload: Option<Workload>,
+    /// `trafficRouting.nginx`, when it is NGINX.
+    pub(super) nginx: Option<Nginx>,
+    /// `status.canary.weights.canary.podTemplateHash`: the revision the controller believes
+    /// the canary weight goes to.
+    pub(super) weights_canary_hash: Option<Str>,
     /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
     /// of its last record: set by the analyzer, which indexes rollouts by it.
     pub(super) tracked_by: Option<String>,
@@ -533,6 +538,34 @@ pub(crate) struct RolloutTrack {
     /// Revision changes (from, to) whose templates are not both known yet, the latest
     /// [`KEEP_UNCOMPARED`].
     uncompared: VecDeque<(Str, Str)>,
+}
+
+/// The annotation prefix of the NGINX ingress controller, unless a rollout names another.
+pub(crate) const NGINX_ANNOTATION_PREFIX: &str = "nginx.ingress.kubernetes.io";
+
+/// A canary's NGINX traffic routing: the Ingresses it makes canary Ingresses of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Nginx {
+    pub stable_ingresses: Vec<String>,
+    /// The prefix of the canary annotations (`nginx.ingress.kubernetes.io`).
+    pub prefix: String,
+}
+
+impl Nginx {
+    /// The name the controller gives the canary Ingress of `stable` for rollout `rollout`
+    /// (`<rollout>-<stable>-canary`, cut to 253 characters as Kubernetes names are).
+    pub fn canary_ingress(rollout: &str, stable: &str) -> String {
+        const SUFFIX: &str = "-canary";
+        let mut prefix = format!("{rollout}-{stable}");
+        if prefix.len() > 253 - SUFFIX.len() {
+            let mut cut = 253 - SUFFIX.len();
+            while !prefix.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            prefix.truncate(cut);
+        }
+        prefix + SUFFIX
+    }
 }
 
 /// The Deployment a rollout takes its pod template from (`spec.workloadRef`).
@@ -587,6 +620,8 @@ impl RolloutTrack {
             stable_labels: BTreeMap::new(),
             revision_history_limit: None,
             workload: None,
+            nginx: None,
+            weights_canary_hash: None,
             tracked_by: None,
             images: Vec::new(),
             last_rs_change: None,
@@ -682,6 +717,16 @@ impl RolloutTrack {
     /// `spec.revisionHistoryLimit`.
     pub fn revision_history_limit(&self) -> Option<i64> {
         self.revision_history_limit
+    }
+
+    /// Its NGINX traffic routing, if any.
+    pub fn nginx(&self) -> Option<&Nginx> {
+        self.nginx.as_ref()
+    }
+
+    /// The revision the controller believes the canary weight goes to.
+    pub fn weights_canary_hash(&self) -> Option<&str> {
+        self.weights_canary_hash.as_deref()
     }
 
     /// The Deployment it takes its pod template from (`spec.workloadRef`), if any.
@@ -929,6 +974,44 @@ impl RolloutTrack {
             self.workload = workload;
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
+        let nginx = canary
+            .and_then(|c| c.traffic_routing.as_ref())
+            .and_then(|t| t.nginx.as_ref())
+            .map(|n| {
+                let mut stable_ingresses: Vec<String> = Vec::new();
+                for name in n
+                    .stable_ingress
+                    .iter()
+                    .chain(n.stable_ingresses.iter().flatten())
+                {
+                    if !name.is_empty() && !stable_ingresses.iter().any(|s| s == name.as_str()) {
+                        stable_ingresses.push(name.to_string());
+                    }
+                }
+                Nginx {
+                    stable_ingresses,
+                    prefix: n
+                        .annotation_prefix
+                        .as_deref()
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or(NGINX_ANNOTATION_PREFIX)
+                        .to_owned(),
+                }
+            });
+        if self.nginx != nginx {
+            self.nginx = nginx;
+        }
+        let weights_hash = view
+            .status
+            .canary
+            .as_ref()
+            .and_then(|c| c.weights.as_ref())
+            .and_then(|w| w.canary.as_ref())
+            .and_then(|d| d.pod_template_hash.clone())
+            .filter(|h| !h.is_empty());
+        if self.weights_canary_hash != weights_hash {
+            self.weights_canary_hash = weights_hash;
+        }
         self.blue_green = blue_green.is_some();
         self.scale_down = ScaleDown::of(
             blue_green.map(|b| b.scale_down_delay_seconds),

@@ -119,6 +119,66 @@ impl DeploymentObj {
     }
 }
 
+/// One path of an Ingress: the requests for `host` (any host when empty) under `path` go to
+/// Service `service`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IngressPathObj {
+    pub host: Str,
+    pub path: Str,
+    pub service: Str,
+}
+
+/// An Ingress: where its paths send requests, and its NGINX canary annotations.
+#[derive(Debug, Clone)]
+pub(crate) struct IngressObj {
+    pub namespace: String,
+    pub name: String,
+    pub paths: Vec<IngressPathObj>,
+    /// Every annotation (an Ingress has few): the canary ones are read under the prefix its
+    /// rollout names.
+    pub annotations: BTreeMap<String, String>,
+    /// Who wrote it last (the record's actor, or the last manager of the main resource).
+    pub actor: Option<Str>,
+    /// Its class: `spec.ingressClassName`, else the `kubernetes.io/ingress.class` annotation.
+    pub class: Option<Str>,
+    pub pos: At,
+}
+
+impl IngressObj {
+    /// Its last record, as evidence showing `detail`.
+    pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
+        crate::report::finding::Evidence::of(
+            self.pos,
+            crate::report::finding::Subject::new(
+                rf_format::api::INGRESS.newest(),
+                &self.namespace,
+                &self.name,
+            ),
+            detail,
+        )
+    }
+
+    /// Where its paths send requests: `host/path -> Service` for each.
+    pub fn routes_words(&self) -> String {
+        let words: Vec<String> = self
+            .paths
+            .iter()
+            .map(|p| {
+                let host = if p.host.is_empty() { "*" } else { &p.host };
+                format!("{host}{} -> Service {}", p.path, p.service)
+            })
+            .collect();
+        words.join(", ")
+    }
+
+    /// The value of annotation `prefix/key`.
+    pub fn annotation(&self, prefix: &str, key: &str) -> Option<&str> {
+        self.annotations
+            .get(&format!("{prefix}/{key}"))
+            .map(String::as_str)
+    }
+}
+
 /// One `status.history[]` entry of an Application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sync {
@@ -178,6 +238,8 @@ pub(crate) enum Touched {
     },
     /// An Application.
     App { namespace: Str, name: Str },
+    /// An Ingress.
+    Ingress { namespace: Str, name: Str },
     /// A Deployment; `template` when its pod template changed (or it appeared with one).
     Deployment {
         namespace: Str,
@@ -533,6 +595,7 @@ pub(crate) struct World {
     /// Application's namespace).
     named: HashMap<String, BTreeSet<Key>>,
     deployments: BTreeMap<Key, DeploymentObj>,
+    ingresses: BTreeMap<Key, IngressObj>,
 }
 
 /// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
@@ -567,6 +630,9 @@ impl World {
             Kind::Application => self.apply_app(rec, parsed, pos, deleted),
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 self.apply_deployment(rec, parsed, pos, deleted)
+            }
+            _ if rf_format::api::INGRESS.is(&rec.kind) => {
+                self.apply_ingress(rec, parsed, pos, deleted)
             }
             _ => None,
         }
@@ -646,6 +712,80 @@ impl World {
             obj.template = text.map(std::sync::Arc::from);
         }
         Some(touched(changed))
+    }
+
+    fn apply_ingress(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let key = (rec.namespace.clone(), rec.name.clone());
+        let touched = Touched::Ingress {
+            namespace: Str::new(&rec.namespace),
+            name: Str::new(&rec.name),
+        };
+        let Parsed::Ingress(mut v) = parsed else {
+            return self.ingresses.remove(&key).map(|_| touched);
+        };
+        if deleted {
+            return self.ingresses.remove(&key).map(|_| touched);
+        }
+        let service =
+            |b: &crate::input::view::IngressBackend| b.service.as_ref().map(|s| s.name.clone());
+        let mut paths = Vec::new();
+        if let Some(svc) = v.spec.default_backend.as_ref().and_then(service) {
+            paths.push(IngressPathObj {
+                host: Str::default(),
+                path: Str::default(),
+                service: svc,
+            });
+        }
+        for rule in v.spec.rules.iter().flatten() {
+            let host = rule.host.clone().unwrap_or_default();
+            for p in rule.http.iter().flat_map(|h| &h.paths) {
+                if let Some(svc) = service(&p.backend) {
+                    paths.push(IngressPathObj {
+                        host: host.clone(),
+                        path: p.path.clone().unwrap_or_default(),
+                        service: svc,
+                    });
+                }
+            }
+        }
+        let actor = rec.actor.as_deref().map(Str::new).or_else(|| {
+            v.metadata
+                .managed_fields
+                .main
+                .take()
+                .map(|(_, m)| m)
+                .filter(|m| !m.is_empty())
+        });
+        let class = v.spec.ingress_class_name.clone().or_else(|| {
+            v.metadata
+                .annotations
+                .get("kubernetes.io/ingress.class")
+                .map(|c| Str::new(c))
+        });
+        self.ingresses.insert(
+            key,
+            IngressObj {
+                class,
+                namespace: rec.namespace.clone(),
+                name: rec.name.clone(),
+                paths,
+                annotations: std::mem::take(&mut v.metadata.annotations),
+                actor,
+                pos,
+            },
+        );
+        Some(touched)
+    }
+
+    /// Ingress `ns`/`name`, if it is live.
+    pub fn ingress(&self, ns: &str, name: &str) -> Option<&IngressObj> {
+        self.ingresses.get(&(ns.to_owned(), name.to_owned()))
     }
 
     /// Deployment `ns`/`name`, if it is live.
@@ -849,6 +989,7 @@ impl World {
         self.namespaces.values().map(Namespace::len).sum::<usize>()
             + self.apps.len()
             + self.deployments.len()
+            + self.ingresses.len()
     }
 }
 

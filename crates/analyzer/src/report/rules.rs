@@ -31,6 +31,7 @@ macro_rules! registry {
             ImageDigestDrift, "image-digest-drift", Error, image_digest_drift;
             NoRollbackHistory, "no-rollback-history", Warning, no_rollback_history;
             DeploymentNotScaledDown, "deployment-not-scaled-down", Warning, deployment_not_scaled_down;
+            TrafficWeightMismatch, "traffic-weight-mismatch", Error, traffic_weight_mismatch;
         }
     };
 }

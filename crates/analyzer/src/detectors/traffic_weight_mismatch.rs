@@ -1,0 +1,277 @@
+//! `traffic-weight-mismatch` (error): the router sends the canary another share of requests than
+//! the rollout's status says.
+//!
+//! # What it detects
+//! A canary with NGINX traffic routing whose `status.canary.weights.canary.weight` (what the
+//! controller believes it set) differs, for at least 10 s, from the `canary-weight` annotation
+//! of the canary Ingress the controller makes of each stable Ingress
+//! (`<rollout>-<stableIngress>-canary`, annotations under the rollout's `annotationPrefix`,
+//! `nginx.ingress.kubernetes.io` by default), or whose canary Ingress is gone or not marked
+//! `canary: "true"` (no canary traffic) while the status weight is above 0. A stable Ingress the
+//! recording does not hold is not judged. The finding names both sides and who wrote the
+//! Ingress last.
+//!
+//! # Why it matters
+//! The rollout reports the split it asked for, and every gate believes it: the canary's
+//! analysis judges metrics as if 20% of the requests reached it, a promotion trusts them. The
+//! requests go where the Ingress says. A GitOps sync or a script that owns the canary Ingress
+//! too (an Ingress kept in Git under the controller's name, an annotation tool, a prune) makes
+//! the two disagree until the controller writes the weight again.
+//!
+//! # Example
+//! Paused at `setWeight: 20`, the status says canary weight 20; Argo CD syncs an Ingress
+//! manifest that sets `nginx.ingress.kubernetes.io/canary-weight: "0"` on
+//! `checkout-api-checkout-api-canary`: for 10 minutes the canary receives nothing.
+//!
+//! # Remedy
+//! Let the controller own the canary Ingress: keep it out of Git and out of other tools, and
+//! make it write the weight again (`kubectl argo rollouts get rollout` shows what it believes).
+
+use rf_format::Timestamp;
+
+use crate::base::time::rfc3339;
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo};
+use crate::model::rollout::Nginx;
+use crate::report::finding::{Finding, Rule, Subject};
+
+/// The Ingress class the controller watches unless started with other `--nginx-ingress-classes`.
+const DEFAULT_NGINX_CLASS: &str = "nginx";
+
+/// (namespace, rollout, canary Ingress, status weight, router weight).
+type Key = (String, String, String, i64, Option<i64>);
+
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one
+/// snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn Detector> {
+    Box::new(TrafficWeightMismatch::default())
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct TrafficWeightMismatch {
+    settling: Settling<Key>,
+}
+
+impl Detector for TrafficWeightMismatch {
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        _facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let ns = track.namespace();
+        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        self.settling.begin();
+        let (Some(nginx), Some(cur)) = (track.nginx(), track.last()) else {
+            return self.settling.end(mine);
+        };
+        let Some(weight) = cur.canary_weight else {
+            return self.settling.end(mine);
+        };
+        for stable in &nginx.stable_ingresses {
+            if s.world.ingress(ns, stable).is_none() {
+                continue;
+            }
+            let name = Nginx::canary_ingress(track.name(), stable);
+            let canary = s.world.ingress(ns, &name);
+            // What the router does: the canary Ingress's weight, none without a canary Ingress
+            // marked canary (NGINX then sends the canary nothing).
+            let routed = canary
+                .filter(|c| c.annotation(&nginx.prefix, "canary") == Some("true"))
+                .map(|c| {
+                    c.annotation(&nginx.prefix, "canary-weight")
+                        .and_then(|w| w.trim().parse::<i64>().ok())
+                        .unwrap_or(0)
+                });
+            if routed.unwrap_or(0) == weight {
+                continue;
+            }
+            let key = (
+                ns.to_owned(),
+                track.name().to_owned(),
+                name.clone(),
+                weight,
+                routed,
+            );
+            let Some(since) = self.settling.holds(&key, s.now) else {
+                continue;
+            };
+            if !self.settling.settled(s, since, SETTLE_SECONDS) {
+                continue;
+            }
+            self.settling.fire(key);
+            let router = match (canary, routed) {
+                (Some(_), Some(w)) => format!("its canary Ingress {name} sends it {w}"),
+                (Some(_), None) => format!(
+                    "its canary Ingress {name} is not marked {}/canary: \"true\", so it sends it nothing",
+                    nginx.prefix
+                ),
+                (None, _) => format!("its canary Ingress {name} does not exist, so it gets nothing"),
+            };
+            let revision = track
+                .weights_canary_hash()
+                .or(cur.pod_hash.as_deref())
+                .map(|h| format!(" (revision {h})"))
+                .unwrap_or_default();
+            let summary = format!(
+                "the rollout's status gives the canary{revision} weight {weight}, but {router}"
+            );
+            let writer = canary
+                .and_then(|c| c.actor.as_ref())
+                .map(|a| format!(" It was last written by {a}."))
+                .unwrap_or_default();
+            // The controller writes the weight again as soon as an Ingress changes only for
+            // the classes it watches (ingress/ingress.go, `--nginx-ingress-classes`).
+            let class = canary
+                .and_then(|c| c.class.as_deref())
+                .filter(|c| *c != DEFAULT_NGINX_CLASS)
+                .map(|c| format!(" Its class is {c}: the controller writes the weight again at once only when an Ingress of a class it watches changes (--nginx-ingress-classes, {DEFAULT_NGINX_CLASS} by default), so a write to this one stands until it next syncs the rollout."))
+                .unwrap_or_default();
+            let explanation = format!(
+                "status.canary.weights.canary.weight is what the controller believes it set: {weight}. NGINX routes by the canary Ingress's {}/canary-weight, and the two have disagreed since {}.{writer}{class} Until they agree, the canary's metrics and analysis measure another share of the traffic than the rollout reports.",
+                nginx.prefix,
+                rfc3339(since.at)
+            );
+            let mut evidence = vec![track.evidence(
+                cur.pos,
+                format!("status.canary.weights.canary.weight {weight}"),
+            )];
+            if let Some(c) = canary {
+                evidence.push(c.evidence(format!(
+                    "{}/canary-weight {}{}",
+                    nginx.prefix,
+                    c.annotation(&nginx.prefix, "canary-weight")
+                        .unwrap_or("(none)"),
+                    c.actor
+                        .as_ref()
+                        .map(|a| format!(", written by {a}"))
+                        .unwrap_or_default()
+                )));
+            }
+            if let Some(st) = s.world.ingress(ns, stable) {
+                evidence.push(st.evidence(format!(
+                    "stable Ingress: {}",
+                    st.routes_words()
+                )));
+            }
+            let subject = Subject::new(rf_format::api::INGRESS.newest(), ns, &name);
+            out.push(
+                Finding::new(Rule::TrafficWeightMismatch, subject, track.subject(), since.at, summary)
+                    .explain(explanation)
+                    .with_evidence(evidence)
+                    .remedy(
+                        "Do not judge the canary by its metrics until the weights agree: find what wrote the canary Ingress and stop it; the controller writes the weight again at its next sync of the rollout.".to_owned(),
+                        vec![
+                            format!("kubectl -n {ns} get ingress {name} -o yaml"),
+                            format!("kubectl argo rollouts get rollout {}", argo(track)),
+                        ],
+                        format!(
+                            "The canary Ingress {name} belongs to the controller: keep it out of Git and out of Argo CD's sync and prune, and let no other tool write its {}/canary annotations.",
+                            nginx.prefix
+                        ),
+                    ),
+            );
+        }
+        self.settling.end(mine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::detectors::SETTLE_SECONDS;
+    use crate::testkit::{Kit, NAME, template};
+
+    const CANARY: &str = "checkout-api-checkout-api-canary";
+
+    /// A canary with NGINX routing over Ingress `checkout-api`, released and paused at
+    /// setWeight 20, the controller's canary Ingress at `weight`.
+    fn routed(weight: &str) -> Kit {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["trafficRouting"] =
+                json!({"nginx": {"stableIngress": NAME}});
+            s["strategy"]["canary"]["canaryService"] = json!("checkout-api-canary");
+            s["strategy"]["canary"]["stableService"] = json!(NAME);
+        });
+        kit.ingress(NAME, NAME, None, "argocd-controller");
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        kit.status(|st| {
+            st.insert(
+                "canary".into(),
+                json!({"weights": {"canary": {"weight": 20, "podTemplateHash": "new1",
+                                              "serviceName": "checkout-api-canary"},
+                                   "stable": {"weight": 80, "podTemplateHash": "stable0"}}}),
+            );
+        });
+        kit.ingress(CANARY, "checkout-api-canary", Some(weight), "rollouts-controller");
+        kit
+    }
+
+    fn found(kit: &Kit) -> Vec<&crate::Finding> {
+        kit.found
+            .iter()
+            .filter(|f| f.rule == Rule::TrafficWeightMismatch)
+            .collect()
+    }
+
+    #[test]
+    fn a_canary_ingress_that_agrees_with_the_status_is_no_finding() {
+        let mut kit = routed("20");
+        kit.advance(600);
+        kit.step(1);
+        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_canary_weight_overwritten_by_a_sync_is_reported_with_both_sides() {
+        let mut kit = routed("20");
+        kit.advance(30);
+        kit.ingress(CANARY, "checkout-api-canary", Some("0"), "argocd-controller");
+        kit.advance(SETTLE_SECONDS - 1);
+        kit.step(1);
+        assert!(found(&kit).is_empty(), "not before it held {SETTLE_SECONDS}s");
+        kit.advance(2);
+        kit.step(1);
+        let f = found(&kit);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("weight 20")
+                && f[0].summary.contains(&format!("{CANARY} sends it 0"))
+                && f[0].summary.contains("revision new1"),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].explanation.contains("last written by argocd-controller"),
+            "{}",
+            f[0].explanation
+        );
+        assert_eq!(f[0].subject.name, CANARY);
+    }
+
+    #[test]
+    fn a_brief_disagreement_the_controller_mends_is_no_finding() {
+        let mut kit = routed("20");
+        kit.advance(30);
+        kit.ingress(CANARY, "checkout-api-canary", Some("0"), "argocd-controller");
+        kit.advance(3);
+        kit.ingress(CANARY, "checkout-api-canary", Some("20"), "rollouts-controller");
+        kit.advance(600);
+        kit.step(1);
+        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_canary_ingress_gone_while_the_status_gives_weight_is_reported() {
+        let mut kit = routed("20");
+        kit.delete_ingress(CANARY);
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(1);
+        let f = found(&kit);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("does not exist"), "{}", f[0].summary);
+    }
+}
