@@ -201,6 +201,10 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ("ephemeral-metadata", &[]),
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
+        (
+            "front-door-legacy-service",
+            &[Rule::ServiceSelectorMismatch, Rule::FrontDoorBypass],
+        ),
         ("manual-step-index-patch", &[]),
         ("nginx-canary-weight-restored", &[]),
         (

@@ -670,18 +670,10 @@ impl Analyzer {
                 }
                 None => Vec::new(),
             },
-            // The rollouts whose NGINX routing makes it a stable or canary Ingress.
-            Touched::Ingress { namespace, name } => self
+            // An Ingress is a front door (for any rollout of its namespace) or an NGINX
+            // canary Ingress; Ingresses change rarely.
+            Touched::Ingress { namespace, .. } => self
                 .tracks_in(namespace)
-                .filter(|t| {
-                    t.nginx().is_some_and(|n| {
-                        n.stable_ingresses.iter().any(|s| {
-                            s == name.as_str()
-                                || crate::model::rollout::Nginx::canary_ingress(t.name(), s)
-                                    == name.as_str()
-                        })
-                    })
-                })
                 .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
                 .collect(),
             Touched::Deployment {

@@ -725,6 +725,90 @@ fn issue_27_nginx_canary_weight_overwritten_by_a_sync() {
     assert_eq!(code, Some(1), "an error finding");
 }
 
+/// Seed incident 002's front door: the rollout names its stableService `checkout-api`, but
+/// Ingress `shop` sends customers to `checkout-api-legacy`, which selects `version: v1`. The
+/// release moves the pod label to `v2` and is promoted to Healthy: the real endpointslice
+/// controller keeps only the old pods behind the legacy Service (then none, once they are
+/// scaled down), and `front-door-bypass` names the path.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_27_front_door_to_a_service_the_rollout_does_not_move() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "frontdoor");
+    let file = rec_path(&c, "frontdoor");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let render = |n: u8| {
+        format!(
+            r#"apiVersion: v1
+kind: Service
+metadata: {{name: checkout-api}}
+spec:
+  selector: {{app: checkout-api}}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: checkout-api-legacy}}
+spec:
+  selector: {{app: checkout-api, version: v1}}
+  ports: [{{port: 80, targetPort: 8080}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: shop}}
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: shop.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {{service: {{name: checkout-api-legacy, port: {{number: 80}}}}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api, version: v{v}}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]
+  strategy:
+    canary:
+      stableService: checkout-api
+      steps: {STEPS}
+"#,
+            v = n + 1,
+            image = image(n),
+        )
+    };
+    c.apply(&ns.name, &render(0));
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1));
+    ns.wait_paused_at(APP, 1);
+    plugin(&c, &ns.name, &["promote", APP, "--full"]);
+    let done = ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    // Past the settle time of the cross-object rules.
+    std::thread::sleep(Duration::from_secs(15));
+    let (report, code) = finish(&c, &ns, rec, "front-door-legacy-service", &[]);
+    assert_not_the_race(&report, "front door");
+    let found = of_rule(&report, "front-door-bypass");
+    assert_eq!(found.len(), 1, "{:?}\n{done}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Ingress shop sends shop.example.com/ to Service checkout-api-legacy")
+            && summary.contains(&format!("revision {}", hash(&done))),
+        "{summary}"
+    );
+    assert_eq!(code, Some(1), "an error finding");
+}
+
 /// The gap records of a recording: (kind, reason).
 fn gaps(path: &std::path::Path) -> Vec<(String, String)> {
     real::records_so_far(path)

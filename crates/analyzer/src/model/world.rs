@@ -126,6 +126,8 @@ pub(crate) struct IngressPathObj {
     pub host: Str,
     pub path: Str,
     pub service: Str,
+    /// Where its backend's Service name is in the Ingress, as a JSON pointer.
+    pub pointer: String,
 }
 
 /// An Ingress: where its paths send requests, and its NGINX canary annotations.
@@ -740,16 +742,18 @@ impl World {
                 host: Str::default(),
                 path: Str::default(),
                 service: svc,
+                pointer: "/spec/defaultBackend/service/name".to_owned(),
             });
         }
-        for rule in v.spec.rules.iter().flatten() {
+        for (r, rule) in v.spec.rules.iter().flatten().enumerate() {
             let host = rule.host.clone().unwrap_or_default();
-            for p in rule.http.iter().flat_map(|h| &h.paths) {
+            for (i, p) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
                 if let Some(svc) = service(&p.backend) {
                     paths.push(IngressPathObj {
                         host: host.clone(),
                         path: p.path.clone().unwrap_or_default(),
                         service: svc,
+                        pointer: format!("/spec/rules/{r}/http/paths/{i}/backend/service/name"),
                     });
                 }
             }
@@ -781,6 +785,14 @@ impl World {
             },
         );
         Some(touched)
+    }
+
+    /// The Ingresses of namespace `ns`, by name.
+    pub fn ingresses_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a IngressObj> + 'a {
+        self.ingresses
+            .range((ns.to_owned(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|(_, i)| i)
     }
 
     /// Ingress `ns`/`name`, if it is live.

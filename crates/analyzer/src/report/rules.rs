@@ -32,6 +32,7 @@ macro_rules! registry {
             NoRollbackHistory, "no-rollback-history", Warning, no_rollback_history;
             DeploymentNotScaledDown, "deployment-not-scaled-down", Warning, deployment_not_scaled_down;
             TrafficWeightMismatch, "traffic-weight-mismatch", Error, traffic_weight_mismatch;
+            FrontDoorBypass, "front-door-bypass", Error, front_door_bypass;
         }
     };
 }

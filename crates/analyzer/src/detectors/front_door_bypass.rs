@@ -1,0 +1,310 @@
+//! `front-door-bypass` (error): an Ingress sends customers to a Service the rollout does not
+//! move, which holds none of the promoted revision's pods.
+//!
+//! # What it detects
+//! A rollout that names its `stableService` is promoted (Healthy, its current revision the
+//! stable one, with ready pods), and an Ingress of its namespace sends a host and path to
+//! another Service, one that selects pods of the rollout, whose EndpointSlices have held no
+//! ready pod of the current revision for at least 10 s. The canary Ingress the controller
+//! makes for NGINX (annotated `canary: "true"`) is not a front door. The finding follows the
+//! path customers take: host and path, backend Service, its endpoints by revision.
+//!
+//! # Why it matters
+//! The rollout moves only the Services it names: the controller puts the new revision's hash
+//! on its stable and canary Services, and every gate (analysis, promotion, health) judges the
+//! pods behind them. Customers come in through the Ingress. When the Ingress's backend is a
+//! Service that still selects the old pods (a copy made before the rollout, a selector pinned
+//! to a version), every check is green and every request still reaches the old revision.
+//!
+//! # Example
+//! Rollout `payments/checkout-api` promotes `5d98c7bf64` behind its stableService
+//! `checkout-api`; Ingress `shop` sends `shop.example.com/` to Service `checkout-api-legacy`,
+//! which selects `version: v417`: its endpoints are the old pods, and only those.
+//!
+//! # Remedy
+//! Point the Ingress at the rollout's stableService (a decision: it moves every customer), or
+//! name the Service the Ingress uses as the rollout's `stableService`.
+
+use rf_format::Timestamp;
+
+use crate::base::time::rfc3339;
+use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo};
+use crate::model::traffic::{Route, membership, serves_revision};
+use crate::report::finding::{Evidence, Finding, Rule, Subject};
+
+/// (namespace, rollout, Ingress, host and path, Service, revision).
+type Key = (String, String, String, String, String, String);
+
+/// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one
+/// snapshot.
+pub(crate) fn detector(_snapshot: bool) -> Box<dyn Detector> {
+    Box::new(FrontDoorBypass::default())
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct FrontDoorBypass {
+    settling: Settling<Key>,
+}
+
+impl Detector for FrontDoorBypass {
+    fn on_world(
+        &mut self,
+        s: &Scene<'_>,
+        _facts: &mut Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<Timestamp> {
+        let track = s.track;
+        let ns = track.namespace();
+        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        self.settling.begin();
+        let (Some(stable_service), Some(cur)) = (track.stable_service(), track.last()) else {
+            return self.settling.end(mine);
+        };
+        let Some(hash) = cur.pod_hash.as_deref() else {
+            return self.settling.end(mine);
+        };
+        let promoted = cur.phase.as_deref() == Some("Healthy")
+            && cur.stable_rs.as_deref() == Some(hash)
+            && track
+                .rs_by_hash(hash)
+                .is_some_and(|rs| !rs.deleted && rs.ready > 0);
+        if !promoted {
+            return self.settling.end(mine);
+        }
+        let Some(n) = s.world.namespace(ns) else {
+            return self.settling.end(mine);
+        };
+        for ingress in s.world.ingresses_in(ns) {
+            if ingress
+                .annotations
+                .iter()
+                .any(|(k, v)| k.ends_with("/canary") && v == "true")
+            {
+                continue;
+            }
+            for path in &ingress.paths {
+                let service = path.service.as_str();
+                if service == stable_service || Some(service) == track.canary_service() {
+                    continue;
+                }
+                // A Service of the rollout's pods, whose endpoints are known.
+                if !s.routing.iter().any(|(name, _, why)| {
+                    *name == service
+                        && matches!(why, Route::Selects | Route::SelectsStable | Route::SelectsCanary)
+                }) || !n.has_slices(service)
+                    || serves_revision(s.world, track, service, hash)
+                {
+                    continue;
+                }
+                let host_path = format!(
+                    "{}{}",
+                    if path.host.is_empty() { "*" } else { &path.host },
+                    if path.path.is_empty() { "/" } else { &path.path }
+                );
+                let key = (
+                    ns.to_owned(),
+                    track.name().to_owned(),
+                    ingress.name.clone(),
+                    host_path.clone(),
+                    service.to_owned(),
+                    hash.to_owned(),
+                );
+                let Some(since) = self.settling.holds(&key, s.now) else {
+                    continue;
+                };
+                if !self.settling.settled(s, since, SETTLE_SECONDS) {
+                    continue;
+                }
+                self.settling.fire(key);
+                let by = membership(s.world, track, service);
+                let behind: Vec<String> = by
+                    .iter()
+                    .map(|(rev, pods)| {
+                        let rev = if rev.is_empty() {
+                            "no revision of the rollout"
+                        } else {
+                            rev
+                        };
+                        format!("{rev}: {} pod(s)", pods.len())
+                    })
+                    .collect();
+                let behind = if behind.is_empty() {
+                    "no ready endpoint".to_owned()
+                } else {
+                    behind.join(", ")
+                };
+                let ing = &ingress.name;
+                let summary = format!(
+                    "Ingress {ing} sends {host_path} to Service {service}, not to the rollout's stableService {stable_service}: none of revision {hash}'s ready pods are behind it ({behind})"
+                );
+                let explanation = format!(
+                    "The rollout promoted {hash} and its stableService {stable_service} selects it, but customers come in through Ingress {ing}: {host_path} -> Service {service} -> {behind}. The controller moves only the Services the rollout names, so every gate judged pods this path never reaches. It has held since {}.",
+                    rfc3339(since.at)
+                );
+                let mut evidence = vec![
+                    ingress.evidence(format!("{host_path} -> Service {service}")),
+                    track.evidence(
+                        cur.pos,
+                        format!("Healthy on {hash}, stableService {stable_service}"),
+                    ),
+                ];
+                if let Some(svc) = n.service(service) {
+                    evidence.push(Evidence::of(
+                        svc.pos,
+                        Subject::new(rf_format::Kind::Service, ns, service),
+                        format!(
+                            "selector {}",
+                            svc.selector
+                                .as_ref()
+                                .map(crate::detectors::service_selector_mismatch::format_selector)
+                                .unwrap_or_default()
+                        ),
+                    ));
+                }
+                out.push(
+                    Finding::new(
+                        Rule::FrontDoorBypass,
+                        Subject::new(rf_format::api::INGRESS.newest(), ns, ing),
+                        track.subject(),
+                        since.at,
+                        summary,
+                    )
+                    .explain(explanation)
+                    .with_evidence(evidence)
+                    .remedy(
+                        if by.is_empty() {
+                            format!(
+                                "Customers of {host_path} reach no pod at all: Service {service} has no ready endpoint. Decide which Service the front door should use."
+                            )
+                        } else {
+                            format!(
+                                "Customers of {host_path} do not reach the release ({behind}): do not call it done. Decide which Service the front door should use."
+                            )
+                        },
+                        vec![
+                            format!("kubectl -n {ns} get ingress {ing} -o yaml"),
+                            format!(
+                                "kubectl -n {ns} get endpointslices -l kubernetes.io/service-name={service}"
+                            ),
+                            format!("kubectl argo rollouts get rollout {}", argo(track)),
+                        ],
+                        format!(
+                            "Route the front door through the Services the rollout moves: make Ingress {ing}'s backend {stable_service}, or name {service} as the rollout's stableService."
+                        ),
+                    )
+                    .decide(vec![format!(
+                        "kubectl -n {ns} patch ingress {ing} --type json -p '[{{\"op\":\"replace\",\"path\":\"{}\",\"value\":\"{stable_service}\"}}]'",
+                        path.pointer
+                    )]),
+                );
+            }
+        }
+        self.settling.end(mine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Rule;
+    use crate::detectors::SETTLE_SECONDS;
+    use crate::testkit::{Kit, NAME, digest, template};
+
+    /// A rollout with stableService `checkout-api`, Ingress `shop` sending its host to
+    /// `backend`, promoted to `new1`; Service `checkout-api-legacy` pinned to `stable0`.
+    fn promoted(backend: &str) -> Kit {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["stableService"] = json!(NAME);
+            s["strategy"]["canary"]["canaryService"] = json!("checkout-api-canary");
+        });
+        kit.service(NAME, json!({"app": NAME}));
+        kit.service(
+            "checkout-api-legacy",
+            json!({"app": NAME, "rollouts-pod-template-hash": "stable0"}),
+        );
+        kit.pod("stable0", "a", true, "app:1", &digest("app:1"));
+        kit.slice("checkout-api-legacy", &[("checkout-api-stable0-a", true)]);
+        kit.ingress("shop", backend, None, "argocd-controller");
+        kit.new_revision("new1", template("app:2", "c0"));
+        kit.scale("new1", 5, template("app:2", "c0"));
+        kit.pod("new1", "b", true, "app:2", &digest("app:2"));
+        kit.slice(NAME, &[("checkout-api-new1-b", true)]);
+        kit.status(|st| {
+            st.insert("stableRS".into(), json!("new1"));
+            st.insert("currentStepIndex".into(), json!(4));
+            st.insert("phase".into(), json!("Healthy"));
+        });
+        kit
+    }
+
+    fn found(kit: &Kit) -> Vec<&crate::Finding> {
+        kit.found
+            .iter()
+            .filter(|f| f.rule == Rule::FrontDoorBypass)
+            .collect()
+    }
+
+    #[test]
+    fn an_ingress_to_a_service_of_the_old_pods_is_reported_with_the_path() {
+        let mut kit = promoted("checkout-api-legacy");
+        kit.advance(SETTLE_SECONDS - 1);
+        kit.step(4);
+        assert!(found(&kit).is_empty(), "not before it held {SETTLE_SECONDS}s");
+        kit.advance(2);
+        kit.step(4);
+        let f = found(&kit);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("Ingress shop sends shop.example.com/ to Service checkout-api-legacy")
+                && f[0].summary.contains("stableService checkout-api")
+                && f[0].summary.contains("revision new1")
+                && f[0].summary.contains("stable0: 1 pod(s)"),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].remedy.commands.iter().all(|c| !c.contains("patch")),
+            "moving the front door is a decision: {:?}",
+            f[0].remedy.commands
+        );
+        assert!(
+            f[0].remedy.decisions[0].contains(
+                r#""path":"/spec/rules/0/http/paths/0/backend/service/name","value":"checkout-api""#
+            ),
+            "{:?}",
+            f[0].remedy.decisions
+        );
+        assert!(
+            f[0].remedy.summary.contains("do not reach the release (stable0: 1 pod(s))"),
+            "{}",
+            f[0].remedy.summary
+        );
+    }
+
+    #[test]
+    fn an_ingress_to_the_stable_service_or_before_promotion_is_no_finding() {
+        let mut kit = promoted(NAME);
+        kit.advance(600);
+        kit.step(4);
+        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["stableService"] = json!(NAME);
+        });
+        kit.service(
+            "checkout-api-legacy",
+            json!({"app": NAME, "rollouts-pod-template-hash": "stable0"}),
+        );
+        kit.pod("stable0", "a", true, "app:1", &digest("app:1"));
+        kit.slice("checkout-api-legacy", &[("checkout-api-stable0-a", true)]);
+        kit.ingress("shop", "checkout-api-legacy", None, "argocd-controller");
+        // Paused at step 1: the old revision is still the stable one, which the Service holds.
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        kit.advance(600);
+        kit.step(1);
+        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+    }
+}
