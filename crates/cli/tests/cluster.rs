@@ -794,6 +794,14 @@ spec:
     let done = ns.wait_status(APP, "Healthy on the new revision", |s| {
         s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
     });
+    // `check` follows the path customers take, and fails on it.
+    let (code, out) = check(&c, &ns.name, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("front door shop.example.com/ -> ingress shop -> svc checkout-api-legacy")
+            && out.contains("front-door-bypass"),
+        "{out}"
+    );
     // Past the settle time of the cross-object rules.
     std::thread::sleep(Duration::from_secs(15));
     let (report, code) = finish(&c, &ns, rec, "front-door-legacy-service", &[]);

@@ -4,7 +4,8 @@
 //! # What it detects
 //! A rollout that names its `stableService` is promoted (Healthy, its current revision the
 //! stable one, with ready pods), and an Ingress of its namespace sends a host and path to
-//! another Service, one that selects pods of the rollout, whose EndpointSlices have held no
+//! another Service of the rollout (its canary or preview Service, or one that selects its
+//! pods), whose EndpointSlices have held no
 //! ready pod of the current revision for at least 10 s. The canary Ingress the controller
 //! makes for NGINX (annotated `canary: "true"`) is not a front door. The finding follows the
 //! path customers take: host and path, backend Service, its endpoints by revision.
@@ -84,14 +85,17 @@ impl Detector for FrontDoorBypass {
             }
             for path in &ingress.paths {
                 let service = path.service.as_str();
-                if service == stable_service || Some(service) == track.canary_service() {
+                // The stableService is `canary-not-in-endpoints`'s to judge once promoted.
+                if service == stable_service {
                     continue;
                 }
-                // A Service of the rollout's pods, whose endpoints are known.
-                if !s.routing.iter().any(|(name, _, why)| {
-                    *name == service
-                        && matches!(why, Route::Selects | Route::SelectsStable | Route::SelectsCanary)
-                }) || !n.has_slices(service)
+                // A Service of the rollout (its canary or preview Service, or one that selects
+                // its pods), whose endpoints are known.
+                if !s
+                    .routing
+                    .iter()
+                    .any(|(name, _, why)| *name == service && !matches!(why, Route::Stable))
+                    || !n.has_slices(service)
                     || serves_revision(s.world, track, service, hash)
                 {
                     continue;

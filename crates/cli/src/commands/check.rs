@@ -202,6 +202,12 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
             optional: true,
         },
         Target {
+            kind: rf_format::api::INGRESS.newest(),
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+        Target {
             kind: Kind::Application,
             namespace: app_ns.to_owned(),
             selector: None,
@@ -297,7 +303,19 @@ struct State {
     blue_green: Option<BlueGreenState>,
     replicasets: Vec<RsState>,
     services: Vec<ServiceState>,
+    /// Where customers come in: each Ingress path whose backend is one of `services`.
+    front_doors: Vec<FrontDoor>,
     applications: Vec<AppState>,
+}
+
+/// One Ingress path to a Service that routes to the rollout: the path customers take.
+#[derive(Debug, Serialize)]
+struct FrontDoor {
+    ingress: String,
+    /// `*` for any host.
+    host: String,
+    path: String,
+    service: String,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -486,6 +504,55 @@ fn describe(
             selector: selectors.get(service).cloned().unwrap_or_default(),
             endpoints: e.endpoints.clone(),
         });
+    }
+    // The front doors: every path of an Ingress (but the canary Ingress the controller makes
+    // for NGINX) to one of those Services.
+    let ingress_kind = rf_format::api::INGRESS.newest();
+    for ing in objects(records, &ingress_kind) {
+        let canary = string_values(&ing, "/metadata/annotations")
+            .iter()
+            .any(|(k, v)| k.ends_with("/canary") && v == "true");
+        let ingress = ing
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if canary {
+            continue;
+        }
+        let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        let mut paths: Vec<(String, String, String)> = Vec::new();
+        if let Some(svc) = text(&ing, "/spec/defaultBackend/service/name") {
+            paths.push(("*".to_owned(), "/".to_owned(), svc));
+        }
+        for rule in ing
+            .pointer("/spec/rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let host = text(rule, "/host").unwrap_or_else(|| "*".to_owned());
+            for p in rule
+                .pointer("/http/paths")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(svc) = text(p, "/backend/service/name") {
+                    let path = text(p, "/path").unwrap_or_else(|| "/".to_owned());
+                    paths.push((host.clone(), path, svc));
+                }
+            }
+        }
+        for (host, path, service) in paths {
+            if state.services.iter().any(|s| s.name == service) {
+                state.front_doors.push(FrontDoor {
+                    ingress: ingress.to_owned(),
+                    host,
+                    path,
+                    service,
+                });
+            }
+        }
     }
     for app in objects(records, &Kind::Application) {
         let manages = app
@@ -832,6 +899,13 @@ fn print_table(
             )?;
         }
     }
+    for d in &state.front_doors {
+        writeln!(
+            out,
+            "  front door {}{} -> ingress {} -> svc {}",
+            d.host, d.path, d.ingress, d.service
+        )?;
+    }
     for a in &state.applications {
         writeln!(
             out,
@@ -919,6 +993,7 @@ mod tests {
             Kind::Pod,
             Kind::Service,
             Kind::EndpointSlice,
+            rf_format::api::INGRESS.newest(),
         ] {
             records.push(record(&kind, Op::ListBegin, None));
             for (_, v) in objects.iter().filter(|(k, _)| *k == kind) {
@@ -1052,6 +1127,51 @@ mod tests {
         let v = verdict(&blue_green("h2", "h2", "h2", "h2"), "bg", "app", None).unwrap();
         assert!(v.0, "{}", table(&v));
         assert!(table(&v).contains("adopted: the Services route to revision h2"));
+    }
+
+    /// Ingress `shop` sending `shop.example.com/` to Service `service`.
+    fn with_front_door(mut snap: Snapshot, service: &str) -> Snapshot {
+        let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "shop", "namespace": "bg", "uid": "uid-shop"},
+            "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/",
+                "pathType": "Prefix", "backend": {"service": {"name": service, "port": {"number": 80}}}}]}}]}});
+        let kind = rf_format::api::INGRESS.newest();
+        let end = snap
+            .records
+            .iter()
+            .position(|r| r.kind == kind && r.op == Op::ListEnd)
+            .unwrap();
+        let mut rec = snap.records[end].clone();
+        rec.op = Op::Listed;
+        rec.name = "shop".into();
+        rec.object = serde_json::to_vec(&ingress).unwrap();
+        snap.records.insert(end, rec);
+        snap
+    }
+
+    #[test]
+    fn check_prints_the_front_door_and_fails_when_it_bypasses_the_promoted_revision() {
+        // The front door is the active Service: adopted, and the path is printed.
+        let snap = with_front_door(blue_green("h2", "h2", "h2", "h2"), "app");
+        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let out = table(&v);
+        assert!(v.0, "{out}");
+        assert!(
+            out.contains("front door shop.example.com/ -> ingress shop -> svc app"),
+            "{out}"
+        );
+        // The front door is the preview Service, left on the old revision after promotion:
+        // customers never reach h2.
+        let snap = with_front_door(blue_green("h2", "h2", "h2", "h1"), "app-preview");
+        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let out = table(&v);
+        assert!(!v.0, "{out}");
+        assert!(
+            v.1.iter()
+                .any(|f| f.rule == rf_analyzer::Rule::FrontDoorBypass),
+            "{out}"
+        );
+        assert!(out.contains("NOT ADOPTED"), "{out}");
     }
 
     #[test]
