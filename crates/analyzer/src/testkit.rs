@@ -376,6 +376,11 @@ impl Kit {
         self.found.iter().map(|f| f.rule).collect()
     }
 
+    /// The findings of `rule` so far.
+    pub fn of_rule(&self, rule: Rule) -> Vec<&Finding> {
+        self.found.iter().filter(|f| f.rule == rule).collect()
+    }
+
     pub fn finish(self) -> Report {
         let mut a = self.analyzer;
         a.end_file(crate::FileEnd::Closed, None, None);

@@ -589,21 +589,7 @@ fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
 /// stable and canary Services, the Ingress, the Rollout.
 fn nginx_routed(image_n: u8, class: &str) -> String {
     format!(
-        r#"apiVersion: v1
-kind: Service
-metadata: {{name: checkout-api}}
-spec:
-  selector: {{app: checkout-api}}
-  ports: [{{port: 80, targetPort: 8080}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: checkout-api-canary}}
-spec:
-  selector: {{app: checkout-api}}
-  ports: [{{port: 80, targetPort: 8080}}]
----
-apiVersion: networking.k8s.io/v1
+        r#"{stable}{canary}apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {{name: checkout-api}}
 spec:
@@ -635,7 +621,17 @@ spec:
         nginx: {{stableIngress: checkout-api}}
       steps: {STEPS}
 "#,
+        stable = service_yaml("checkout-api", "{app: checkout-api}"),
+        canary = service_yaml("checkout-api-canary", "{app: checkout-api}"),
         image = image(image_n),
+    )
+}
+
+/// A Service of port 80 to the pods' 8080, selecting `selector` (YAML flow mapping), and the
+/// document separator after it.
+fn service_yaml(name: &str, selector: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n---\n"
     )
 }
 
@@ -739,21 +735,7 @@ fn issue_27_front_door_to_a_service_the_rollout_does_not_move() {
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
     let render = |n: u8| {
         format!(
-            r#"apiVersion: v1
-kind: Service
-metadata: {{name: checkout-api}}
-spec:
-  selector: {{app: checkout-api}}
-  ports: [{{port: 80, targetPort: 8080}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: checkout-api-legacy}}
-spec:
-  selector: {{app: checkout-api, version: v1}}
-  ports: [{{port: 80, targetPort: 8080}}]
----
-apiVersion: networking.k8s.io/v1
+            r#"{stable}{legacy}apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {{name: shop}}
 spec:
@@ -782,6 +764,8 @@ spec:
       stableService: checkout-api
       steps: {STEPS}
 "#,
+            stable = service_yaml("checkout-api", "{app: checkout-api}"),
+            legacy = service_yaml("checkout-api-legacy", "{app: checkout-api, version: v1}"),
             v = n + 1,
             image = image(n),
         )

@@ -228,13 +228,6 @@ mod tests {
         kit
     }
 
-    fn found(kit: &Kit) -> Vec<&crate::Finding> {
-        kit.found
-            .iter()
-            .filter(|f| f.rule == Rule::DeploymentNotScaledDown)
-            .collect()
-    }
-
     #[test]
     fn a_sync_that_scales_the_deployment_up_again_is_reported_with_both_sides() {
         let mut kit = migrated("onsuccess");
@@ -244,10 +237,10 @@ mod tests {
         kit.deployment(3, 3, template("app:1", "c0"), "kube-controller-manager");
         kit.advance(HOLD_SECONDS - 1);
         kit.step(4);
-        assert!(found(&kit).is_empty(), "not before it held {HOLD_SECONDS}s");
+        assert!(kit.of_rule(Rule::DeploymentNotScaledDown).is_empty(), "not before it held {HOLD_SECONDS}s");
         kit.advance(2);
         kit.step(4);
-        let f = found(&kit);
+        let f = kit.of_rule(Rule::DeploymentNotScaledDown);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         let f = f[0];
         assert!(
@@ -285,7 +278,7 @@ mod tests {
         kit.deployment(3, 0, template("app:1", "c0"), "argocd-controller");
         kit.advance(600);
         kit.step(4);
-        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+        assert!(kit.of_rule(Rule::DeploymentNotScaledDown).is_empty(), "{:?}", kit.rules());
     }
 
     #[test]
@@ -299,7 +292,7 @@ mod tests {
         kit.workload_ref("progressively");
         kit.advance(600);
         kit.step(4);
-        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+        assert!(kit.of_rule(Rule::DeploymentNotScaledDown).is_empty(), "{:?}", kit.rules());
     }
 
     #[test]
@@ -309,7 +302,7 @@ mod tests {
         kit.workload_ref("never");
         kit.advance(HOLD_SECONDS + 1);
         kit.step(4);
-        let f = found(&kit);
+        let f = kit.of_rule(Rule::DeploymentNotScaledDown);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(
             f[0].explanation.contains("never scales the Deployment"),

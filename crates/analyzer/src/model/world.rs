@@ -107,15 +107,8 @@ impl DeploymentObj {
         pos: At,
         detail: impl Into<String>,
     ) -> crate::report::finding::Evidence {
-        crate::report::finding::Evidence::of(
-            pos,
-            crate::report::finding::Subject::new(
-                rf_format::api::DEPLOYMENT.newest(),
-                &self.namespace,
-                &self.name,
-            ),
-            detail,
-        )
+        let kind = rf_format::api::DEPLOYMENT.newest();
+        evidence_of(pos, kind, &self.namespace, &self.name, detail)
     }
 }
 
@@ -149,15 +142,8 @@ pub(crate) struct IngressObj {
 impl IngressObj {
     /// Its last record, as evidence showing `detail`.
     pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
-        crate::report::finding::Evidence::of(
-            self.pos,
-            crate::report::finding::Subject::new(
-                rf_format::api::INGRESS.newest(),
-                &self.namespace,
-                &self.name,
-            ),
-            detail,
-        )
+        let kind = rf_format::api::INGRESS.newest();
+        evidence_of(self.pos, kind, &self.namespace, &self.name, detail)
     }
 
     /// Where its paths send requests: `host/path -> Service` for each.
@@ -203,12 +189,29 @@ pub(crate) struct AppObj {
     pub pos: At,
 }
 
+/// The record at `pos` of object `kind` `ns`/`name`, as evidence showing `detail`.
+fn evidence_of(
+    pos: At,
+    kind: Kind,
+    ns: &str,
+    name: &str,
+    detail: impl Into<String>,
+) -> crate::report::finding::Evidence {
+    crate::report::finding::Evidence::of(
+        pos,
+        crate::report::finding::Subject::new(kind, ns, name),
+        detail,
+    )
+}
+
 impl AppObj {
     /// Its last record, as evidence showing `detail`.
     pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
-        crate::report::finding::Evidence::of(
+        evidence_of(
             self.pos,
-            crate::report::finding::Subject::new(Kind::Application, &self.namespace, &self.name),
+            Kind::Application,
+            &self.namespace,
+            &self.name,
             detail,
         )
     }
