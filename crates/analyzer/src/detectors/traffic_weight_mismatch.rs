@@ -9,7 +9,9 @@
 //! `nginx.ingress.kubernetes.io` by default), or whose canary Ingress is gone or not marked
 //! `canary: "true"` (no canary traffic) while the status weight is above 0. A stable Ingress the
 //! recording does not hold is not judged. The finding names both sides and who wrote the
-//! Ingress last.
+//! Ingress last. With any router: a status that gives the canary a weight above 0 for a
+//! revision (`weights.canary.podTemplateHash`) that is no longer the current one, also for 10 s
+//! (the controller has not moved its routing to the new revision).
 //!
 //! # Why it matters
 //! The rollout reports the split it asked for, and every gate believes it: the canary's
@@ -37,7 +39,7 @@ use crate::report::finding::{Finding, Rule, Subject};
 /// The Ingress class the controller watches unless started with other `--nginx-ingress-classes`.
 const DEFAULT_NGINX_CLASS: &str = "nginx";
 
-/// (namespace, rollout, canary Ingress, status weight, router weight).
+/// (namespace, rollout, canary Ingress or `revision HASH`, status weight, router weight).
 type Key = (String, String, String, i64, Option<i64>);
 
 /// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one
@@ -51,6 +53,75 @@ pub(crate) struct TrafficWeightMismatch {
     settling: Settling<Key>,
 }
 
+impl TrafficWeightMismatch {
+    /// The status gives the canary weight to a revision that is no longer the current one:
+    /// the router, whatever it is, still sends that share to the replaced pods.
+    fn stale_revision(
+        &mut self,
+        s: &Scene<'_>,
+        cur: &crate::model::rollout::Snapshot,
+        weight: i64,
+        out: &mut Vec<Finding>,
+    ) {
+        let track = s.track;
+        let ns = track.namespace();
+        let (Some(to), Some(current)) = (track.weights_canary_hash(), cur.pod_hash.as_deref())
+        else {
+            return;
+        };
+        if weight <= 0 || to == current || cur.stable_rs.as_deref() == Some(to) {
+            return;
+        }
+        let key = (
+            ns.to_owned(),
+            track.name().to_owned(),
+            format!("revision {to}"),
+            weight,
+            None,
+        );
+        let Some(since) = self.settling.holds(&key, s.now) else {
+            return;
+        };
+        if !self.settling.settled(s, since, SETTLE_SECONDS) {
+            return;
+        }
+        self.settling.fire(key);
+        let summary = format!(
+            "the rollout's status gives weight {weight} to revision {to}, which is no longer its current revision {current}"
+        );
+        let explanation = format!(
+            "status.canary.weights.canary.podTemplateHash says where the controller set the canary's share of the requests: revision {to} ({}), replaced by {current} ({}). Since {} the router has sent {weight} to the replaced pods, not to the revision the steps, pauses and analysis now judge: the controller has not moved its traffic routing to the new revision.",
+            track.rs_name(to),
+            track.rs_name(current),
+            rfc3339(since.at)
+        );
+        out.push(
+            Finding::new(
+                Rule::TrafficWeightMismatch,
+                track.subject(),
+                track.subject(),
+                since.at,
+                summary,
+            )
+            .explain(explanation)
+            .with_evidence([track.evidence(
+                cur.pos,
+                format!(
+                    "currentPodHash {current}, status.canary.weights.canary {{weight {weight}, podTemplateHash {to}}}"
+                ),
+            )])
+            .remedy(
+                "Do not judge the new revision by its metrics: the canary's traffic goes to the replaced one. Look at why the controller does not update its traffic routing (its logs, the router's objects).".to_owned(),
+                vec![
+                    format!("kubectl argo rollouts get rollout {}", argo(track)),
+                    format!("kubectl -n {ns} get rollout {} -o jsonpath='{{.status.canary.weights}}'", track.name()),
+                ],
+                "Keep the router's objects (Ingress, VirtualService, HTTPRoute) writable by the controller alone, so that it can move the weight with each revision.".to_owned(),
+            ),
+        );
+    }
+}
+
 impl Detector for TrafficWeightMismatch {
     fn on_world(
         &mut self,
@@ -62,10 +133,14 @@ impl Detector for TrafficWeightMismatch {
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
         self.settling.begin();
-        let (Some(nginx), Some(cur)) = (track.nginx(), track.last()) else {
+        let Some(cur) = track.last() else {
             return self.settling.end(mine);
         };
         let Some(weight) = cur.canary_weight else {
+            return self.settling.end(mine);
+        };
+        self.stale_revision(s, cur, weight, out);
+        let Some(nginx) = track.nginx() else {
             return self.settling.end(mine);
         };
         for stable in &nginx.stable_ingresses {
@@ -210,19 +285,12 @@ mod tests {
         kit
     }
 
-    fn found(kit: &Kit) -> Vec<&crate::Finding> {
-        kit.found
-            .iter()
-            .filter(|f| f.rule == Rule::TrafficWeightMismatch)
-            .collect()
-    }
-
     #[test]
     fn a_canary_ingress_that_agrees_with_the_status_is_no_finding() {
         let mut kit = routed("20");
         kit.advance(600);
         kit.step(1);
-        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
     }
 
     #[test]
@@ -232,10 +300,10 @@ mod tests {
         kit.ingress(CANARY, "checkout-api-canary", Some("0"), "argocd-controller");
         kit.advance(SETTLE_SECONDS - 1);
         kit.step(1);
-        assert!(found(&kit).is_empty(), "not before it held {SETTLE_SECONDS}s");
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "not before it held {SETTLE_SECONDS}s");
         kit.advance(2);
         kit.step(1);
-        let f = found(&kit);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(
             f[0].summary.contains("weight 20")
@@ -261,7 +329,33 @@ mod tests {
         kit.ingress(CANARY, "checkout-api-canary", Some("20"), "rollouts-controller");
         kit.advance(600);
         kit.step(1);
-        assert!(found(&kit).is_empty(), "{:?}", kit.rules());
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
+    }
+
+    #[test]
+    fn a_weight_left_on_a_replaced_revision_is_reported_and_a_moved_one_is_not() {
+        let mut kit = routed("20");
+        // A new revision; the controller moves the weight with it within seconds: nothing.
+        kit.new_revision("new2", template("app:3", "c0"));
+        kit.advance(3);
+        kit.status(|st| {
+            st["canary"]["weights"]["canary"]["podTemplateHash"] = json!("new2");
+        });
+        kit.advance(600);
+        kit.step(0);
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
+        // Another revision; the weight stays on the replaced one.
+        kit.new_revision("new3", template("app:4", "c0"));
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(0);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary
+                .contains("weight 20 to revision new2, which is no longer its current revision new3"),
+            "{}",
+            f[0].summary
+        );
     }
 
     #[test]
@@ -270,7 +364,7 @@ mod tests {
         kit.delete_ingress(CANARY);
         kit.advance(SETTLE_SECONDS + 1);
         kit.step(1);
-        let f = found(&kit);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("does not exist"), "{}", f[0].summary);
     }
