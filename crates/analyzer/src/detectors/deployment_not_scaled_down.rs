@@ -143,28 +143,13 @@ impl Detector for DeploymentNotScaledDown {
         if let Some(u) = scaled_up {
             evidence.push(dep.evidence_at(
                 u.pos,
-                format!(
-                    "replicas {} -> {}{}",
-                    u.from,
-                    u.to,
-                    u.actor
-                        .as_ref()
-                        .map(|a| format!(", by {a}"))
-                        .unwrap_or_default()
-                ),
+                format!("replicas {} -> {}{}", u.from, u.to, u.by_words()),
             ));
         }
         if let Some(d) = &dep.scaled_down {
             evidence.push(dep.evidence_at(
                 d.pos,
-                format!(
-                    "replicas {} -> 0{}",
-                    d.from,
-                    d.actor
-                        .as_ref()
-                        .map(|a| format!(", by {a}"))
-                        .unwrap_or_default()
-                ),
+                format!("replicas {} -> 0{}", d.from, d.by_words()),
             ));
         }
         evidence.push(dep.evidence_at(

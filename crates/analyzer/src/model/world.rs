@@ -74,6 +74,16 @@ pub(crate) struct Scale {
     pub actor: Option<Str>,
 }
 
+impl Scale {
+    /// `, by argocd-controller`, or nothing when the writer is not known.
+    pub fn by_words(&self) -> String {
+        self.actor
+            .as_ref()
+            .map(|a| format!(", by {a}"))
+            .unwrap_or_default()
+    }
+}
+
 /// A Deployment: its replicas, its pod template (a rollout's, through `workloadRef`), and when
 /// its replicas last went up from none.
 #[derive(Debug, Clone)]
@@ -95,8 +105,6 @@ pub(crate) struct DeploymentObj {
     pub scale_ups: usize,
     /// Who wrote its spec last (the record's actor, or the last manager of the main resource).
     pub actor: Option<Str>,
-    /// Since when it has had ready replicas.
-    pub ready_since: Option<At>,
     pub pos: At,
 }
 
@@ -656,13 +664,10 @@ impl World {
             name: Str::new(&rec.name),
             template,
         };
-        let Parsed::Deployment(mut v) = parsed else {
+        let (false, Parsed::Deployment(mut v)) = (deleted, parsed) else {
             // Deleted, or unreadable: it no longer counts.
             return self.deployments.remove(&key).map(|_| touched(false));
         };
-        if deleted {
-            return self.deployments.remove(&key).map(|_| touched(false));
-        }
         let replicas = v.spec.replicas.unwrap_or(1);
         let ready = v.status.ready_replicas.unwrap_or(0);
         let text = v.spec.template.as_ref().and_then(|t| t.get(&rec.object));
@@ -684,7 +689,6 @@ impl World {
                 scaled_down: None,
                 scale_ups: 0,
                 actor: None,
-                ready_since: None,
                 pos,
             }),
         };
@@ -703,11 +707,6 @@ impl World {
             }
         }
         obj.replicas = replicas;
-        match (ready > 0, obj.ready_since) {
-            (true, None) => obj.ready_since = Some(pos),
-            (false, Some(_)) => obj.ready_since = None,
-            _ => {}
-        }
         obj.ready = ready;
         obj.actor = actor;
         obj.generation = v.metadata.generation;
@@ -731,12 +730,10 @@ impl World {
             namespace: Str::new(&rec.namespace),
             name: Str::new(&rec.name),
         };
-        let Parsed::Ingress(mut v) = parsed else {
+        let (false, Parsed::Ingress(mut v)) = (deleted, parsed) else {
+            // Deleted, or unreadable: it no longer counts.
             return self.ingresses.remove(&key).map(|_| touched);
         };
-        if deleted {
-            return self.ingresses.remove(&key).map(|_| touched);
-        }
         let service =
             |b: &crate::input::view::IngressBackend| b.service.as_ref().map(|s| s.name.clone());
         let mut paths = Vec::new();
