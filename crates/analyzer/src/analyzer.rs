@@ -378,7 +378,7 @@ impl Analyzer {
                     }
                     (kind, parsed)
                         if rf_format::api::DEPLOYMENT.is(kind)
-                            || rf_format::api::INGRESS.is(kind) =>
+                            || crate::input::prepare::is_router(kind) =>
                     {
                         self.on_world_record(rec, parsed, pos);
                     }
@@ -670,12 +670,35 @@ impl Analyzer {
                 }
                 None => Vec::new(),
             },
-            // An Ingress is a front door (for any rollout of its namespace) or an NGINX
-            // canary Ingress; Ingresses change rarely.
-            Touched::Ingress { namespace, .. } => self
-                .tracks_in(namespace)
-                .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
-                .collect(),
+            // A router is a front door (for any rollout of its namespace), an NGINX canary
+            // Ingress, or a VirtualService or HTTPRoute whose weights a rollout of any
+            // namespace sets; routers change rarely.
+            Touched::Router {
+                router,
+                namespace,
+                name,
+            } => {
+                let mut keys: Vec<Key> = self
+                    .tracks_in(namespace)
+                    .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
+                    .collect();
+                if *router != crate::model::world::Router::Ingress {
+                    keys.extend(
+                        self.tracks
+                            .iter()
+                            .filter(|(ns, _, t)| {
+                                *ns != namespace.as_str()
+                                    && t.splits().objects.iter().any(|o| {
+                                        o.router == *router
+                                            && o.namespace == namespace.as_str()
+                                            && o.name == name.as_str()
+                                    })
+                            })
+                            .map(|(ns, n, _)| ((*ns).to_owned(), (*n).to_owned())),
+                    );
+                }
+                keys
+            }
             Touched::Deployment {
                 namespace,
                 name,

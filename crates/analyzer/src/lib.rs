@@ -58,6 +58,7 @@ pub use input::skim::check_against_serde;
 pub use model::diff::{Change, Path, Segment, only_annotations, string_values, template_diff};
 pub use model::revisions::{HashChange, Revisions};
 pub use model::rollout::RevisionClass;
+pub use model::world::{RouterPath, router_paths};
 pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};

@@ -308,6 +308,24 @@ impl Kit {
         self.push(rf_format::api::INGRESS.newest(), Op::Modified, name, obj);
     }
 
+    /// A VirtualService (`istio: true`, networking.istio.io) or HTTPRoute (gateway.networking.k8s.io)
+    /// `name` of spec `spec`, written by `manager`.
+    pub fn router(&mut self, istio: bool, name: &str, spec: Value, manager: &str) {
+        let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t));
+        let (api, kind) = if istio {
+            (&rf_format::api::VIRTUAL_SERVICE, "VirtualService")
+        } else {
+            (&rf_format::api::HTTP_ROUTE, "HTTPRoute")
+        };
+        let obj = json!({
+            "apiVersion": format!("{}/{}", api.group, api.versions[0]), "kind": kind,
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{kind}-{name}"),
+                "managedFields": [{"manager": manager, "operation": "Update", "time": time}]},
+            "spec": spec,
+        });
+        self.push(api.newest(), Op::Modified, name, obj);
+    }
+
     /// Ingress `name` deleted.
     pub fn delete_ingress(&mut self, name: &str) {
         self.push(

@@ -1,19 +1,20 @@
-//! `front-door-bypass` (error): an Ingress sends customers to a Service the rollout does not
-//! move, which holds none of the promoted revision's pods.
+//! `front-door-bypass` (error): an Ingress, HTTPRoute or VirtualService sends customers to a
+//! Service the rollout does not move, which holds none of the promoted revision's pods.
 //!
 //! # What it detects
 //! A rollout that names its `stableService` is promoted (Healthy, its current revision the
-//! stable one, with ready pods), and an Ingress of its namespace sends a host and path to
-//! another Service of the rollout (its canary or preview Service, or one that selects its
-//! pods), whose EndpointSlices have held no
-//! ready pod of the current revision for at least 10 s. The canary Ingress the controller
-//! makes for NGINX (annotated `canary: "true"`) is not a front door. The finding follows the
-//! path customers take: host and path, backend Service, its endpoints by revision.
+//! stable one, with ready pods), and a router of its namespace (an Ingress, a Gateway API
+//! HTTPRoute, an Istio VirtualService) sends a host and path to another Service of the
+//! rollout (its canary or preview Service, or one that selects its pods), with a weight above
+//! 0, whose EndpointSlices have held no ready pod of the current revision for at least 10 s.
+//! The canary Ingress the controller makes for NGINX (annotated `canary: "true"`) is not a
+//! front door. The finding follows the path customers take: host and path, backend Service,
+//! its endpoints by revision.
 //!
 //! # Why it matters
 //! The rollout moves only the Services it names: the controller puts the new revision's hash
 //! on its stable and canary Services, and every gate (analysis, promotion, health) judges the
-//! pods behind them. Customers come in through the Ingress. When the Ingress's backend is a
+//! pods behind them. Customers come in through the router. When the router's backend is a
 //! Service that still selects the old pods (a copy made before the rollout, a selector pinned
 //! to a version), every check is green and every request still reaches the old revision.
 //!
@@ -23,8 +24,8 @@
 //! which selects `version: v417`: its endpoints are the old pods, and only those.
 //!
 //! # Remedy
-//! Point the Ingress at the rollout's stableService (a decision: it moves every customer), or
-//! name the Service the Ingress uses as the rollout's `stableService`.
+//! Point the router at the rollout's stableService (a decision: it moves every customer), or
+//! name the Service the router uses as the rollout's `stableService`.
 
 use rf_format::Timestamp;
 
@@ -75,18 +76,19 @@ impl Detector for FrontDoorBypass {
         let Some(n) = s.world.namespace(ns) else {
             return self.settling.end(mine);
         };
-        for ingress in s.world.ingresses_in(ns) {
-            if ingress
-                .annotations
-                .iter()
-                .any(|(k, v)| k.ends_with("/canary") && v == "true")
-            {
+        for router in s.world.routers_in(ns) {
+            if router.is_nginx_canary() {
                 continue;
             }
-            for path in &ingress.paths {
+            for (rule, path) in router
+                .rules
+                .iter()
+                .flat_map(|r| r.backends.iter().map(move |b| (r, b)))
+            {
                 let service = path.service.as_str();
-                // The stableService is `canary-not-in-endpoints`'s to judge once promoted.
-                if service == stable_service {
+                // The stableService is `canary-not-in-endpoints`'s to judge once promoted; a
+                // backend of weight 0 or of another namespace takes none of these requests.
+                if service == stable_service || path.weight == Some(0) || path.namespace != ns {
                     continue;
                 }
                 // A Service of the rollout (its canary or preview Service, or one that selects
@@ -100,15 +102,11 @@ impl Detector for FrontDoorBypass {
                 {
                     continue;
                 }
-                let host_path = format!(
-                    "{}{}",
-                    if path.host.is_empty() { "*" } else { &path.host },
-                    if path.path.is_empty() { "/" } else { &path.path }
-                );
+                let host_path = rule.match_words().join(", ");
                 let key = (
                     ns.to_owned(),
                     track.name().to_owned(),
-                    ingress.name.clone(),
+                    router.words(),
                     host_path.clone(),
                     service.to_owned(),
                     hash.to_owned(),
@@ -137,16 +135,18 @@ impl Detector for FrontDoorBypass {
                 } else {
                     behind.join(", ")
                 };
-                let ing = &ingress.name;
+                let ing = &router.name;
+                let words = router.words();
+                let resource = router.router.resource();
                 let summary = format!(
-                    "Ingress {ing} sends {host_path} to Service {service}, not to the rollout's stableService {stable_service}: none of revision {hash}'s ready pods are behind it ({behind})"
+                    "{words} sends {host_path} to Service {service}, not to the rollout's stableService {stable_service}: none of revision {hash}'s ready pods are behind it ({behind})"
                 );
                 let explanation = format!(
-                    "The rollout promoted {hash} and its stableService {stable_service} selects it, but customers come in through Ingress {ing}: {host_path} -> Service {service} -> {behind}. The controller moves only the Services the rollout names, so every gate judged pods this path never reaches. It has held since {}.",
+                    "The rollout promoted {hash} and its stableService {stable_service} selects it, but customers come in through {words}: {host_path} -> Service {service} -> {behind}. The controller moves only the Services the rollout names, so every gate judged pods this path never reaches. It has held since {}.",
                     rfc3339(since.at)
                 );
                 let mut evidence = vec![
-                    ingress.evidence(format!("{host_path} -> Service {service}")),
+                    router.evidence(format!("{host_path} -> Service {service}")),
                     track.evidence(
                         cur.pos,
                         format!("Healthy on {hash}, stableService {stable_service}"),
@@ -168,7 +168,7 @@ impl Detector for FrontDoorBypass {
                 out.push(
                     Finding::new(
                         Rule::FrontDoorBypass,
-                        Subject::new(rf_format::api::INGRESS.newest(), ns, ing),
+                        Subject::new(router.router.kind(), ns, ing),
                         track.subject(),
                         since.at,
                         summary,
@@ -186,18 +186,18 @@ impl Detector for FrontDoorBypass {
                             )
                         },
                         vec![
-                            format!("kubectl -n {ns} get ingress {ing} -o yaml"),
+                            format!("kubectl -n {ns} get {resource} {ing} -o yaml"),
                             format!(
                                 "kubectl -n {ns} get endpointslices -l kubernetes.io/service-name={service}"
                             ),
                             format!("kubectl argo rollouts get rollout {}", argo(track)),
                         ],
                         format!(
-                            "Route the front door through the Services the rollout moves: make Ingress {ing}'s backend {stable_service}, or name {service} as the rollout's stableService."
+                            "Route the front door through the Services the rollout moves: make {words}'s backend {stable_service}, or name {service} as the rollout's stableService."
                         ),
                     )
                     .decide(vec![format!(
-                        "kubectl -n {ns} patch ingress {ing} --type json -p '[{{\"op\":\"replace\",\"path\":\"{}\",\"value\":\"{stable_service}\"}}]'",
+                        "kubectl -n {ns} patch {resource} {ing} --type json -p '[{{\"op\":\"replace\",\"path\":\"{}\",\"value\":\"{stable_service}\"}}]'",
                         path.pointer
                     )]),
                 );
@@ -303,5 +303,48 @@ mod tests {
         kit.advance(600);
         kit.step(1);
         assert!(kit.of_rule(Rule::FrontDoorBypass).is_empty(), "{:?}", kit.rules());
+    }
+
+    /// An HTTPRoute `shop` whose rule splits `/` between the stableService and the pinned
+    /// legacy Service at `legacy` weight.
+    fn http_route(kit: &mut Kit, legacy: i64) {
+        kit.router(
+            false,
+            "shop",
+            json!({"parentRefs": [{"name": "shop-gateway"}], "hostnames": ["shop.example.com"],
+                   "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                              "backendRefs": [{"name": NAME, "port": 80, "weight": 100 - legacy},
+                                              {"name": "checkout-api-legacy", "port": 80, "weight": legacy}]}]}),
+            "argocd-controller",
+        );
+    }
+
+    #[test]
+    fn an_http_route_to_a_service_of_the_old_pods_is_reported_and_one_of_weight_0_is_not() {
+        // The Ingress goes to the stable Service; the HTTPRoute gives the legacy Service 0.
+        let mut kit = promoted(NAME);
+        http_route(&mut kit, 0);
+        kit.advance(600);
+        kit.step(4);
+        assert!(kit.of_rule(Rule::FrontDoorBypass).is_empty(), "{:?}", kit.rules());
+        // Half the requests go to the legacy Service.
+        http_route(&mut kit, 50);
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(4);
+        let f = kit.of_rule(Rule::FrontDoorBypass);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary
+                .contains("HTTPRoute shop sends shop.example.com/ to Service checkout-api-legacy"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].subject.kind, rf_format::api::HTTP_ROUTE.newest());
+        assert!(
+            f[0].remedy.decisions[0].contains("patch httproute shop")
+                && f[0].remedy.decisions[0].contains(r#""path":"/spec/rules/0/backendRefs/1/name""#),
+            "{:?}",
+            f[0].remedy.decisions
+        );
     }
 }

@@ -9,7 +9,13 @@
 //! `nginx.ingress.kubernetes.io` by default), or whose canary Ingress is gone or not marked
 //! `canary: "true"` (no canary traffic) while the status weight is above 0. A stable Ingress the
 //! recording does not hold is not judged. The finding names both sides and who wrote the
-//! Ingress last. With any router: a status that gives the canary a weight above 0 for a
+//! Ingress last. With Istio (`trafficRouting.istio`) or the Gateway API plugin
+//! (`plugins["argoproj-labs/gatewayAPI"]`): each HTTP route the controller sets weights on (the
+//! VirtualService routes the rollout names, else its only or first unnamed route; every rule
+//! of an HTTPRoute that holds the canary or stable Service) gives the canary, by Service host
+//! or DestinationRule subset, another share of its weights than the status weight, for 10 s
+//! (an HTTPRoute's weights are relative: 40 of 200 is 20%). TLS and TCP routes are not
+//! judged. With any router: a status that gives the canary a weight above 0 for a
 //! revision (`weights.canary.podTemplateHash`) that is no longer the current one, also for 10 s
 //! (the controller has not moved its routing to the new revision).
 //!
@@ -17,8 +23,9 @@
 //! The rollout reports the split it asked for, and every gate believes it: the canary's
 //! analysis judges metrics as if 20% of the requests reached it, a promotion trusts them. The
 //! requests go where the Ingress says. A GitOps sync or a script that owns the canary Ingress
-//! too (an Ingress kept in Git under the controller's name, an annotation tool, a prune) makes
-//! the two disagree until the controller writes the weight again.
+//! too (an Ingress kept in Git under the controller's name, a VirtualService or HTTPRoute
+//! whose weights Argo CD syncs back to Git's, an annotation tool, a prune) makes the two
+//! disagree until the controller writes the weight again.
 //!
 //! # Example
 //! Paused at `setWeight: 20`, the status says canary weight 20; Argo CD syncs an Ingress
@@ -26,14 +33,16 @@
 //! `checkout-api-checkout-api-canary`: for 10 minutes the canary receives nothing.
 //!
 //! # Remedy
-//! Let the controller own the canary Ingress: keep it out of Git and out of other tools, and
-//! make it write the weight again (`kubectl argo rollouts get rollout` shows what it believes).
+//! Let the controller own the canary Ingress and the weights: keep them out of Git (Argo CD's
+//! `ignoreDifferences` for a VirtualService's or HTTPRoute's weights) and out of other tools,
+//! and make it write the weight again (`kubectl argo rollouts get rollout` shows what it believes).
 
 use rf_format::Timestamp;
 
 use crate::base::time::rfc3339;
 use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo};
-use crate::model::rollout::Nginx;
+use crate::model::rollout::{Nginx, Split};
+use crate::model::world::{BackendObj, Router, RouterObj, RuleObj};
 use crate::report::finding::{Finding, Rule, Subject};
 
 /// The Ingress class the controller watches unless started with other `--nginx-ingress-classes`.
@@ -122,6 +131,133 @@ impl TrafficWeightMismatch {
     }
 }
 
+impl TrafficWeightMismatch {
+    /// The VirtualServices and HTTPRoutes whose weights the controller sets: the share of the
+    /// requests each rule it sets gives the canary, against the status weight.
+    fn splits(&mut self, s: &Scene<'_>, weight: i64, out: &mut Vec<Finding>) {
+        let track = s.track;
+        let ns = track.namespace();
+        let splits = track.splits();
+        let (canary_service, stable_service) = (track.canary_service(), track.stable_service());
+        let is_canary = |b: &BackendObj| {
+            Some(b.service.as_str()) == canary_service
+                || (b.subset.is_some() && b.subset.as_deref() == splits.canary_subset.as_deref())
+        };
+        let is_stable = |b: &BackendObj| {
+            Some(b.service.as_str()) == stable_service
+                || (b.subset.is_some() && b.subset.as_deref() == splits.stable_subset.as_deref())
+        };
+        for split in &splits.objects {
+            let Some(obj) = s.world.router(split.router, &split.namespace, &split.name) else {
+                continue;
+            };
+            for (index, rule) in set_rules(split, obj) {
+                if !rule.backends.iter().any(|b| is_canary(b) || is_stable(b)) {
+                    continue;
+                }
+                let (picked, total) = rule.share(obj.router, is_canary);
+                if picked * 100 == weight * total || (total == 0 && weight == 0) {
+                    continue;
+                }
+                let routed = if total > 0 {
+                    (picked * 100 + total / 2) / total
+                } else {
+                    0
+                };
+                let label = match &rule.name {
+                    Some(n) => format!("{} {} route {n}", obj.router.word(), obj.name),
+                    None => format!("{} {} rule {index}", obj.router.word(), obj.name),
+                };
+                let key = (
+                    ns.to_owned(),
+                    track.name().to_owned(),
+                    label.clone(),
+                    weight,
+                    Some(routed),
+                );
+                let Some(since) = self.settling.holds(&key, s.now) else {
+                    continue;
+                };
+                if !self.settling.settled(s, since, SETTLE_SECONDS) {
+                    continue;
+                }
+                self.settling.fire(key);
+                let revision = track
+                    .weights_canary_hash()
+                    .or(track.last().and_then(|c| c.pod_hash.as_deref()))
+                    .map(|h| format!(" (revision {h})"))
+                    .unwrap_or_default();
+                let summary = format!(
+                    "the rollout's status gives the canary{revision} weight {weight}, but {label} sends it {routed}% ({picked} of {total})"
+                );
+                let writer = obj
+                    .actor
+                    .as_ref()
+                    .map(|a| format!(" It was last written by {a}."))
+                    .unwrap_or_default();
+                let explanation = format!(
+                    "status.canary.weights.canary.weight is what the controller believes it set: {weight}. The requests go where {label} says: {}. The two have disagreed since {}.{writer} Until they agree, the canary's metrics and analysis measure another share of the traffic than the rollout reports.",
+                    obj.routes_words(),
+                    rfc3339(since.at)
+                );
+                let mut evidence = Vec::new();
+                if let Some(cur) = track.last() {
+                    evidence.push(track.evidence(
+                        cur.pos,
+                        format!("status.canary.weights.canary.weight {weight}"),
+                    ));
+                }
+                evidence.push(obj.evidence(format!(
+                    "{label}: canary {picked} of {total}{}",
+                    obj.actor
+                        .as_ref()
+                        .map(|a| format!(", written by {a}"))
+                        .unwrap_or_default()
+                )));
+                let resource = obj.router.resource();
+                let subject =
+                    Subject::new(obj.router.kind(), &obj.namespace, &obj.name);
+                out.push(
+                    Finding::new(Rule::TrafficWeightMismatch, subject, track.subject(), since.at, summary)
+                        .explain(explanation)
+                        .with_evidence(evidence)
+                        .remedy(
+                            format!("Do not judge the canary by its metrics until the weights agree: find what wrote {} {} and stop it; the controller sets the weights again at its next sync of the rollout.", obj.router.word(), obj.name),
+                            vec![
+                                format!("kubectl -n {} get {resource} {} -o yaml", obj.namespace, obj.name),
+                                format!("kubectl argo rollouts get rollout {}", argo(track)),
+                            ],
+                            format!(
+                                "The weights of {} {} belong to the controller: keep them out of Git (or out of Argo CD's diff with ignoreDifferences), and let no other tool write them.",
+                                obj.router.word(), obj.name
+                            ),
+                        ),
+                );
+            }
+        }
+    }
+}
+
+/// The rules of `obj` whose weights the controller sets for `split`: a VirtualService's
+/// routes the rollout names, else its only route, else its first unnamed one
+/// (rollout/trafficrouting/istio); every rule of an HTTPRoute (the plugin sets the weights of
+/// the canary and stable backends wherever they are).
+fn set_rules<'a>(split: &Split, obj: &'a RouterObj) -> Vec<(usize, &'a RuleObj)> {
+    let all = obj.rules.iter().enumerate();
+    match obj.router {
+        Router::VirtualService if !split.rules.is_empty() => all
+            .filter(|(_, r)| {
+                r.name
+                    .as_deref()
+                    .is_some_and(|n| split.rules.iter().any(|w| w == n))
+            })
+            .collect(),
+        Router::VirtualService if obj.rules.len() == 1 => all.collect(),
+        Router::VirtualService => all.filter(|(_, r)| r.name.is_none()).take(1).collect(),
+        _ => all.collect(),
+    }
+}
+
 impl Detector for TrafficWeightMismatch {
     fn on_world(
         &mut self,
@@ -140,6 +276,7 @@ impl Detector for TrafficWeightMismatch {
             return self.settling.end(mine);
         };
         self.stale_revision(s, cur, weight, out);
+        self.splits(s, weight, out);
         let Some(nginx) = track.nginx() else {
             return self.settling.end(mine);
         };
@@ -367,5 +504,141 @@ mod tests {
         let f = kit.of_rule(Rule::TrafficWeightMismatch);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.contains("does not exist"), "{}", f[0].summary);
+    }
+
+    /// A canary with `routing` (the rollout's trafficRouting) released and paused at setWeight
+    /// 20; then `router` written by the controller with `spec`.
+    fn split(routing: serde_json::Value) -> Kit {
+        let mut kit = Kit::new();
+        kit.spec(|s| {
+            s["strategy"]["canary"]["trafficRouting"] = routing;
+            s["strategy"]["canary"]["canaryService"] = json!("checkout-api-canary");
+            s["strategy"]["canary"]["stableService"] = json!(NAME);
+        });
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        kit.status(|st| {
+            st.insert(
+                "canary".into(),
+                json!({"weights": {"canary": {"weight": 20, "podTemplateHash": "new1"},
+                                   "stable": {"weight": 80, "podTemplateHash": "stable0"}}}),
+            );
+        });
+        kit
+    }
+
+    /// A VirtualService with an unnamed catch-all route and route `primary` over `hosts`
+    /// (destination hosts or subsets) at `weights`.
+    fn virtual_service(primary: &[(&str, Option<&str>, i64)]) -> serde_json::Value {
+        let route: Vec<serde_json::Value> = primary
+            .iter()
+            .map(|(host, subset, w)| {
+                let mut d = json!({"destination": {"host": host}, "weight": w});
+                if let Some(s) = subset {
+                    d["destination"]["subset"] = json!(s);
+                }
+                d
+            })
+            .collect();
+        json!({"hosts": ["shop.example.com"], "gateways": ["shop-gateway"],
+               "http": [{"name": "primary", "match": [{"uri": {"prefix": "/api"}}], "route": route},
+                        {"route": [{"destination": {"host": NAME}}]}]})
+    }
+
+    #[test]
+    fn a_virtual_service_route_that_agrees_is_no_finding_and_one_overwritten_is() {
+        let routing = json!({"istio": {"virtualService": {"name": NAME, "routes": ["primary"]}}});
+        let mut kit = split(routing);
+        let canary = "checkout-api-canary.payments.svc.cluster.local";
+        kit.router(
+            true,
+            NAME,
+            virtual_service(&[(NAME, None, 80), (canary, None, 20)]),
+            "rollouts-controller",
+        );
+        kit.advance(600);
+        kit.step(1);
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
+        // A sync puts the Git weights back: all to stable.
+        kit.router(
+            true,
+            NAME,
+            virtual_service(&[(NAME, None, 100), (canary, None, 0)]),
+            "argocd-controller",
+        );
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(1);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("weight 20")
+                && f[0].summary.contains("VirtualService checkout-api route primary sends it 0% (0 of 100)"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].explanation.contains("last written by argocd-controller"), "{}", f[0].explanation);
+        assert_eq!(f[0].subject.kind, rf_format::api::VIRTUAL_SERVICE.newest());
+    }
+
+    #[test]
+    fn a_virtual_service_by_subsets_is_judged_on_its_subsets_and_its_default_route() {
+        // No route named: the controller sets the first unnamed one (here the only route).
+        let routing = json!({"istio": {
+            "virtualService": {"name": format!("{NAME}.payments")},
+            "destinationRule": {"name": NAME, "canarySubsetName": "canary", "stableSubsetName": "stable"}}});
+        let mut kit = split(routing);
+        let spec = |stable: i64, canary: i64| {
+            json!({"hosts": [NAME], "http": [{"route": [
+                {"destination": {"host": NAME, "subset": "stable"}, "weight": stable},
+                {"destination": {"host": NAME, "subset": "canary"}, "weight": canary}]}]})
+        };
+        kit.router(true, NAME, spec(80, 20), "rollouts-controller");
+        kit.advance(600);
+        kit.step(1);
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
+        kit.router(true, NAME, spec(50, 50), "kubectl-edit");
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(1);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("rule 0 sends it 50% (50 of 100)"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn an_http_route_of_the_gateway_api_plugin_is_judged_by_its_relative_weights() {
+        let routing = json!({"plugins": {"argoproj-labs/gatewayAPI": {"httpRoute": "shop", "namespace": "payments"}}});
+        let mut kit = split(routing);
+        let spec = |stable: i64, canary: i64| {
+            json!({"parentRefs": [{"name": "shop-gateway"}], "hostnames": ["shop.example.com"],
+                   "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                              "backendRefs": [{"name": NAME, "port": 80, "weight": stable},
+                                              {"name": "checkout-api-canary", "port": 80, "weight": canary}]}]})
+        };
+        // 40 of 200 is the 20% the status says.
+        kit.router(false, "shop", spec(160, 40), "rollouts-controller");
+        kit.advance(600);
+        kit.step(1);
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
+        kit.router(false, "shop", spec(1, 0), "argocd-controller");
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(1);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.contains("HTTPRoute shop rule 0 sends it 0% (0 of 1)"), "{}", f[0].summary);
+        assert_eq!(f[0].subject.kind, rf_format::api::HTTP_ROUTE.newest());
+    }
+
+    #[test]
+    fn a_router_the_rollout_does_not_name_is_not_judged() {
+        let routing = json!({"istio": {"virtualService": {"name": "other"}}});
+        let mut kit = split(routing);
+        kit.router(
+            true,
+            NAME,
+            virtual_service(&[(NAME, None, 100), ("checkout-api-canary", None, 0)]),
+            "argocd-controller",
+        );
+        kit.advance(600);
+        kit.step(1);
+        assert!(kit.of_rule(Rule::TrafficWeightMismatch).is_empty(), "{:?}", kit.rules());
     }
 }

@@ -13,8 +13,8 @@ use crate::base::HashMap;
 use crate::input::skim;
 
 use crate::input::view::{
-    ApplicationView, DeploymentView, EndpointSliceView, IngressView, PodView, ReplicaSetView,
-    RolloutView, ServiceView,
+    ApplicationView, DeploymentView, EndpointSliceView, HttpRouteView, IngressView, PodView,
+    ReplicaSetView, RolloutView, ServiceView, VirtualServiceView,
 };
 
 /// A record's object, parsed (or the reason it could not be).
@@ -33,6 +33,8 @@ pub(crate) enum Parsed {
     App(Box<ApplicationView>),
     Deployment(Box<DeploymentView>),
     Ingress(Box<IngressView>),
+    HttpRoute(Box<HttpRouteView>),
+    VirtualService(Box<VirtualServiceView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -148,7 +150,7 @@ impl Prepared {
                 | Kind::Pod
                 | Kind::Application
         ) || rf_format::api::DEPLOYMENT.is(kind)
-            || rf_format::api::INGRESS.is(kind)
+            || is_router(kind)
     }
 
     /// Parses what the analyzer will read of `rec`.
@@ -184,17 +186,33 @@ impl Prepared {
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 parse_known(rec, skim::deployment, Parsed::Deployment)
             }
-            _ if rf_format::api::INGRESS.is(&rec.kind) => {
-                match serde_json::from_slice::<IngressView>(&rec.object) {
-                    Ok(v) => Parsed::Ingress(Box::new(v)),
-                    Err(e) => Parsed::Unreadable(format!(
-                        "record seq {} (Ingress {}/{}): unreadable object: {e}",
-                        rec.seq, rec.namespace, rec.name
-                    )),
-                }
+            _ if rf_format::api::INGRESS.is(&rec.kind) => by_serde(rec, "Ingress", Parsed::Ingress),
+            _ if rf_format::api::HTTP_ROUTE.is(&rec.kind) => {
+                by_serde(rec, "HTTPRoute", Parsed::HttpRoute)
+            }
+            _ if rf_format::api::VIRTUAL_SERVICE.is(&rec.kind) => {
+                by_serde(rec, "VirtualService", Parsed::VirtualService)
             }
             _ => Parsed::Nothing,
         })
+    }
+}
+
+/// True for the kinds that decide where requests go: Ingress, HTTPRoute, VirtualService.
+pub(crate) fn is_router(kind: &Kind) -> bool {
+    rf_format::api::INGRESS.is(kind)
+        || rf_format::api::HTTP_ROUTE.is(kind)
+        || rf_format::api::VIRTUAL_SERVICE.is(kind)
+}
+
+/// Reads `rec`'s object with serde alone (for kinds that change rarely), as `what`.
+fn by_serde<T: DeserializeOwned>(rec: &Record, what: &str, wrap: fn(Box<T>) -> Parsed) -> Parsed {
+    match serde_json::from_slice::<T>(&rec.object) {
+        Ok(v) => wrap(Box::new(v)),
+        Err(e) => Parsed::Unreadable(format!(
+            "record seq {} ({what} {}/{}): unreadable object: {e}",
+            rec.seq, rec.namespace, rec.name
+        )),
     }
 }
 

@@ -27,11 +27,12 @@ use crate::base::time::parse_rfc3339;
 use crate::input::view::{
     AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
     BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, DeploymentView,
-    Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, Kept, KeptKeys,
+    Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, GatewayApiRoute,
+    GatewayApiRouting, IstioDestinationRule, IstioRouting, IstioVirtualService, Kept, KeptKeys,
     LastManagers, Meta, NginxRouting, OwnerRef, PauseCondition, PodCondition, PodSpec, PodStatus,
-    PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RsSpec, RsStatus,
-    ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, TrafficRouting, WeightDest,
-    Weights, WorkloadRef, condition_kept,
+    PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView, RouterPlugins,
+    RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef, TrafficRouting,
+    WeightDest, Weights, WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -513,8 +514,58 @@ fn traffic_routing(j: &mut Json<'_>) -> R<TrafficRouting> {
             })?;
             Ok(n)
         })?,
+        "istio" => t.istio => j.opt(istio)?,
+        "plugins" => t.plugins => j.opt(|j| {
+            let mut p = RouterPlugins::default();
+            fields!(j, {
+                "argoproj-labs/gatewayAPI" => p.gateway_api => j.opt(gateway_api)?,
+            })?;
+            Ok(p)
+        })?,
     })?;
     Ok(t)
+}
+
+fn istio(j: &mut Json<'_>) -> R<IstioRouting> {
+    fn virtual_service(j: &mut Json<'_>) -> R<IstioVirtualService> {
+        let mut v = IstioVirtualService::default();
+        fields!(j, {
+            "name" => v.name => j.string()?,
+            "routes" => v.routes => j.opt(|j| j.vec(Json::string))?,
+        })?;
+        Ok(v)
+    }
+    let mut i = IstioRouting::default();
+    fields!(j, {
+        "virtualService" => i.virtual_service => j.opt(virtual_service)?,
+        "virtualServices" => i.virtual_services => j.opt(|j| j.vec(virtual_service))?,
+        "destinationRule" => i.destination_rule => j.opt(|j| {
+            let mut d = IstioDestinationRule::default();
+            fields!(j, {
+                "name" => d.name => j.string()?,
+                "canarySubsetName" => d.canary_subset_name => j.opt_string()?,
+                "stableSubsetName" => d.stable_subset_name => j.opt_string()?,
+            })?;
+            Ok(d)
+        })?,
+    })?;
+    Ok(i)
+}
+
+fn gateway_api(j: &mut Json<'_>) -> R<GatewayApiRouting> {
+    let mut g = GatewayApiRouting::default();
+    fields!(j, {
+        "httpRoute" => g.http_route => j.opt_string()?,
+        "httpRoutes" => g.http_routes => j.opt(|j| j.vec(|j| {
+            let mut r = GatewayApiRoute::default();
+            fields!(j, {
+                "name" => r.name => j.string()?,
+            })?;
+            Ok(r)
+        }))?,
+        "namespace" => g.namespace => j.opt_string()?,
+    })?;
+    Ok(g)
 }
 
 fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
@@ -1310,6 +1361,9 @@ mod tests {
             ("OwnerRef", "uid"),
             ("WorkloadRef", "scaleDown"),
             ("NginxRouting", "stableIngresses"),
+            ("IstioDestinationRule", "canarySubsetName"),
+            ("IstioVirtualService", "routes"),
+            ("GatewayApiRoute", "name"),
             ("WeightDest", "podTemplateHash"),
         ] {
             assert!(

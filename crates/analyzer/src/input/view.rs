@@ -535,12 +535,66 @@ pub(crate) struct Canary {
     pub scale_down_delay_seconds: Option<i64>,
 }
 
-/// `spec.strategy.canary.trafficRouting`: which router the controller sets weights on (only
-/// NGINX's Ingresses are read; any other router is only "set").
+/// `spec.strategy.canary.trafficRouting`: which routers the controller sets weights on. NGINX,
+/// Istio and the Gateway API plugin are read; any other router is only "set".
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct TrafficRouting {
     pub nginx: Option<NginxRouting>,
+    pub istio: Option<IstioRouting>,
+    pub plugins: Option<RouterPlugins>,
+}
+
+/// `trafficRouting.istio`: the VirtualServices whose route weights the controller sets, and
+/// the DestinationRule whose subsets it points at each revision.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct IstioRouting {
+    pub virtual_service: Option<IstioVirtualService>,
+    pub virtual_services: Option<Vec<IstioVirtualService>>,
+    pub destination_rule: Option<IstioDestinationRule>,
+}
+
+/// One VirtualService of `trafficRouting.istio`: `name` (or `name.namespace`) and the HTTP
+/// routes it sets weights on (none: its only route, or its first unnamed one).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct IstioVirtualService {
+    pub name: Str,
+    pub routes: Option<Vec<Str>>,
+}
+
+/// `trafficRouting.istio.destinationRule`: the subsets that stand for each role.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct IstioDestinationRule {
+    pub name: Str,
+    pub canary_subset_name: Option<Str>,
+    pub stable_subset_name: Option<Str>,
+}
+
+/// `trafficRouting.plugins`: of the router plugins, the Gateway API one is read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RouterPlugins {
+    #[serde(rename = "argoproj-labs/gatewayAPI")]
+    pub gateway_api: Option<GatewayApiRouting>,
+}
+
+/// The Gateway API plugin's configuration: the HTTPRoutes whose backend weights it sets.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct GatewayApiRouting {
+    pub http_route: Option<Str>,
+    pub http_routes: Option<Vec<GatewayApiRoute>>,
+    pub namespace: Option<Str>,
+}
+
+/// One entry of the Gateway API plugin's `httpRoutes`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct GatewayApiRoute {
+    pub name: Str,
 }
 
 /// `trafficRouting.nginx`: the Ingresses the controller makes a canary Ingress of, and the
@@ -901,6 +955,109 @@ pub(crate) struct IngressBackend {
 #[serde(default)]
 pub(crate) struct IngressService {
     pub name: Str,
+}
+
+/// A Gateway API HTTPRoute: the hosts and paths of each rule and the weighted Services it sends
+/// them to. Read by serde alone: routes change rarely.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct HttpRouteView {
+    pub metadata: IngressMeta,
+    pub spec: HttpRouteSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HttpRouteSpec {
+    pub hostnames: Vec<Str>,
+    pub rules: Vec<HttpRouteRule>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HttpRouteRule {
+    pub name: Option<Str>,
+    pub matches: Vec<HttpRouteMatch>,
+    pub backend_refs: Vec<HttpBackendRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct HttpRouteMatch {
+    pub path: Option<HttpPathMatch>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct HttpPathMatch {
+    pub value: Option<Str>,
+}
+
+/// A backend of an HTTPRoute rule: a Service unless `group`/`kind` say otherwise.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct HttpBackendRef {
+    pub group: Option<Str>,
+    pub kind: Option<Str>,
+    pub name: Str,
+    pub namespace: Option<Str>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub weight: Option<i64>,
+}
+
+/// An Istio VirtualService: its hosts and, for each HTTP route, the URIs it matches and the
+/// weighted destinations (a Service host, a DestinationRule subset) it sends them to.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceView {
+    pub metadata: IngressMeta,
+    pub spec: VirtualServiceSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceSpec {
+    pub hosts: Vec<Str>,
+    pub http: Vec<VirtualServiceHttp>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceHttp {
+    pub name: Option<Str>,
+    #[serde(rename = "match")]
+    pub matches: Vec<VirtualServiceMatch>,
+    pub route: Vec<VirtualServiceRoute>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceMatch {
+    pub uri: Option<StringMatch>,
+}
+
+/// Istio's StringMatch: one of its forms is set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StringMatch {
+    pub exact: Option<Str>,
+    pub prefix: Option<Str>,
+    pub regex: Option<Str>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceRoute {
+    pub destination: VirtualServiceDestination,
+    #[serde(deserialize_with = "lenient_int")]
+    pub weight: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VirtualServiceDestination {
+    pub host: Str,
+    pub subset: Option<Str>,
 }
 
 /// A `v1` Service: only its selector matters here.

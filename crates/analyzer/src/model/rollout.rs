@@ -516,6 +516,9 @@ pub(crate) struct RolloutTrack {
     pub(super) workload: Option<Workload>,
     /// `trafficRouting.nginx`, when it is NGINX.
     pub(super) nginx: Option<Nginx>,
+    /// The VirtualServices (Istio) and HTTPRoutes (the Gateway API plugin) whose weights the
+    /// controller sets.
+    pub(super) splits: Splits,
     /// `status.canary.weights.canary.podTemplateHash`: the revision the controller believes
     /// the canary weight goes to.
     pub(super) weights_canary_hash: Option<Str>,
@@ -565,6 +568,86 @@ impl Nginx {
             prefix.truncate(cut);
         }
         prefix + SUFFIX
+    }
+}
+
+/// One object whose backend weights the controller sets: VirtualService or HTTPRoute
+/// `namespace`/`name`, and the rules it sets them on (by name; none: the controller's default).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub router: crate::model::world::Router,
+    pub namespace: String,
+    pub name: String,
+    pub rules: Vec<String>,
+}
+
+/// A canary's Istio and Gateway API traffic routing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Splits {
+    pub objects: Vec<Split>,
+    /// The DestinationRule subsets that stand for the canary and the stable revision.
+    pub canary_subset: Option<String>,
+    pub stable_subset: Option<String>,
+}
+
+impl Splits {
+    /// Reads `trafficRouting`'s Istio and Gateway API parts, for a rollout of namespace `ns`.
+    fn of(t: &crate::input::view::TrafficRouting, ns: &str) -> Splits {
+        use crate::model::world::Router;
+        let mut out = Splits::default();
+        if let Some(istio) = &t.istio {
+            for vs in istio
+                .virtual_service
+                .iter()
+                .chain(istio.virtual_services.iter().flatten())
+            {
+                // `name` or `name.namespace` (the namespace is the last part; a cluster
+                // domain suffix is dropped).
+                let full = vs.name.trim_end_matches(".cluster.local");
+                let full = full.strip_suffix(".svc").unwrap_or(full);
+                let (name, namespace) = match full.rsplit_once('.') {
+                    Some((n, space)) if !n.is_empty() && !space.is_empty() => (n, space),
+                    _ => (full, ns),
+                };
+                if name.is_empty() {
+                    continue;
+                }
+                out.objects.push(Split {
+                    router: Router::VirtualService,
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                    rules: vs.routes.iter().flatten().map(|r| r.to_string()).collect(),
+                });
+            }
+            if let Some(dr) = &istio.destination_rule {
+                let some =
+                    |s: &Option<Str>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+                out.canary_subset = some(&dr.canary_subset_name);
+                out.stable_subset = some(&dr.stable_subset_name);
+            }
+        }
+        if let Some(g) = t.plugins.as_ref().and_then(|p| p.gateway_api.as_ref()) {
+            let namespace = g
+                .namespace
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(ns);
+            for name in g
+                .http_route
+                .iter()
+                .chain(g.http_routes.iter().flatten().map(|r| &r.name))
+            {
+                if !name.is_empty() && !out.objects.iter().any(|o| o.name == name.as_str()) {
+                    out.objects.push(Split {
+                        router: Router::HttpRoute,
+                        namespace: namespace.to_owned(),
+                        name: name.to_string(),
+                        rules: Vec::new(),
+                    });
+                }
+            }
+        }
+        out
     }
 }
 
@@ -621,6 +704,7 @@ impl RolloutTrack {
             revision_history_limit: None,
             workload: None,
             nginx: None,
+            splits: Splits::default(),
             weights_canary_hash: None,
             tracked_by: None,
             images: Vec::new(),
@@ -722,6 +806,11 @@ impl RolloutTrack {
     /// Its NGINX traffic routing, if any.
     pub fn nginx(&self) -> Option<&Nginx> {
         self.nginx.as_ref()
+    }
+
+    /// The VirtualServices and HTTPRoutes whose weights the controller sets for it.
+    pub fn splits(&self) -> &Splits {
+        &self.splits
     }
 
     /// The revision the controller believes the canary weight goes to.
@@ -1000,6 +1089,13 @@ impl RolloutTrack {
             });
         if self.nginx != nginx {
             self.nginx = nginx;
+        }
+        let splits = canary
+            .and_then(|c| c.traffic_routing.as_ref())
+            .map(|t| Splits::of(t, &self.namespace))
+            .unwrap_or_default();
+        if self.splits != splits {
+            self.splits = splits;
         }
         let weights_hash = view
             .status

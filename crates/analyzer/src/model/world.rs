@@ -120,50 +120,170 @@ impl DeploymentObj {
     }
 }
 
-/// One path of an Ingress: the requests for `host` (any host when empty) under `path` go to
-/// Service `service`.
+/// The kinds of object that decide where requests go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Router {
+    Ingress,
+    HttpRoute,
+    VirtualService,
+}
+
+impl Router {
+    /// Its kind, as recorded (the newest version).
+    pub fn kind(self) -> Kind {
+        match self {
+            Router::Ingress => rf_format::api::INGRESS.newest(),
+            Router::HttpRoute => rf_format::api::HTTP_ROUTE.newest(),
+            Router::VirtualService => rf_format::api::VIRTUAL_SERVICE.newest(),
+        }
+    }
+
+    /// Its kind's name, for the reader.
+    pub fn word(self) -> &'static str {
+        match self {
+            Router::Ingress => "Ingress",
+            Router::HttpRoute => "HTTPRoute",
+            Router::VirtualService => "VirtualService",
+        }
+    }
+
+    /// Its resource name in kubectl commands.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Router::Ingress => "ingress",
+            Router::HttpRoute => "httproute",
+            Router::VirtualService => "virtualservice",
+        }
+    }
+
+    /// The router of a recorded kind, if it is one.
+    pub fn of(kind: &Kind) -> Option<Router> {
+        if rf_format::api::INGRESS.is(kind) {
+            Some(Router::Ingress)
+        } else if rf_format::api::HTTP_ROUTE.is(kind) {
+            Some(Router::HttpRoute)
+        } else if rf_format::api::VIRTUAL_SERVICE.is(kind) {
+            Some(Router::VirtualService)
+        } else {
+            None
+        }
+    }
+}
+
+/// Where one backend of a rule sends requests: Service `service` of namespace `namespace`
+/// (a VirtualService's destination host, cut at its first dot), its DestinationRule `subset`,
+/// with `weight` (none when not set).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct IngressPathObj {
-    pub host: Str,
-    pub path: Str,
+pub(crate) struct BackendObj {
+    pub namespace: Str,
     pub service: Str,
-    /// Where its backend's Service name is in the Ingress, as a JSON pointer.
+    pub subset: Option<Str>,
+    pub weight: Option<i64>,
+    /// Where its Service name is in the object, as a JSON pointer.
     pub pointer: String,
 }
 
-/// An Ingress: where its paths send requests, and its NGINX canary annotations.
+/// One rule of a router: the requests for each `(host, path)` of `matches` (any host or path
+/// when empty) go to `backends`. An Ingress path is a rule of one match and one backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RuleObj {
+    pub name: Option<Str>,
+    pub matches: Vec<(Str, Str)>,
+    pub backends: Vec<BackendObj>,
+}
+
+impl RuleObj {
+    /// Its matches as `host/path`, `*` for any host, `/` for any path.
+    pub fn match_words(&self) -> Vec<String> {
+        if self.matches.is_empty() {
+            return vec!["*/".to_owned()];
+        }
+        self.matches
+            .iter()
+            .map(|(host, path)| {
+                format!(
+                    "{}{}",
+                    if host.is_empty() { "*" } else { host },
+                    if path.is_empty() { "/" } else { path }
+                )
+            })
+            .collect()
+    }
+
+    /// What the rule gives the backends `canary` picks, as (their weight, all weights): a
+    /// backend with no weight has 1 in an HTTPRoute, and in a VirtualService all when it is
+    /// the only one, else none.
+    pub fn share(&self, router: Router, canary: impl Fn(&BackendObj) -> bool) -> (i64, i64) {
+        let alone = self.backends.len() == 1;
+        let weight = |b: &BackendObj| {
+            b.weight.unwrap_or(match router {
+                Router::HttpRoute => 1,
+                _ if alone => 100,
+                _ => 0,
+            })
+        };
+        let total = self.backends.iter().map(weight).sum();
+        let picked = self.backends.iter().filter(|b| canary(b)).map(weight).sum();
+        (picked, total)
+    }
+}
+
+/// An object that decides where requests go: an Ingress, an HTTPRoute or a VirtualService.
 #[derive(Debug, Clone)]
-pub(crate) struct IngressObj {
+pub(crate) struct RouterObj {
+    pub router: Router,
     pub namespace: String,
     pub name: String,
-    pub paths: Vec<IngressPathObj>,
-    /// Every annotation (an Ingress has few): the canary ones are read under the prefix its
-    /// rollout names.
+    pub rules: Vec<RuleObj>,
+    /// Every annotation (a router has few): an Ingress's canary ones are read under the prefix
+    /// its rollout names.
     pub annotations: BTreeMap<String, String>,
     /// Who wrote it last (the record's actor, or the last manager of the main resource).
     pub actor: Option<Str>,
-    /// Its class: `spec.ingressClassName`, else the `kubernetes.io/ingress.class` annotation.
+    /// An Ingress's class: `spec.ingressClassName`, else the `kubernetes.io/ingress.class`
+    /// annotation.
     pub class: Option<Str>,
     pub pos: At,
 }
 
-impl IngressObj {
+impl RouterObj {
     /// Its last record, as evidence showing `detail`.
     pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
-        let kind = rf_format::api::INGRESS.newest();
-        evidence_of(self.pos, kind, &self.namespace, &self.name, detail)
+        evidence_of(
+            self.pos,
+            self.router.kind(),
+            &self.namespace,
+            &self.name,
+            detail,
+        )
     }
 
-    /// Where its paths send requests: `host/path -> Service` for each.
+    /// Its kind and name, as `Kind name`.
+    pub fn words(&self) -> String {
+        format!("{} {}", self.router.word(), self.name)
+    }
+
+    /// Where its rules send requests: `host/path -> Service [weight]` for each.
     pub fn routes_words(&self) -> String {
-        let words: Vec<String> = self
-            .paths
-            .iter()
-            .map(|p| {
-                let host = if p.host.is_empty() { "*" } else { &p.host };
-                format!("{host}{} -> Service {}", p.path, p.service)
-            })
-            .collect();
+        let mut words: Vec<String> = Vec::new();
+        for rule in &self.rules {
+            let to: Vec<String> = rule
+                .backends
+                .iter()
+                .map(|b| {
+                    let subset = b
+                        .subset
+                        .as_ref()
+                        .map(|s| format!(" subset {s}"))
+                        .unwrap_or_default();
+                    let weight = b.weight.map(|w| format!(" weight {w}")).unwrap_or_default();
+                    format!("Service {}{subset}{weight}", b.service)
+                })
+                .collect();
+            for m in rule.match_words() {
+                words.push(format!("{m} -> {}", to.join(" + ")));
+            }
+        }
         words.join(", ")
     }
 
@@ -173,6 +293,25 @@ impl IngressObj {
             .get(&format!("{prefix}/{key}"))
             .map(String::as_str)
     }
+
+    /// True for the canary Ingress the rollouts controller makes for NGINX (annotated
+    /// `canary: "true"` under any prefix): it is no front door of its own.
+    pub fn is_nginx_canary(&self) -> bool {
+        self.router == Router::Ingress
+            && self
+                .annotations
+                .iter()
+                .any(|(k, v)| k.ends_with("/canary") && v == "true")
+    }
+}
+
+/// `host` of a VirtualService destination as (Service, namespace): `name`,
+/// `name.namespace`, `name.namespace.svc.cluster.local`; its namespace `ns` when it names none.
+fn service_of_host(host: &str, ns: &str) -> (Str, Str) {
+    let mut parts = host.split('.');
+    let name = parts.next().unwrap_or_default();
+    let namespace = parts.next().filter(|n| !n.is_empty()).unwrap_or(ns);
+    (Str::new(name), Str::new(namespace))
 }
 
 /// One `status.history[]` entry of an Application.
@@ -251,8 +390,12 @@ pub(crate) enum Touched {
     },
     /// An Application.
     App { namespace: Str, name: Str },
-    /// An Ingress.
-    Ingress { namespace: Str, name: Str },
+    /// An Ingress, HTTPRoute or VirtualService.
+    Router {
+        router: Router,
+        namespace: Str,
+        name: Str,
+    },
     /// A Deployment; `template` when its pod template changed (or it appeared with one).
     Deployment {
         namespace: Str,
@@ -608,7 +751,7 @@ pub(crate) struct World {
     /// Application's namespace).
     named: HashMap<String, BTreeSet<Key>>,
     deployments: BTreeMap<Key, DeploymentObj>,
-    ingresses: BTreeMap<Key, IngressObj>,
+    routers: BTreeMap<(String, Router, String), RouterObj>,
 }
 
 /// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
@@ -617,6 +760,255 @@ fn digest_of(image_id: &str) -> Option<String> {
     let d = image_id.rsplit('@').next().unwrap_or(image_id);
     let d = d.strip_prefix("docker://").unwrap_or(d);
     d.starts_with("sha256:").then(|| d.to_owned())
+}
+
+/// The router `rec` holds, its object `parsed`; none when unreadable.
+fn router_obj(router: Router, rec: &Record, parsed: Parsed, pos: At) -> Option<RouterObj> {
+    let ns = rec.namespace.as_str();
+    let (mut meta, rules, class) = match parsed {
+        Parsed::Ingress(v) => {
+            let v = *v;
+            let rules = ingress_rules(&v.spec, ns);
+            let class = v.spec.ingress_class_name.clone().or_else(|| {
+                v.metadata
+                    .annotations
+                    .get("kubernetes.io/ingress.class")
+                    .map(|c| Str::new(c))
+            });
+            (v.metadata, rules, class)
+        }
+        Parsed::HttpRoute(v) => {
+            let v = *v;
+            (v.metadata, http_route_rules(&v.spec, ns), None)
+        }
+        Parsed::VirtualService(v) => {
+            let v = *v;
+            (v.metadata, virtual_service_rules(&v.spec, ns), None)
+        }
+        _ => return None,
+    };
+    let actor = rec.actor.as_deref().map(Str::new).or_else(|| {
+        meta.managed_fields
+            .main
+            .take()
+            .map(|(_, m)| m)
+            .filter(|m| !m.is_empty())
+    });
+    Some(RouterObj {
+        router,
+        class,
+        namespace: rec.namespace.clone(),
+        name: rec.name.clone(),
+        rules,
+        annotations: std::mem::take(&mut meta.annotations),
+        actor,
+        pos,
+    })
+}
+
+/// One way in that a router gives requests, as `check` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterPath {
+    /// `Ingress`, `HTTPRoute` or `VirtualService`.
+    pub kind: &'static str,
+    pub name: String,
+    /// `*` for any host.
+    pub host: String,
+    /// `/` for any path.
+    pub path: String,
+    pub service: String,
+    /// The backend's weight, when the router sets one.
+    pub weight: Option<i64>,
+}
+
+/// The paths of the Ingress, HTTPRoute or VirtualService `rec` holds to the Services of its own
+/// namespace with a weight above 0, as the analyzer reads them: none for another kind, an
+/// unreadable object, or the canary Ingress the rollouts controller makes for NGINX.
+pub fn router_paths(rec: &Record) -> Vec<RouterPath> {
+    let Some(router) = Router::of(&rec.kind) else {
+        return Vec::new();
+    };
+    let parsed = crate::input::prepare::Prepared::of(rec).0;
+    let pos = At {
+        file: 0,
+        seq: rec.seq,
+        at: rec.observed_at,
+    };
+    let Some(obj) = router_obj(router, rec, parsed, pos) else {
+        return Vec::new();
+    };
+    if obj.is_nginx_canary() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for rule in &obj.rules {
+        for b in &rule.backends {
+            if b.weight == Some(0) || b.namespace != rec.namespace.as_str() {
+                continue;
+            }
+            for (host, path) in rule
+                .matches
+                .iter()
+                .map(|(h, p)| (h.as_str(), p.as_str()))
+                .chain(rule.matches.is_empty().then_some(("", "")))
+            {
+                out.push(RouterPath {
+                    kind: router.word(),
+                    name: obj.name.clone(),
+                    host: if host.is_empty() { "*" } else { host }.to_owned(),
+                    path: if path.is_empty() { "/" } else { path }.to_owned(),
+                    service: b.service.to_string(),
+                    weight: b.weight,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// An Ingress's paths, each a rule (its default backend first, matching anything).
+fn ingress_rules(spec: &crate::input::view::IngressSpec, ns: &str) -> Vec<RuleObj> {
+    let backend = |service: &crate::input::view::IngressBackend, pointer: String| {
+        service.service.as_ref().map(|s| BackendObj {
+            namespace: Str::new(ns),
+            service: s.name.clone(),
+            subset: None,
+            weight: None,
+            pointer,
+        })
+    };
+    let mut rules = Vec::new();
+    if let Some(b) = spec
+        .default_backend
+        .as_ref()
+        .and_then(|b| backend(b, "/spec/defaultBackend/service/name".to_owned()))
+    {
+        rules.push(RuleObj {
+            name: None,
+            matches: Vec::new(),
+            backends: vec![b],
+        });
+    }
+    for (r, rule) in spec.rules.iter().flatten().enumerate() {
+        let host = rule.host.clone().unwrap_or_default();
+        for (i, p) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
+            let pointer = format!("/spec/rules/{r}/http/paths/{i}/backend/service/name");
+            if let Some(b) = backend(&p.backend, pointer) {
+                rules.push(RuleObj {
+                    name: None,
+                    matches: vec![(host.clone(), p.path.clone().unwrap_or_default())],
+                    backends: vec![b],
+                });
+            }
+        }
+    }
+    rules
+}
+
+/// An HTTPRoute's rules: each hostname with each path match, and the Service backends.
+fn http_route_rules(spec: &crate::input::view::HttpRouteSpec, ns: &str) -> Vec<RuleObj> {
+    let hosts: Vec<Str> = if spec.hostnames.is_empty() {
+        vec![Str::default()]
+    } else {
+        spec.hostnames.clone()
+    };
+    spec.rules
+        .iter()
+        .enumerate()
+        .map(|(r, rule)| {
+            let paths: Vec<Str> = if rule.matches.is_empty() {
+                vec![Str::default()]
+            } else {
+                rule.matches
+                    .iter()
+                    .map(|m| {
+                        m.path
+                            .as_ref()
+                            .and_then(|p| p.value.clone())
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            };
+            let matches = hosts
+                .iter()
+                .flat_map(|h| paths.iter().map(move |p| (h.clone(), p.clone())))
+                .collect();
+            let backends = rule
+                .backend_refs
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| {
+                    b.group.as_deref().is_none_or(str::is_empty)
+                        && b.kind.as_deref().is_none_or(|k| k == "Service")
+                })
+                .map(|(i, b)| BackendObj {
+                    namespace: b.namespace.clone().unwrap_or_else(|| Str::new(ns)),
+                    service: b.name.clone(),
+                    subset: None,
+                    weight: b.weight,
+                    pointer: format!("/spec/rules/{r}/backendRefs/{i}/name"),
+                })
+                .collect();
+            RuleObj {
+                name: rule.name.clone(),
+                matches,
+                backends,
+            }
+        })
+        .collect()
+}
+
+/// A VirtualService's HTTP routes: each host with each URI match, and the destinations.
+fn virtual_service_rules(spec: &crate::input::view::VirtualServiceSpec, ns: &str) -> Vec<RuleObj> {
+    let hosts: Vec<Str> = if spec.hosts.is_empty() {
+        vec![Str::default()]
+    } else {
+        spec.hosts.clone()
+    };
+    spec.http
+        .iter()
+        .enumerate()
+        .map(|(r, http)| {
+            let uris: Vec<Str> = if http.matches.is_empty() {
+                vec![Str::default()]
+            } else {
+                http.matches
+                    .iter()
+                    .map(|m| {
+                        m.uri
+                            .as_ref()
+                            .and_then(|u| u.prefix.clone().or(u.exact.clone()).or(u.regex.clone()))
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            };
+            let matches = hosts
+                .iter()
+                .flat_map(|h| uris.iter().map(move |u| (h.clone(), u.clone())))
+                .collect();
+            let backends = http
+                .route
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| !d.destination.host.is_empty())
+                .map(|(i, d)| {
+                    let (service, namespace) = service_of_host(&d.destination.host, ns);
+                    BackendObj {
+                        namespace,
+                        service,
+                        subset: d.destination.subset.clone().filter(|s| !s.is_empty()),
+                        weight: d.weight,
+                        pointer: format!("/spec/http/{r}/route/{i}/destination/host"),
+                    }
+                })
+                .collect();
+            RuleObj {
+                name: http.name.clone().filter(|n| !n.is_empty()),
+                matches,
+                backends,
+            }
+        })
+        .collect()
 }
 
 impl World {
@@ -644,10 +1036,10 @@ impl World {
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 self.apply_deployment(rec, parsed, pos, deleted)
             }
-            _ if rf_format::api::INGRESS.is(&rec.kind) => {
-                self.apply_ingress(rec, parsed, pos, deleted)
-            }
-            _ => None,
+            _ => match Router::of(&rec.kind) {
+                Some(router) => self.apply_router(router, rec, parsed, pos, deleted),
+                None => None,
+            },
         }
     }
 
@@ -718,86 +1110,45 @@ impl World {
         Some(touched(changed))
     }
 
-    fn apply_ingress(
+    fn apply_router(
         &mut self,
+        router: Router,
         rec: &Record,
         parsed: Parsed,
         pos: At,
         deleted: bool,
     ) -> Option<Touched> {
-        let key = (rec.namespace.clone(), rec.name.clone());
-        let touched = Touched::Ingress {
+        let key = (rec.namespace.clone(), router, rec.name.clone());
+        let touched = Touched::Router {
+            router,
             namespace: Str::new(&rec.namespace),
             name: Str::new(&rec.name),
         };
-        let (false, Parsed::Ingress(mut v)) = (deleted, parsed) else {
+        let obj = match (deleted, router_obj(router, rec, parsed, pos)) {
+            (false, Some(obj)) => obj,
             // Deleted, or unreadable: it no longer counts.
-            return self.ingresses.remove(&key).map(|_| touched);
+            _ => return self.routers.remove(&key).map(|_| touched),
         };
-        let service =
-            |b: &crate::input::view::IngressBackend| b.service.as_ref().map(|s| s.name.clone());
-        let mut paths = Vec::new();
-        if let Some(svc) = v.spec.default_backend.as_ref().and_then(service) {
-            paths.push(IngressPathObj {
-                host: Str::default(),
-                path: Str::default(),
-                service: svc,
-                pointer: "/spec/defaultBackend/service/name".to_owned(),
-            });
-        }
-        for (r, rule) in v.spec.rules.iter().flatten().enumerate() {
-            let host = rule.host.clone().unwrap_or_default();
-            for (i, p) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
-                if let Some(svc) = service(&p.backend) {
-                    paths.push(IngressPathObj {
-                        host: host.clone(),
-                        path: p.path.clone().unwrap_or_default(),
-                        service: svc,
-                        pointer: format!("/spec/rules/{r}/http/paths/{i}/backend/service/name"),
-                    });
-                }
-            }
-        }
-        let actor = rec.actor.as_deref().map(Str::new).or_else(|| {
-            v.metadata
-                .managed_fields
-                .main
-                .take()
-                .map(|(_, m)| m)
-                .filter(|m| !m.is_empty())
-        });
-        let class = v.spec.ingress_class_name.clone().or_else(|| {
-            v.metadata
-                .annotations
-                .get("kubernetes.io/ingress.class")
-                .map(|c| Str::new(c))
-        });
-        self.ingresses.insert(
-            key,
-            IngressObj {
-                class,
-                namespace: rec.namespace.clone(),
-                name: rec.name.clone(),
-                paths,
-                annotations: std::mem::take(&mut v.metadata.annotations),
-                actor,
-                pos,
-            },
-        );
+        self.routers.insert(key, obj);
         Some(touched)
     }
 
-    /// The Ingresses of namespace `ns`, by name.
-    pub fn ingresses_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a IngressObj> + 'a {
-        self.ingresses
-            .range((ns.to_owned(), String::new())..)
-            .take_while(move |((n, _), _)| n == ns)
-            .map(|(_, i)| i)
+    /// The routers of namespace `ns`: Ingresses, HTTPRoutes, VirtualServices, each by name.
+    pub fn routers_in<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a RouterObj> + 'a {
+        self.routers
+            .range((ns.to_owned(), Router::Ingress, String::new())..)
+            .take_while(move |((n, _, _), _)| n == ns)
+            .map(|(_, r)| r)
+    }
+
+    /// Router `ns`/`name` of kind `router`, if it is live.
+    pub fn router(&self, router: Router, ns: &str, name: &str) -> Option<&RouterObj> {
+        self.routers.get(&(ns.to_owned(), router, name.to_owned()))
     }
 
     /// Ingress `ns`/`name`, if it is live.
-    pub fn ingress(&self, ns: &str, name: &str) -> Option<&IngressObj> {
-        self.ingresses.get(&(ns.to_owned(), name.to_owned()))
+    pub fn ingress(&self, ns: &str, name: &str) -> Option<&RouterObj> {
+        self.router(Router::Ingress, ns, name)
     }
 
     /// Deployment `ns`/`name`, if it is live.
@@ -1001,7 +1352,7 @@ impl World {
         self.namespaces.values().map(Namespace::len).sum::<usize>()
             + self.apps.len()
             + self.deployments.len()
-            + self.ingresses.len()
+            + self.routers.len()
     }
 }
 

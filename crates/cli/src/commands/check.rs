@@ -83,10 +83,40 @@ struct Target {
     optional: bool,
 }
 
-/// Lists every page of one kind; `Ok(None)` when an optional kind is not served or not allowed.
-async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<Value>)>> {
-    let resource = rf_recorder::Resource::for_kind(&t.kind)
-        .with_context(|| format!("no API resource for {}", t.kind.name()))?;
+/// Lists every page of one kind, in the first of its versions the server serves: the kind
+/// listed, the list's resourceVersion and the items; `Ok(None)` when an optional kind is not
+/// served or not allowed.
+async fn list(client: &kube::Client, t: &Target) -> Result<Option<(Kind, String, Vec<Value>)>> {
+    let candidates = rf_recorder::Resource::candidates(&t.kind);
+    let Some(last) = candidates.len().checked_sub(1) else {
+        bail!("no API resource for {}", t.kind.name());
+    };
+    for (i, resource) in candidates.into_iter().enumerate() {
+        match list_as(client, t, &resource, i < last).await? {
+            Listing::Items(rv, items) => return Ok(Some((resource.kind, rv, items))),
+            Listing::NotServed => {}
+            Listing::Skipped => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// What listing one version of a kind gave.
+enum Listing {
+    Items(String, Vec<Value>),
+    /// Not served in this version, and another is left to try.
+    NotServed,
+    /// An optional kind not served or not allowed.
+    Skipped,
+}
+
+/// Lists every page of `resource`; `more`: another version of the kind is left to try.
+async fn list_as(
+    client: &kube::Client,
+    t: &Target,
+    resource: &rf_recorder::Resource,
+    more: bool,
+) -> Result<Listing> {
     let path = resource.url_path(Some(&t.namespace));
     let mut items = Vec::new();
     let mut token: Option<String> = None;
@@ -104,8 +134,9 @@ async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<V
             .map_err(kube::Error::BuildRequest)?;
         let page: Value = match client.request(req).await {
             Ok(p) => p,
+            Err(kube::Error::Api(s)) if more && s.code == 404 => return Ok(Listing::NotServed),
             Err(kube::Error::Api(s)) if t.optional && (s.code == 403 || s.code == 404) => {
-                return Ok(None);
+                return Ok(Listing::Skipped);
             }
             Err(kube::Error::Api(s)) if s.code == 403 => bail!(
                 "forbidden: cannot list {} in namespace {} ({}); the check needs get/list on it (see deploy/check-postsync.yaml)",
@@ -146,7 +177,7 @@ async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<V
                 o.entry("apiVersion")
                     .or_insert_with(|| Value::String(resource.api_version()));
                 o.entry("kind")
-                    .or_insert_with(|| Value::String(t.kind.name().to_owned()));
+                    .or_insert_with(|| Value::String(resource.kind.name().to_owned()));
             }
             items.push(item);
         }
@@ -159,7 +190,7 @@ async fn list(client: &kube::Client, t: &Target) -> Result<Option<(String, Vec<V
             break;
         }
     }
-    Ok(Some((rv, items)))
+    Ok(Listing::Items(rv, items))
 }
 
 /// The snapshot: records in list order, and what was skipped.
@@ -203,6 +234,18 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
         },
         Target {
             kind: rf_format::api::INGRESS.newest(),
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+        Target {
+            kind: rf_format::api::HTTP_ROUTE.newest(),
+            namespace: ns.to_owned(),
+            selector: None,
+            optional: true,
+        },
+        Target {
+            kind: rf_format::api::VIRTUAL_SERVICE.newest(),
             namespace: ns.to_owned(),
             selector: None,
             optional: true,
@@ -260,7 +303,7 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
         });
     };
     for t in &targets {
-        let Some((rv, items)) = list(client, t).await? else {
+        let Some((kind, rv, items)) = list(client, t).await? else {
             notes.push(format!(
                 "{} in namespace {} not listed (not served or not allowed)",
                 t.kind.name(),
@@ -268,18 +311,18 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
             ));
             continue;
         };
-        push(&mut records, &t.kind, Op::ListBegin, &t.namespace, None, "");
+        push(&mut records, &kind, Op::ListBegin, &t.namespace, None, "");
         for item in &items {
             push(
                 &mut records,
-                &t.kind,
+                &kind,
                 Op::Listed,
                 &t.namespace,
                 Some(item),
                 "",
             );
         }
-        push(&mut records, &t.kind, Op::ListEnd, &t.namespace, None, &rv);
+        push(&mut records, &kind, Op::ListEnd, &t.namespace, None, &rv);
     }
     Ok(Snapshot {
         records,
@@ -303,19 +346,24 @@ struct State {
     blue_green: Option<BlueGreenState>,
     replicasets: Vec<RsState>,
     services: Vec<ServiceState>,
-    /// Where customers come in: each Ingress path whose backend is one of `services`.
+    /// Where customers come in: each router path whose backend is one of `services`.
     front_doors: Vec<FrontDoor>,
     applications: Vec<AppState>,
 }
 
-/// One Ingress path to a Service that routes to the rollout: the path customers take.
+/// One router path to a Service that routes to the rollout: the path customers take.
 #[derive(Debug, Serialize)]
 struct FrontDoor {
-    ingress: String,
+    /// `Ingress`, `HTTPRoute` or `VirtualService`.
+    router: &'static str,
+    name: String,
     /// `*` for any host.
     host: String,
     path: String,
     service: String,
+    /// The backend's weight, when the router sets one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight: Option<i64>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -505,51 +553,21 @@ fn describe(
             endpoints: e.endpoints.clone(),
         });
     }
-    // The front doors: every path of an Ingress (but the canary Ingress the controller makes
-    // for NGINX) to one of those Services.
-    let ingress_kind = rf_format::api::INGRESS.newest();
-    for ing in objects(records, &ingress_kind) {
-        let canary = string_values(&ing, "/metadata/annotations")
-            .iter()
-            .any(|(k, v)| k.ends_with("/canary") && v == "true");
-        let ingress = ing
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if canary {
-            continue;
-        }
-        let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
-        let mut paths: Vec<(String, String, String)> = Vec::new();
-        if let Some(svc) = text(&ing, "/spec/defaultBackend/service/name") {
-            paths.push(("*".to_owned(), "/".to_owned(), svc));
-        }
-        for rule in ing
-            .pointer("/spec/rules")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let host = text(rule, "/host").unwrap_or_else(|| "*".to_owned());
-            for p in rule
-                .pointer("/http/paths")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(svc) = text(p, "/backend/service/name") {
-                    let path = text(p, "/path").unwrap_or_else(|| "/".to_owned());
-                    paths.push((host.clone(), path, svc));
-                }
-            }
-        }
-        for (host, path, service) in paths {
-            if state.services.iter().any(|s| s.name == service) {
+    // The front doors: every path of a router (but the canary Ingress the controller makes
+    // for NGINX, and backends of weight 0) to one of those Services, as the analyzer reads it.
+    for rec in records
+        .iter()
+        .filter(|r| matches!(r.op, Op::Listed | Op::Added | Op::Modified))
+    {
+        for p in rf_analyzer::router_paths(rec) {
+            if state.services.iter().any(|s| s.name == p.service) {
                 state.front_doors.push(FrontDoor {
-                    ingress: ingress.to_owned(),
-                    host,
-                    path,
-                    service,
+                    router: p.kind,
+                    name: p.name,
+                    host: p.host,
+                    path: p.path,
+                    service: p.service,
+                    weight: p.weight,
                 });
             }
         }
@@ -902,8 +920,15 @@ fn print_table(
     for d in &state.front_doors {
         writeln!(
             out,
-            "  front door {}{} -> ingress {} -> svc {}",
-            d.host, d.path, d.ingress, d.service
+            "  front door {}{} -> {} {} -> svc {}{}",
+            d.host,
+            d.path,
+            d.router.to_ascii_lowercase(),
+            d.name,
+            d.service,
+            d.weight
+                .map(|w| format!(" (weight {w})"))
+                .unwrap_or_default()
         )?;
     }
     for a in &state.applications {
@@ -1130,23 +1155,66 @@ mod tests {
     }
 
     /// Ingress `shop` sending `shop.example.com/` to Service `service`.
-    fn with_front_door(mut snap: Snapshot, service: &str) -> Snapshot {
+    fn with_front_door(snap: Snapshot, service: &str) -> Snapshot {
         let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
             "metadata": {"name": "shop", "namespace": "bg", "uid": "uid-shop"},
             "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/",
                 "pathType": "Prefix", "backend": {"service": {"name": service, "port": {"number": 80}}}}]}}]}});
-        let kind = rf_format::api::INGRESS.newest();
+        with_router(snap, rf_format::api::INGRESS.newest(), ingress)
+    }
+
+    /// `snap` with router `object` of `kind` listed (before the Ingresses' list ends).
+    fn with_router(mut snap: Snapshot, kind: rf_format::Kind, object: Value) -> Snapshot {
+        let ingresses = rf_format::api::INGRESS.newest();
         let end = snap
             .records
             .iter()
-            .position(|r| r.kind == kind && r.op == Op::ListEnd)
+            .position(|r| r.kind == ingresses && r.op == Op::ListEnd)
             .unwrap();
         let mut rec = snap.records[end].clone();
         rec.op = Op::Listed;
-        rec.name = "shop".into();
-        rec.object = serde_json::to_vec(&ingress).unwrap();
+        rec.kind = kind;
+        rec.name = object["metadata"]["name"].as_str().unwrap().into();
+        rec.object = serde_json::to_vec(&object).unwrap();
         snap.records.insert(end, rec);
         snap
+    }
+
+    #[test]
+    fn check_prints_an_http_route_front_door_with_its_weights() {
+        // 90 to the active Service, 10 to the preview Service left on h1, 0 to a third: the
+        // path of weight 0 is no front door.
+        let route = json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "shop", "namespace": "bg", "uid": "uid-route"},
+            "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
+                "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
+                    "backendRefs": [{"name": "app", "port": 80, "weight": 90},
+                                    {"name": "app-preview", "port": 80, "weight": 10}]},
+                          {"matches": [{"path": {"type": "PathPrefix", "value": "/old"}}],
+                    "backendRefs": [{"name": "app-preview", "port": 80, "weight": 0}]}]}});
+        let snap = with_router(
+            blue_green("h2", "h2", "h2", "h1"),
+            rf_format::api::HTTP_ROUTE.newest(),
+            route,
+        );
+        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let out = table(&v);
+        assert!(
+            out.contains(
+                "front door shop.example.com/api -> httproute shop -> svc app (weight 90)"
+            ) && out.contains(
+                "front door shop.example.com/api -> httproute shop -> svc app-preview (weight 10)"
+            ) && !out.contains("/old"),
+            "{out}"
+        );
+        // A tenth of the customers reach only h1 after promotion: not adopted.
+        assert!(!v.0, "{out}");
+        assert!(
+            v.1.iter()
+                .any(|f| f.rule == rf_analyzer::Rule::FrontDoorBypass
+                    && f.summary.contains("HTTPRoute shop")),
+            "{out}"
+        );
     }
 
     #[test]
