@@ -205,6 +205,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             "front-door-legacy-service",
             &[Rule::ServiceSelectorMismatch, Rule::FrontDoorBypass],
         ),
+        ("istio-virtual-service", &[]),
         ("manual-step-index-patch", &[]),
         ("nginx-canary-weight-restored", &[]),
         (
@@ -235,6 +236,48 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         assert_eq!(rules(&report), want, "{name}");
         assert!(report.recording.undecided.is_empty(), "{name}");
     }
+}
+
+/// The real controller's VirtualService, as the analyzer reads it: in the real recording the
+/// controller mends a sync's write of Git's weights at once (nothing to report); without its
+/// mending writes, the sync's 100/0 holds against the status's 20 until the promotion, and
+/// `traffic-weight-mismatch` names the route.
+#[test]
+fn issue_27_a_real_virtual_service_left_at_gits_weights_is_a_mismatch() {
+    let name = "real/istio-virtual-service";
+    let (header, records, closed_at) = read(name);
+    let is_vs = |r: &Record| r.kind.name() == "VirtualService" && r.op.has_object();
+    let sync = records
+        .iter()
+        .position(|r| {
+            is_vs(r) && String::from_utf8_lossy(&r.object).contains("\"argocd-controller\"")
+        })
+        .expect("the sync's write is recorded");
+    // The controller's writes after the sync, until the promotion sets 100/0 itself.
+    let mended: Vec<u64> = records[sync + 1..]
+        .iter()
+        .filter(|r| is_vs(r))
+        .filter(|r| {
+            let o: serde_json::Value = serde_json::from_slice(&r.object).unwrap();
+            o["spec"]["http"][0]["route"][1]["weight"] == 20
+        })
+        .map(|r| r.seq)
+        .collect();
+    assert!(!mended.is_empty(), "the controller mended the sync's write");
+    let mut a = Analyzer::new(Options::default());
+    a.begin_file(&format!("{name}.rfr"), header.format_version, &header);
+    for r in records.iter().filter(|r| !mended.contains(&r.seq)) {
+        a.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
+    }
+    a.end_file(FileEnd::Closed, Some(closed_at), None);
+    let report = a.finish();
+    assert_eq!(rules(&report), vec![Rule::TrafficWeightMismatch]);
+    let summary = &report.findings[0].summary;
+    assert!(
+        summary.contains("weight 20")
+            && summary.contains("VirtualService checkout-api route primary sends it 0% (0 of 100)"),
+        "{summary}"
+    );
 }
 
 /// The simulator's blue-green race and the real controller's give the same rules (the real

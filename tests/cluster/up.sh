@@ -233,6 +233,9 @@ start kwok "$bin/kwok" --kubeconfig "$pki/kwok.kubeconfig" \
 rollouts_dir=$(cd "$here" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-rollouts)
 kc apply --server-side -k "$rollouts_dir/manifests/crds/" >/dev/null
 wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/rollouts.argoproj.io
+# The Istio VirtualService API, for the controller's Istio traffic routing (no Istio runs).
+kc apply --server-side -f "$here/istio-virtualservice-crd.yaml" >/dev/null
+wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/virtualservices.networking.istio.io
 start rollouts-controller "$bin/rollouts-controller" --kubeconfig "$pki/rollouts.kubeconfig" \
   --leader-elect=false --healthzPort "$healthz_port" --metricsPort "$metrics_port" "${rollouts_scale[@]}"
 

@@ -25,7 +25,7 @@ use crate::common::{Killed, bin, drain, run_bounded, text, wait_bounded};
 pub const SETTLE: Duration = Duration::from_secs(120);
 
 /// The kinds `record` records, as the audit log names their resources.
-const RECORDED: [(&str, &str); 9] = [
+const RECORDED: [(&str, &str); 10] = [
     ("rollouts", "Rollout"),
     ("replicasets", "ReplicaSet"),
     ("services", "Service"),
@@ -35,6 +35,7 @@ const RECORDED: [(&str, &str); 9] = [
     ("deployments", "Deployment"),
     ("endpoints", "Endpoints"),
     ("ingresses", "Ingress"),
+    ("virtualservices", "VirtualService"),
 ];
 
 /// A cluster of `tests/cluster/up.sh`.
