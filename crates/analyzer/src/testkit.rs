@@ -473,6 +473,30 @@ impl Kit {
 
     /// A pod `<rollout>-<hash>-<suffix>` of revision `hash`, running `image` as `image_id`.
     pub fn pod(&mut self, hash: &str, suffix: &str, ready: bool, image: &str, image_id: &str) {
+        self.pod_with(hash, suffix, ready, image, image_id, json!({}));
+    }
+
+    /// A ready pod like [`Self::pod`]'s with the labels of `labels` too.
+    pub fn pod_labelled(
+        &mut self,
+        hash: &str,
+        suffix: &str,
+        image: &str,
+        image_id: &str,
+        labels: Value,
+    ) {
+        self.pod_with(hash, suffix, true, image, image_id, labels);
+    }
+
+    fn pod_with(
+        &mut self,
+        hash: &str,
+        suffix: &str,
+        ready: bool,
+        image: &str,
+        image_id: &str,
+        labels: Value,
+    ) {
         let name = format!("{NAME}-{hash}-{suffix}");
         let since = crate::base::time::rfc3339(self.now());
         let obj = json!({
@@ -489,6 +513,10 @@ impl Kit {
                 "containerStatuses": [{"name": "app", "image": image,
                     "imageID": format!("registry.example.com/app@{image_id}"), "ready": ready}]}
         });
+        let mut obj = obj;
+        for (k, v) in labels.as_object().into_iter().flatten() {
+            obj["metadata"]["labels"][k] = v.clone();
+        }
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 

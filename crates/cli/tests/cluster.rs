@@ -836,8 +836,9 @@ fn issue_27_istio_virtual_service_weights_follow_the_steps() {
         .collect();
     assert!(vs.len() >= 4, "{} VirtualService records", vs.len());
     assert!(
-        vs.iter().any(|r| r.actor.as_deref() == Some("argocd-controller")
-            || String::from_utf8_lossy(&r.object).contains("argocd-controller")),
+        vs.iter()
+            .any(|r| r.actor.as_deref() == Some("argocd-controller")
+                || String::from_utf8_lossy(&r.object).contains("argocd-controller")),
         "the sync's write is recorded"
     );
 }

@@ -25,7 +25,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
+    AllLabels, AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
     BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, DeploymentView,
     Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, GatewayApiRoute,
     GatewayApiRouting, IstioDestinationRule, IstioRouting, IstioVirtualService, Kept, KeptKeys,
@@ -364,12 +364,21 @@ macro_rules! fields {
 
 /// `metadata`, with `managed` reading `managedFields`.
 fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) -> R<Meta<M>> {
-    let mut m = Meta::<M>::default();
+    meta_with(j, managed, kept)
+}
+
+/// `metadata`, with `managed` reading `managedFields` and `labels` its labels.
+fn meta_with<'a, M: Default, L: Default>(
+    j: &mut Json<'a>,
+    managed: fn(&mut Json<'a>) -> R<M>,
+    labels: fn(&mut Json<'a>) -> R<L>,
+) -> R<Meta<M, L>> {
+    let mut m = Meta::<M, L>::default();
     fields!(j, {
         "name" => m.name => j.string()?,
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
-        "labels" => m.labels => kept(j)?,
+        "labels" => m.labels => labels(j)?,
         "annotations" => m.annotations => kept(j)?,
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
@@ -399,6 +408,26 @@ fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
         Ok(())
     })?;
     Ok(kept)
+}
+
+/// Every label (`null` reads as empty; a later duplicate replaces an earlier one, a value
+/// that is not a string is no value, as [`AllLabels`]' serde reading).
+fn all_labels(j: &mut Json<'_>) -> R<AllLabels> {
+    let mut all = AllLabels::default();
+    if j.null()? {
+        return Ok(all);
+    }
+    j.object(|j, key| {
+        if j.peek()? != b'"' {
+            // Not a string (the API server allows none): no value, as null.
+            return j.skip();
+        }
+        let key = Str::from(key);
+        let v = j.string()?;
+        all.set(key, v);
+        Ok(())
+    })?;
+    Ok(all)
 }
 
 fn owner_ref(j: &mut Json<'_>) -> R<OwnerRef> {
@@ -573,6 +602,8 @@ fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
     fields!(j, {
         "activeService" => b.active_service => j.opt_string()?,
         "previewService" => b.preview_service => j.opt_string()?,
+        "activeMetadata" => b.active_metadata => j.opt(ephemeral)?,
+        "previewMetadata" => b.preview_metadata => j.opt(ephemeral)?,
         "scaleDownDelaySeconds" => b.scale_down_delay_seconds => j.lenient_int()?,
     })?;
     Ok(b)
@@ -1016,7 +1047,7 @@ fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
 pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
     let mut v = PodView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, skipped)?,
+        "metadata" => v.metadata => meta_with(j, skipped, all_labels)?,
         "spec" => v.spec => {
             let mut s = PodSpec::default();
             fields!(j, {
@@ -1637,11 +1668,13 @@ mod tests {
             r#"{"na\u006de":"a"}"#,       // escaped key: serde matches "name"
             r#"{"generation":1.5}"#,      // not a plain integer
             r#"{"generation":-0}"#,
-            r#"{"labels":{"rollouts-pod-template-hash":1}}"#, // a kept label, not a string
             "null",
         ] {
             assert!(read(&pod(meta), self::pod).is_none(), "{meta}");
         }
+        // A kept label that is not a string (a Pod's labels are all read, such a value as none).
+        let rs = r#"{"metadata":{"labels":{"rollouts-pod-template-hash":1}}}"#;
+        assert!(read(rs, self::replicaset).is_none());
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert!(read(&pod(&format!(r#"{{"x":{deep}}}"#)), self::pod).is_none());
     }
@@ -1653,6 +1686,8 @@ mod tests {
             r#"{"metadata":{"managedFields":[{"fieldsV1":{"k:{\"type\":\"Ready\"}":{}}}],"name":"a\"b\u00e9"}}"#,
             // Kept and skipped labels, null where serde takes it.
             r#"{"metadata":{"labels":{"rollouts-pod-template-hash":"h","x":{"y":[1,2.5e-3,true,null]}},"annotations":null,"deletionTimestamp":null}}"#,
+            // A Pod's label that is not a string: no value.
+            r#"{"metadata":{"labels":{"rollouts-pod-template-hash":1,"role":"canary","n":{}}}}"#,
             // Whitespace everywhere JSON allows it.
             " {\n\t\"metadata\" : { \"name\" : \"a\" , \"generation\" : \"7\" } ,\r\n\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Other\"}]} } ",
             "{}",

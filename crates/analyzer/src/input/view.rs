@@ -151,15 +151,14 @@ impl<'de> Deserialize<'de> for RawJson {
 /// Rollouts (whose transitions name who wrote them), nothing for the others (skipped unread).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub(crate) struct Meta<M = Skipped> {
+pub(crate) struct Meta<M = Skipped, L = Kept<Labels>> {
     pub name: Str,
     // No `namespace`: the record's is the object's, and no detector reads it here.
     pub uid: Str,
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,
-    /// Only the [`KEPT_LABELS`].
-    #[serde(deserialize_with = "kept_labels")]
-    pub labels: Kept<Labels>,
+    /// Only the [`KEPT_LABELS`]; every label of a Pod ([`AllLabels`]).
+    pub labels: L,
     /// Only the [`KEPT_ANNOTATIONS`].
     #[serde(deserialize_with = "kept_annotations")]
     pub annotations: Kept<Annotations>,
@@ -301,8 +300,66 @@ fn kept_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<Kept<Annotations>
 }
 
 /// `metadata.labels`, keeping only the [`KEPT_LABELS`] (`null` reads as empty).
-fn kept_labels<'de, D: Deserializer<'de>>(d: D) -> Result<Kept<Labels>, D::Error> {
-    d.deserialize_any(KeptVisitor(std::marker::PhantomData))
+impl<'de> Deserialize<'de> for Kept<Labels> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(KeptVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Every label of a Pod, in the order of the object (a later duplicate replaces an earlier
+/// one, a value that is not a string is no value, `null` reads as empty): the ephemeral labels the rollouts
+/// controller puts on each role's pods are read here.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct AllLabels(pub Vec<(Str, Str)>);
+
+impl AllLabels {
+    /// Sets `key` to `value`, replacing an earlier value.
+    pub fn set(&mut self, key: Str, value: Str) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// Takes `key`'s value out.
+    pub fn remove(&mut self, key: &str) -> Option<Str> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+}
+
+/// A label's value as read: a string, or anything else (no value).
+struct LabelValue(Scalar);
+
+impl<'de> Deserialize<'de> for LabelValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor).map(LabelValue)
+    }
+}
+
+impl<'de> Deserialize<'de> for AllLabels {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AllLabels;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(AllLabels::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                let mut all = AllLabels::default();
+                while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
+                    if let Scalar::Str(v) = a.next_value::<LabelValue>()?.0 {
+                        all.set(Str::from(key.as_ref()), Str::from(v));
+                    }
+                }
+                Ok(all)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A map of strings reduced to the entries of `K`'s keys; a later duplicate replaces an
@@ -628,6 +685,10 @@ pub(crate) struct Strategy {
 pub(crate) struct BlueGreen {
     pub active_service: Option<Str>,
     pub preview_service: Option<Str>,
+    /// The labels the controller puts on the active and the preview pods, as `stableMetadata`
+    /// and `canaryMetadata` do.
+    pub active_metadata: Option<EphemeralMetadata>,
+    pub preview_metadata: Option<EphemeralMetadata>,
     /// How long the old active ReplicaSet stays up after the switch (default 30; 0 keeps it).
     #[serde(deserialize_with = "lenient_int")]
     pub scale_down_delay_seconds: Option<i64>,
@@ -1120,7 +1181,7 @@ pub(crate) struct TargetRef {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct PodView {
-    pub metadata: Meta,
+    pub metadata: Meta<Skipped, AllLabels>,
     pub spec: PodSpec,
     pub status: PodStatus,
 }

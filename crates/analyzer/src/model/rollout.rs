@@ -1126,13 +1126,20 @@ impl RolloutTrack {
                 _ => {}
             }
         }
+        // A blue-green rollout's preview and active pods are the controller's canary and
+        // stable ones here (rollout/ephemeralmetadata.go).
+        let blue_green = view.spec.strategy.blue_green.as_ref();
         follow(
             &mut self.canary_labels,
-            canary.and_then(|c| c.canary_metadata.as_ref()),
+            canary
+                .and_then(|c| c.canary_metadata.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.preview_metadata.as_ref())),
         );
         follow(
             &mut self.stable_labels,
-            canary.and_then(|c| c.stable_metadata.as_ref()),
+            canary
+                .and_then(|c| c.stable_metadata.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.active_metadata.as_ref())),
         );
         self.revision_history_limit = view.spec.revision_history_limit;
         self.track_template(view, object, &cur, spec_changed);

@@ -54,15 +54,27 @@ pub(crate) struct PodImage {
     pub digest: Option<String>,
 }
 
-/// A Pod: its revision, readiness and images.
+/// A Pod: its revision, readiness, images and labels.
 #[derive(Debug, Clone)]
 pub(crate) struct PodObj {
     pub hash: Option<Str>,
+    /// Its labels but the pod-template hash, in the object's order.
+    pub labels: Vec<(Str, Str)>,
     pub owner: Option<Str>,
     pub ready: bool,
     pub ready_since: Option<Timestamp>,
     pub images: Vec<PodImage>,
     pub pos: At,
+}
+
+impl PodObj {
+    /// The value of its label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A change of a Deployment's `spec.replicas`.
@@ -428,7 +440,6 @@ pub(crate) struct Namespace {
 
 impl Namespace {
     /// The Services, by name.
-    #[cfg(test)]
     pub fn services(&self) -> impl Iterator<Item = (&str, &ServiceObj)> + '_ {
         self.services.iter().map(|(name, s)| (name.as_str(), s))
     }
@@ -688,11 +699,17 @@ impl Namespace {
                     index(&mut self.pods_by_hash, h, &rec.name);
                 }
             }
+            let labels = std::mem::take(&mut v.metadata.labels.0);
             let unchanged = old.is_some_and(|o| {
-                o.ready == ready && o.hash == hash && o.images == images && o.owner == owner
+                o.ready == ready
+                    && o.hash == hash
+                    && o.images == images
+                    && o.owner == owner
+                    && o.labels == labels
             });
             let pod = PodObj {
                 hash,
+                labels,
                 owner,
                 ready,
                 ready_since,
@@ -1426,6 +1443,7 @@ mod tests {
                         name.to_owned(),
                         PodObj {
                             hash: hash.map(Str::new),
+                            labels: Vec::new(),
                             owner: owner.map(Str::new),
                             ready: true,
                             ready_since: None,
@@ -1739,6 +1757,7 @@ mod tests {
                         for owner in owners {
                             let pod = PodObj {
                                 hash: label.map(Str::new),
+                                labels: Vec::new(),
                                 owner: owner.map(Str::new),
                                 ready: true,
                                 ready_since: None,

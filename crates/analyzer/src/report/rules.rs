@@ -33,6 +33,7 @@ macro_rules! registry {
             DeploymentNotScaledDown, "deployment-not-scaled-down", Warning, deployment_not_scaled_down;
             TrafficWeightMismatch, "traffic-weight-mismatch", Error, traffic_weight_mismatch;
             FrontDoorBypass, "front-door-bypass", Error, front_door_bypass;
+            StaleRoleLabels, "stale-role-labels", Warning, stale_role_labels;
         }
     };
 }
