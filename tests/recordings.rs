@@ -280,6 +280,19 @@ fn issue_27_a_real_virtual_service_left_at_gits_weights_is_a_mismatch() {
     );
 }
 
+/// The simulator's front door and the real controller's give the same rules.
+#[test]
+fn issue_27_the_front_door_scenario_finds_what_the_real_controller_recording_does() {
+    assert_eq!(
+        rules(&analyze("front-door-legacy-service")),
+        rules(&analyze("real/front-door-legacy-service"))
+    );
+    assert_eq!(
+        rules(&analyze("front-door-legacy-service")),
+        vec![Rule::ServiceSelectorMismatch, Rule::FrontDoorBypass]
+    );
+}
+
 /// The simulator's blue-green race and the real controller's give the same rules (the real
 /// recording has no Application, so no `gitops-health-mismatch`); a clean blue-green release
 /// gives none.

@@ -55,11 +55,28 @@ impl Sim {
         }
         self.set_rollout_revision(&hash);
         self.reconcile_revision_history_limit(&hash);
+        self.reconcile_stable_service();
         let mut ctx = PauseCtx::default();
         if !self.reconcile_canary_replica_sets(&hash) {
             self.reconcile_canary_pause(&mut ctx);
         }
         self.sync_rollout_status_canary(&hash, ctx);
+    }
+
+    /// `reconcileStableAndCanaryService` for a canary's stableService (`ensureSVCTargets` with
+    /// availability checked): the stable revision's hash on its selector, once its ReplicaSet
+    /// is fully available.
+    fn reconcile_stable_service(&mut self) {
+        let Some(service) = self.rollout.stable_service.clone() else {
+            return;
+        };
+        let stable = self.rollout.status.stable_rs.clone();
+        let available = self
+            .rs(&stable)
+            .is_some_and(|rs| rs.replicas > 0 && rs.status.available >= rs.replicas);
+        if !stable.is_empty() && available {
+            self.point_service(&service, &stable);
+        }
     }
 
     // ---- ReplicaSet creation and revisions ----------------------------------------------

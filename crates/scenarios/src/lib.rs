@@ -58,7 +58,7 @@ pub use scale::{ScaleConfig, scale, write_scale};
 pub use scenarios::{ScenarioInfo, catalog, generate};
 pub use sim::Sim;
 pub use spec::{
-    BlueGreenConfig, NEW_IMAGE, NEW_TAG, PREVIOUS_IMAGE, SIMULATION_START, STABLE_IMAGE,
-    ServiceConfig, SimConfig, Step, TemplateChange, config_checksum, default_steps, image_digest,
-    pinned, stable_config_checksum,
+    BlueGreenConfig, IngressConfig, NEW_IMAGE, NEW_TAG, PREVIOUS_IMAGE, SIMULATION_START,
+    STABLE_IMAGE, ServiceConfig, SimConfig, Step, TemplateChange, config_checksum, default_steps,
+    image_digest, pinned, stable_config_checksum,
 };

@@ -209,6 +209,8 @@ pub(crate) struct Rollout {
     /// `spec.workloadRef.scaleDown` of a Rollout that takes its template from the Deployment
     /// of its name: its own spec then has no template (`template` is the Deployment's).
     pub workload_ref: Option<String>,
+    /// A canary's `spec.strategy.canary.stableService`.
+    pub stable_service: Option<String>,
     pub status: RolloutStatus,
 }
 
@@ -235,7 +237,13 @@ impl Rollout {
                 }
                 json!({ "blueGreen": bg })
             }
-            None => json!({ "canary": { "steps": steps_value(&self.steps) } }),
+            None => {
+                let mut canary = json!({ "steps": steps_value(&self.steps) });
+                if let Some(svc) = &self.stable_service {
+                    canary["stableService"] = json!(svc);
+                }
+                json!({ "canary": canary })
+            }
         }
     }
 

@@ -3,8 +3,8 @@
 use crate::recording::Recording;
 use crate::sim::Sim;
 use crate::spec::{
-    NEW_IMAGE, NEW_TAG, STABLE_IMAGE, ServiceConfig, SimConfig, Step, TemplateChange,
-    config_checksum, image_digest,
+    IngressConfig, NEW_IMAGE, NEW_TAG, STABLE_IMAGE, ServiceConfig, SimConfig, Step,
+    TemplateChange, config_checksum, image_digest,
 };
 
 /// A scenario's name and what it shows.
@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 15] = [
+static CATALOG: [ScenarioInfo; 16] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -100,6 +100,13 @@ static CATALOG: [ScenarioInfo; 15] = [
                   image is promoted to Healthy, then an Argo CD sync restores the Deployment's \
                   replicas: 5 pods of it run beside the rollout's 5.",
     },
+    ScenarioInfo {
+        name: "front-door-legacy-service",
+        summary: "Seed incident 002's front door: the rollout's stableService is checkout-api, \
+                  but Ingress shop sends shop.example.com to checkout-api-legacy, which selects \
+                  version v417; a release moves the pod label to v418 and is promoted to \
+                  Healthy: the legacy Service is left with none of the new revision's pods.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -125,6 +132,7 @@ pub fn generate(name: &str) -> Option<Recording> {
         "blue-green-release" => blue_green_release(),
         "blue-green-rerender-at-pause" => blue_green_rerender_at_pause(),
         "workload-ref-scaled-up" => workload_ref_scaled_up(),
+        "front-door-legacy-service" => front_door_legacy_service(),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -216,6 +224,37 @@ fn adoption_selector_drift() -> Sim {
     // Nobody promotes: the pipeline waits, the canary gets no Service traffic, for two hours.
     let paused_at = sim.paused_since().unwrap_or(sim.elapsed());
     sim.run_until_elapsed(paused_at + 2 * 3_600);
+    sim
+}
+
+fn front_door_legacy_service() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        pod_labels: [("version".to_owned(), VERSION_STABLE.to_owned())].into(),
+        services: vec![
+            ServiceConfig::new("checkout-api").with_selector("app", "checkout-api"),
+            ServiceConfig::new("checkout-api-legacy")
+                .with_selector("app", "checkout-api")
+                .with_selector("version", VERSION_STABLE),
+        ],
+        stable_service: Some("checkout-api".to_owned()),
+        ingresses: vec![IngressConfig {
+            name: "shop".to_owned(),
+            host: "shop.example.com".to_owned(),
+            service: "checkout-api-legacy".to_owned(),
+        }],
+        ..SimConfig::default()
+    });
+    sim.run_for(5);
+    sim.render(
+        TemplateChange::new()
+            .with_image(NEW_IMAGE)
+            .with_label("version", VERSION_NEW),
+    );
+    run_until_paused_at(&mut sim, 1, 120);
+    sim.run_for(30);
+    sim.promote();
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    sim.run_for(120);
     sim
 }
 
@@ -460,6 +499,55 @@ mod tests {
 
     fn last_rollout(recording: &Recording) -> Value {
         watch(recording, Kind::Rollout).pop().unwrap().1
+    }
+
+    /// What the real controller does in `recordings/real/front-door-legacy-service.rfr`: the
+    /// stableService selects the stable revision's hash, and the new one only once promoted
+    /// and fully available; the Ingress is listed with the Services and never changes.
+    #[test]
+    fn the_stable_service_follows_the_promoted_revision_and_the_ingress_stays() {
+        let rec = generate("front-door-legacy-service").unwrap();
+        let hashes: Vec<(usize, String)> = watch(&rec, Kind::Service)
+            .into_iter()
+            .filter(|(_, s)| s["metadata"]["name"] == "checkout-api")
+            .map(|(i, s)| {
+                (
+                    i,
+                    s["spec"]["selector"][crate::objects::HASH_LABEL]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect();
+        let end = last_rollout(&rec);
+        let new = end["status"]["currentPodHash"].as_str().unwrap();
+        assert_eq!(end["status"]["phase"], "Healthy");
+        assert_eq!(end["status"]["stableRS"], new);
+        assert_eq!(
+            end["spec"]["strategy"]["canary"]["stableService"],
+            "checkout-api"
+        );
+        assert_eq!(hashes.len(), 2, "listed, then switched once: {hashes:?}");
+        assert_ne!(hashes[0].1, new);
+        assert_eq!(hashes[1].1, new);
+        // The switch comes after the status names the new stable revision.
+        let promoted = rec
+            .records
+            .iter()
+            .position(|r| {
+                r.kind == Kind::Rollout
+                    && r.op.has_object()
+                    && object(r)["status"]["stableRS"] == new
+            })
+            .unwrap();
+        assert!(hashes[1].0 > promoted);
+        let ingresses = watch(&rec, rf_format::api::INGRESS.newest());
+        assert_eq!(ingresses.len(), 1);
+        assert_eq!(
+            ingresses[0].1["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"],
+            "checkout-api-legacy"
+        );
     }
 
     /// What the real controller does in `recordings/real/blue-green-rerender-while-paused.rfr`:

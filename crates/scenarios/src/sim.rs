@@ -51,6 +51,7 @@ pub struct Sim {
     pub(crate) replaced: BTreeSet<String>,
     pub(crate) pods: Vec<Pod>,
     pub(crate) services: Vec<Service>,
+    pub(crate) ingresses: Vec<crate::traffic::Ingress>,
     pub(crate) slices: Vec<EndpointSlice>,
     /// What the endpointslice controller saw at the end of the last second: (slice, endpoints,
     /// when).
@@ -224,6 +225,7 @@ impl Sim {
             steps: config.steps.clone(),
             blue_green: config.blue_green.clone(),
             workload_ref: config.workload_ref.clone(),
+            stable_service: config.stable_service.clone(),
             status,
         };
 
@@ -304,6 +306,7 @@ impl Sim {
             replaced: BTreeSet::new(),
             pods: Vec::new(),
             services: Vec::new(),
+            ingresses: Vec::new(),
             slices: Vec::new(),
             slices_observed: Vec::new(),
             application: None,
@@ -331,9 +334,19 @@ impl Sim {
                 }
             }
         }
+        if let Some(stable) = sim.config.stable_service.clone() {
+            // Likewise on a canary's stableService.
+            for s in &mut sim.config.services {
+                if s.name == stable {
+                    s.selector
+                        .insert(HASH_LABEL.to_owned(), stable_hash.clone());
+                }
+            }
+        }
         if sim.config.traffic {
             sim.seed_pods(&stable_hash, replicas, released);
             sim.seed_services(created, settled, &helm_labels);
+            sim.seed_ingresses(created, &helm_labels);
         }
         if sim.config.application {
             sim.seed_application(created, released);
@@ -359,6 +372,9 @@ impl Sim {
         }
         for service in &mut self.services {
             service.meta.resource_version = rv_at(service.meta.creation, 0);
+        }
+        for ingress in &mut self.ingresses {
+            ingress.meta.resource_version = rv_at(ingress.meta.creation, 0);
         }
         for slice in &mut self.slices {
             let last = slice
@@ -626,6 +642,7 @@ impl Sim {
             .deployment
             .is_some()
             .then(|| rf_format::api::DEPLOYMENT.newest());
+        let ingresses = (!self.ingresses.is_empty()).then(|| rf_format::api::INGRESS.newest());
         Kind::KNOWN
             .into_iter()
             .filter(|k| match k {
@@ -634,6 +651,7 @@ impl Sim {
                 _ => true,
             })
             .chain(deployments)
+            .chain(ingresses)
             .collect()
     }
 
@@ -791,6 +809,13 @@ impl Sim {
                             .collect(),
                     )
                 }
+                ref k if rf_format::api::INGRESS.is(k) => (
+                    ns.clone(),
+                    self.ingresses
+                        .iter()
+                        .map(|i| listed(&i.meta, i.to_value()))
+                        .collect(),
+                ),
                 ref k if rf_format::api::DEPLOYMENT.is(k) => (
                     ns.clone(),
                     self.deployment

@@ -285,6 +285,21 @@ pub struct SimConfig {
     /// with this `scaleDown`): renders write the Deployment's template, and the Deployment,
     /// scaled to 0 since the migration, is recorded.
     pub workload_ref: Option<String>,
+    /// A canary's `stableService` (one of `services`): the controller puts the stable
+    /// revision's hash on its selector, once that ReplicaSet is fully available.
+    pub stable_service: Option<String>,
+    /// Ingresses of the namespace (applied by Argo CD before the recording, recorded with
+    /// `traffic`): the front door.
+    pub ingresses: Vec<IngressConfig>,
+}
+
+/// An Ingress (`networking.k8s.io/v1`) that sends every request for `host` to Service
+/// `service`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngressConfig {
+    pub name: String,
+    pub host: String,
+    pub service: String,
 }
 
 impl Default for SimConfig {
@@ -308,6 +323,8 @@ impl Default for SimConfig {
             event_ttl: None,
             blue_green: None,
             workload_ref: None,
+            stable_service: None,
+            ingresses: Vec::new(),
         }
     }
 }

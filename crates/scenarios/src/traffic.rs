@@ -60,6 +60,36 @@ impl Service {
     }
 }
 
+/// An Ingress: every request for `host` goes to `service`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Ingress {
+    pub meta: Meta,
+    pub host: String,
+    pub service: String,
+}
+
+impl Ingress {
+    pub(crate) fn to_value(&self) -> Value {
+        json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": self.meta.to_value(),
+            "spec": {
+                "ingressClassName": "nginx",
+                "rules": [{
+                    "host": self.host,
+                    "http": { "paths": [{
+                        "path": "/",
+                        "pathType": "Prefix",
+                        "backend": { "service": { "name": self.service, "port": { "number": 80 } } },
+                    }] },
+                }],
+            },
+            "status": { "loadBalancer": {} },
+        })
+    }
+}
+
 /// One entry of an EndpointSlice's `endpoints`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint {
@@ -149,6 +179,41 @@ impl Sim {
     /// The Services of the configuration and their EndpointSlices as they stand at the start
     /// (every pod already listed). `created` is when the chart was first installed; `settled`
     /// when the stable release finished.
+    /// The Ingresses of the config, applied by Argo CD when the Services were.
+    pub(crate) fn seed_ingresses(&mut self, created: i64, labels: &BTreeMap<String, String>) {
+        let ns = self.config.namespace.clone();
+        for config in self.config.ingresses.clone() {
+            let name = config.name.clone();
+            let mut meta = Meta::new(
+                name.clone(),
+                ns.clone(),
+                uid(&format!("{ns}/{name}/ingress/{created}")),
+                created,
+            );
+            meta.generation = Some(1);
+            meta.labels = labels.clone();
+            if self.config.application {
+                meta.annotations.insert(
+                    crate::argocd::TRACKING_ID.to_owned(),
+                    format!("{}:networking.k8s.io/Ingress:{ns}/{name}", self.config.app),
+                );
+            }
+            meta.touch(ManagedField {
+                manager: manager::ARGOCD,
+                operation: "Apply",
+                subresource: None,
+                api_version: "networking.k8s.io/v1",
+                time: created,
+                fields: json!({ "f:spec": { "f:ingressClassName": {}, "f:rules": {} } }),
+            });
+            self.ingresses.push(Ingress {
+                meta,
+                host: config.host,
+                service: config.service,
+            });
+        }
+    }
+
     pub(crate) fn seed_services(
         &mut self,
         created: i64,
