@@ -280,6 +280,24 @@ fn issue_27_a_real_virtual_service_left_at_gits_weights_is_a_mismatch() {
     );
 }
 
+/// The simulator's NGINX routing and the real controller's give the same rules: a sync's
+/// write of the canary weight that stands is `traffic-weight-mismatch`; one the controller
+/// mends, and a clean release, give none.
+#[test]
+fn issue_27_the_nginx_scenarios_find_what_the_real_controller_recordings_do() {
+    assert_eq!(
+        rules(&analyze("nginx-canary-weight-overwritten")),
+        rules(&analyze("real/nginx-canary-weight-overwritten"))
+    );
+    assert_eq!(
+        rules(&analyze("nginx-canary-weight-overwritten")),
+        vec![Rule::TrafficWeightMismatch]
+    );
+    let release = analyze("nginx-canary-release");
+    assert_eq!(rules(&release), vec![]);
+    assert!(release.recording.undecided.is_empty());
+}
+
 /// The simulator's front door and the real controller's give the same rules.
 #[test]
 fn issue_27_the_front_door_scenario_finds_what_the_real_controller_recording_does() {

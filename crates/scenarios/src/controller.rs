@@ -56,6 +56,8 @@ impl Sim {
         self.set_rollout_revision(&hash);
         self.reconcile_revision_history_limit(&hash);
         self.reconcile_stable_service();
+        self.reconcile_canary_service(&hash);
+        self.reconcile_nginx(&hash);
         let mut ctx = PauseCtx::default();
         if !self.reconcile_canary_replica_sets(&hash) {
             self.reconcile_canary_pause(&mut ctx);
@@ -76,6 +78,20 @@ impl Sim {
             .is_some_and(|rs| rs.replicas > 0 && rs.status.available >= rs.replicas);
         if !stable.is_empty() && available {
             self.point_service(&service, &stable);
+        }
+    }
+
+    /// `reconcileStableAndCanaryService` for a canary's canaryService: the new revision's
+    /// hash on its selector, once its ReplicaSet is fully available.
+    fn reconcile_canary_service(&mut self, hash: &str) {
+        let Some(service) = self.rollout.canary_service.clone() else {
+            return;
+        };
+        let available = self
+            .rs(hash)
+            .is_some_and(|rs| rs.replicas > 0 && rs.status.available >= rs.replicas);
+        if available {
+            self.point_service(&service, hash);
         }
     }
 
@@ -263,6 +279,7 @@ impl Sim {
             },
             active_selector: old.active_selector.clone(),
             preview_selector: old.preview_selector.clone(),
+            weights: self.weights_value(),
             ..RolloutStatus::default()
         }
     }
@@ -433,6 +450,7 @@ impl Sim {
         let (phase, message) = calculate_phase(
             self.rollout.replicas,
             self.rollout.blue_green.is_some(),
+            self.routing.is_some(),
             &status,
         );
         status.phase = phase;
@@ -662,6 +680,7 @@ impl Sim {
         let (phase, message) = calculate_phase(
             self.rollout.replicas,
             self.rollout.blue_green.is_some(),
+            self.routing.is_some(),
             &status,
         );
         status.phase = phase;
@@ -717,12 +736,16 @@ impl Sim {
             return (replicas, 0);
         }
         let canary = (replicas * self.current_weight() + 99) / 100;
+        if self.routing.is_some() {
+            // `CalculateReplicaCountsForTrafficRoutedCanary`: the stable stays fully scaled.
+            return (canary, replicas);
+        }
         (canary, replicas - canary)
     }
 
     /// `AtDesiredReplicaCountsForCanary` (ReplicaSets marked with an empty
     /// `scale-down-deadline` are not counted: nothing will ever scale them down).
-    fn at_desired_replica_counts(&self, hash: &str) -> bool {
+    pub(crate) fn at_desired_replica_counts(&self, hash: &str) -> bool {
         let (new_desired, stable_desired) = self.desired_counts(hash);
         let Some(new) = self.rs(hash) else {
             return false;
@@ -787,6 +810,14 @@ impl Sim {
         others.sort_by(|a, b| b.cmp(a));
         for (_, other) in others {
             if self.rs(&other).is_some_and(ReplicaSet::leaked) {
+                continue;
+            }
+            if self.routing.is_some() {
+                // With traffic routing a replaced ReplicaSet waits out scaleDownDelaySeconds
+                // (30 s) under a `scale-down-deadline`.
+                if self.scale_down_after_deadline(&other, 30) {
+                    return true;
+                }
                 continue;
             }
             if self.leak && self.replaced.remove(&other) {
@@ -951,7 +982,6 @@ impl Sim {
             self.scale_replica_set(&active, replicas);
             return true;
         }
-        let now = self.now;
         let others: Vec<String> = self
             .replica_sets
             .iter()
@@ -959,28 +989,38 @@ impl Sim {
             .map(|rs| rs.hash.clone())
             .collect();
         for other in others {
-            let deadline = self
-                .rs(&other)
-                .and_then(|rs| rs.meta.annotations.get(SCALE_DOWN_DEADLINE).cloned());
-            match deadline.as_deref().and_then(crate::calendar::parse_rfc3339) {
-                None => {
-                    if let Some(rs) = self.rs_mut(&other) {
-                        rs.meta.annotations.insert(
-                            SCALE_DOWN_DEADLINE.to_owned(),
-                            crate::calendar::rfc3339(now + i64::from(delay)),
-                        );
-                    }
-                    self.controller_writes_replica_set(&other);
-                    return true;
-                }
-                Some(at) if at <= now => {
-                    self.scale_replica_set(&other, 0);
-                    return true;
-                }
-                Some(_) => {}
+            if self.scale_down_after_deadline(&other, delay) {
+                return true;
             }
         }
         false
+    }
+
+    /// A replaced ReplicaSet `other` under `scaleDownDelaySeconds` (`delay`): first a
+    /// `scale-down-deadline` that far ahead, then, once it has passed, scaled to 0. Returns
+    /// whether it wrote.
+    fn scale_down_after_deadline(&mut self, other: &str, delay: u32) -> bool {
+        let now = self.now;
+        let deadline = self
+            .rs(other)
+            .and_then(|rs| rs.meta.annotations.get(SCALE_DOWN_DEADLINE).cloned());
+        match deadline.as_deref().and_then(crate::calendar::parse_rfc3339) {
+            None => {
+                if let Some(rs) = self.rs_mut(other) {
+                    rs.meta.annotations.insert(
+                        SCALE_DOWN_DEADLINE.to_owned(),
+                        crate::calendar::rfc3339(now + i64::from(delay)),
+                    );
+                }
+                self.controller_writes_replica_set(other);
+                true
+            }
+            Some(at) if at <= now => {
+                self.scale_replica_set(other, 0);
+                true
+            }
+            Some(_) => false,
+        }
     }
 
     /// `reconcileBlueGreenPause` without auto-promotion: once the new ReplicaSet is fully

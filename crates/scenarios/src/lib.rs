@@ -40,6 +40,7 @@ mod deployment;
 mod export;
 mod hash;
 mod json;
+mod nginx;
 mod objects;
 mod pods;
 mod recording;

@@ -209,8 +209,11 @@ pub(crate) struct Rollout {
     /// `spec.workloadRef.scaleDown` of a Rollout that takes its template from the Deployment
     /// of its name: its own spec then has no template (`template` is the Deployment's).
     pub workload_ref: Option<String>,
-    /// A canary's `spec.strategy.canary.stableService`.
+    /// A canary's `spec.strategy.canary.stableService` and `canaryService`.
     pub stable_service: Option<String>,
+    pub canary_service: Option<String>,
+    /// `trafficRouting.nginx.stableIngress`.
+    pub nginx: Option<String>,
     pub status: RolloutStatus,
 }
 
@@ -241,6 +244,12 @@ impl Rollout {
                 let mut canary = json!({ "steps": steps_value(&self.steps) });
                 if let Some(svc) = &self.stable_service {
                     canary["stableService"] = json!(svc);
+                }
+                if let Some(svc) = &self.canary_service {
+                    canary["canaryService"] = json!(svc);
+                }
+                if let Some(ingress) = &self.nginx {
+                    canary["trafficRouting"] = json!({ "nginx": { "stableIngress": ingress } });
                 }
                 json!({ "canary": canary })
             }

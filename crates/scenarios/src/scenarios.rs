@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 16] = [
+static CATALOG: [ScenarioInfo; 18] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -107,6 +107,21 @@ static CATALOG: [ScenarioInfo; 16] = [
                   version v417; a release moves the pod label to v418 and is promoted to \
                   Healthy: the legacy Service is left with none of the new revision's pods.",
     },
+    ScenarioInfo {
+        name: "nginx-canary-release",
+        summary: "A clean release of a canary with NGINX traffic routing: the canary Ingress \
+                  follows each setWeight step while the stable ReplicaSet stays fully scaled; \
+                  promoted, the weight goes back to 0, the stableService moves to the new \
+                  revision and the old ReplicaSet is scaled down after scaleDownDelaySeconds.",
+    },
+    ScenarioInfo {
+        name: "nginx-canary-weight-overwritten",
+        summary: "A canary with NGINX traffic routing over Ingress checkout-api of class \
+                  nginx-public: paused at setWeight 20, the controller's canary Ingress at 20; \
+                  an Argo CD sync writes canary-weight 0 to it, and the controller, which does \
+                  not watch that class, leaves it: the canary takes none of the traffic the \
+                  status says.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -133,6 +148,8 @@ pub fn generate(name: &str) -> Option<Recording> {
         "blue-green-rerender-at-pause" => blue_green_rerender_at_pause(),
         "workload-ref-scaled-up" => workload_ref_scaled_up(),
         "front-door-legacy-service" => front_door_legacy_service(),
+        "nginx-canary-release" => nginx_canary_release(),
+        "nginx-canary-weight-overwritten" => nginx_canary_weight_overwritten(),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -237,11 +254,11 @@ fn front_door_legacy_service() -> Sim {
                 .with_selector("version", VERSION_STABLE),
         ],
         stable_service: Some("checkout-api".to_owned()),
-        ingresses: vec![IngressConfig {
-            name: "shop".to_owned(),
-            host: "shop.example.com".to_owned(),
-            service: "checkout-api-legacy".to_owned(),
-        }],
+        ingresses: vec![IngressConfig::new(
+            "shop",
+            "shop.example.com",
+            "checkout-api-legacy",
+        )],
         ..SimConfig::default()
     });
     sim.run_for(5);
@@ -255,6 +272,48 @@ fn front_door_legacy_service() -> Sim {
     sim.promote();
     sim.run_until(600, |s| s.phase() == "Healthy");
     sim.run_for(120);
+    sim
+}
+
+/// A canary with NGINX traffic routing over Ingress `checkout-api` of `class`.
+pub(crate) fn nginx_routed(class: &str) -> Sim {
+    let service = |name: &str| ServiceConfig::new(name).with_selector("app", "checkout-api");
+    Sim::new(SimConfig {
+        services: vec![service("checkout-api"), service("checkout-api-canary")],
+        stable_service: Some("checkout-api".to_owned()),
+        canary_service: Some("checkout-api-canary".to_owned()),
+        ingresses: vec![IngressConfig {
+            class: class.to_owned(),
+            ..IngressConfig::new("checkout-api", "shop.example.com", "checkout-api")
+        }],
+        nginx: Some("checkout-api".to_owned()),
+        ..SimConfig::default()
+    })
+}
+
+fn nginx_canary_release() -> Sim {
+    let mut sim = nginx_routed("nginx");
+    sim.run_for(5);
+    render_new_image(&mut sim, None);
+    run_until_paused_at(&mut sim, 1, 120);
+    sim.run_for(30);
+    // A sync of Git's weight, which the controller (watching class nginx) mends at once.
+    sim.overwrite_canary_weight(0, crate::objects::manager::ARGOCD);
+    sim.run_for(30);
+    sim.promote();
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    sim.run_for(60);
+    sim
+}
+
+fn nginx_canary_weight_overwritten() -> Sim {
+    let mut sim = nginx_routed("nginx-public");
+    sim.run_for(5);
+    render_new_image(&mut sim, None);
+    run_until_paused_at(&mut sim, 1, 120);
+    sim.run_for(30);
+    sim.overwrite_canary_weight(0, crate::objects::manager::ARGOCD);
+    sim.run_for(600);
     sim
 }
 
@@ -550,6 +609,95 @@ mod tests {
         );
     }
 
+    /// The canary Ingress's weights in the order written, and the rollout's status weight at the
+    /// end.
+    fn canary_weights(rec: &Recording) -> (Vec<String>, Value) {
+        let weights = watch(rec, rf_format::api::INGRESS.newest())
+            .into_iter()
+            .filter(|(_, i)| i["metadata"]["name"] == "checkout-api-checkout-api-canary")
+            .map(|(_, i)| {
+                i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/canary-weight"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        (
+            weights,
+            last_rollout(rec)["status"]["canary"]["weights"].clone(),
+        )
+    }
+
+    /// What the real controller does in `recordings/real/nginx-canary-weight-restored.rfr` and
+    /// `recordings/real/istio-virtual-service.rfr`: the canary Ingress follows each setWeight
+    /// step once the canary is available, a write of a watched class is mended at once, the
+    /// stable ReplicaSet stays fully scaled, and once promoted the weight is 0, the stable
+    /// Service moves, and the old ReplicaSet waits out its `scale-down-deadline`.
+    #[test]
+    fn nginx_routing_follows_the_steps_and_mends_a_watched_class() {
+        let rec = generate("nginx-canary-release").unwrap();
+        let (weights, status) = canary_weights(&rec);
+        assert_eq!(weights, ["0", "20", "0", "20", "50", "80", "100", "0"]);
+        let end = last_rollout(&rec);
+        let new = end["status"]["currentPodHash"].as_str().unwrap();
+        assert_eq!(end["status"]["phase"], "Healthy");
+        assert_eq!(status["canary"]["weight"], 0);
+        assert_eq!(status["canary"]["podTemplateHash"], new);
+        assert_eq!(status["stable"]["podTemplateHash"], new);
+        assert_eq!(status["stable"]["weight"], 100);
+        // The sync's 0 stood one second.
+        let ingress = watch(&rec, rf_format::api::INGRESS.newest());
+        let at = |k: usize| rec.records[ingress[k].0].observed_at.0;
+        let synced = ingress
+            .iter()
+            .position(|(_, i)| {
+                i["metadata"]["managedFields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["manager"] == "argocd-controller")
+                    && i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/canary-weight"]
+                        == "0"
+            })
+            .unwrap();
+        assert!(at(synced + 1) - at(synced) <= 2_000_000_000);
+        // The stable ReplicaSet kept its 5 replicas until the promotion, then waited out its
+        // deadline.
+        let old: Vec<Value> = watch(&rec, Kind::ReplicaSet)
+            .into_iter()
+            .map(|(_, r)| r)
+            .filter(|r| r["metadata"]["name"] != format!("checkout-api-{new}"))
+            .filter(|r| {
+                r["spec"]["replicas"] != 0
+                    || r["metadata"]["annotations"]
+                        .get("scale-down-deadline")
+                        .is_some()
+            })
+            .collect();
+        assert!(old.iter().all(|r| r["spec"]["replicas"] == 5), "{old:?}");
+        assert!(
+            old.iter()
+                .any(|r| r["metadata"]["annotations"]["scale-down-deadline"].is_string())
+        );
+        let last_old = watch(&rec, Kind::ReplicaSet)
+            .into_iter()
+            .map(|(_, r)| r)
+            .rfind(|r| r["metadata"]["name"] != format!("checkout-api-{new}"))
+            .unwrap();
+        assert_eq!(last_old["spec"]["replicas"], 0);
+    }
+
+    /// What the real controller does in `recordings/real/nginx-canary-weight-overwritten.rfr`:
+    /// a write of a class it does not watch stands while the status says 20.
+    #[test]
+    fn nginx_routing_leaves_a_write_of_an_unwatched_class() {
+        let rec = generate("nginx-canary-weight-overwritten").unwrap();
+        let (weights, status) = canary_weights(&rec);
+        assert_eq!(weights, ["0", "20", "0"]);
+        assert_eq!(status["canary"]["weight"], 20);
+        assert_eq!(last_rollout(&rec)["status"]["phase"], "Paused");
+    }
+
     /// What the real controller does in `recordings/real/blue-green-rerender-while-paused.rfr`:
     /// the preview Service follows each new hash while the active one stays on stable; each
     /// render pauses before promotion (`BlueGreenPause`, no step index); the replaced preview
@@ -728,7 +876,10 @@ mod tests {
                 "no-rollback-history",
                 "blue-green-release",
                 "blue-green-rerender-at-pause",
-                "workload-ref-scaled-up"
+                "workload-ref-scaled-up",
+                "front-door-legacy-service",
+                "nginx-canary-release",
+                "nginx-canary-weight-overwritten"
             ]
         );
         assert!(catalog().iter().all(|s| !s.summary.is_empty()));
@@ -1392,8 +1543,14 @@ mod tests {
                 }
             }
             assert!(slices >= 2, "{}: {slices} slice records", info.name);
-            // At the end the slice shows the final pods.
-            let slice = watch(&rec, Kind::EndpointSlice).pop().unwrap().1;
+            // At the end the Service's slice shows the final pods.
+            let slice = watch(&rec, Kind::EndpointSlice)
+                .into_iter()
+                .rfind(|(_, s)| {
+                    s["metadata"]["labels"]["kubernetes.io/service-name"] == "checkout-api"
+                })
+                .unwrap()
+                .1;
             let selector = &services.objects["checkout-api"]["spec"]["selector"];
             assert_eq!(
                 slice_endpoints(&slice),

@@ -52,6 +52,8 @@ pub struct Sim {
     pub(crate) pods: Vec<Pod>,
     pub(crate) services: Vec<Service>,
     pub(crate) ingresses: Vec<crate::traffic::Ingress>,
+    /// NGINX traffic routing: what the controller last set (`crate::nginx`).
+    pub(crate) routing: Option<crate::nginx::Routing>,
     pub(crate) slices: Vec<EndpointSlice>,
     /// What the endpointslice controller saw at the end of the last second: (slice, endpoints,
     /// when).
@@ -212,7 +214,8 @@ impl Sim {
                 settled,
             ),
         ];
-        let (phase, message) = calculate_phase(replicas, blue_green, &status);
+        let (phase, message) =
+            calculate_phase(replicas, blue_green, config.nginx.is_some(), &status);
         status.phase = phase;
         status.message = message;
         let rollout = Rollout {
@@ -226,6 +229,8 @@ impl Sim {
             blue_green: config.blue_green.clone(),
             workload_ref: config.workload_ref.clone(),
             stable_service: config.stable_service.clone(),
+            canary_service: config.canary_service.clone(),
+            nginx: config.nginx.clone(),
             status,
         };
 
@@ -307,6 +312,7 @@ impl Sim {
             pods: Vec::new(),
             services: Vec::new(),
             ingresses: Vec::new(),
+            routing: None,
             slices: Vec::new(),
             slices_observed: Vec::new(),
             application: None,
@@ -334,10 +340,15 @@ impl Sim {
                 }
             }
         }
-        if let Some(stable) = sim.config.stable_service.clone() {
-            // Likewise on a canary's stableService.
+        // Likewise on a canary's stableService and canaryService.
+        for name in [&sim.config.stable_service, &sim.config.canary_service]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+        {
             for s in &mut sim.config.services {
-                if s.name == stable {
+                if s.name == name {
                     s.selector
                         .insert(HASH_LABEL.to_owned(), stable_hash.clone());
                 }
@@ -347,6 +358,8 @@ impl Sim {
             sim.seed_pods(&stable_hash, replicas, released);
             sim.seed_services(created, settled, &helm_labels);
             sim.seed_ingresses(created, &helm_labels);
+            sim.seed_canary_ingress(settled, &stable_hash);
+            sim.rollout.status.weights = sim.weights_value();
         }
         if sim.config.application {
             sim.seed_application(created, released);

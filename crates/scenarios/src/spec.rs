@@ -291,6 +291,12 @@ pub struct SimConfig {
     /// Ingresses of the namespace (applied by Argo CD before the recording, recorded with
     /// `traffic`): the front door.
     pub ingresses: Vec<IngressConfig>,
+    /// A canary's `canaryService` (one of `services`): the controller puts the new revision's
+    /// hash on its selector, once that ReplicaSet is fully available.
+    pub canary_service: Option<String>,
+    /// NGINX traffic routing (`trafficRouting.nginx.stableIngress`, one of `ingresses`; needs
+    /// `stable_service` and `canary_service`): the controller keeps a canary Ingress of it.
+    pub nginx: Option<String>,
 }
 
 /// An Ingress (`networking.k8s.io/v1`) that sends every request for `host` to Service
@@ -300,6 +306,20 @@ pub struct IngressConfig {
     pub name: String,
     pub host: String,
     pub service: String,
+    /// `spec.ingressClassName`.
+    pub class: String,
+}
+
+impl IngressConfig {
+    /// Ingress `name` of class `nginx` sending `host` to `service`.
+    pub fn new(name: &str, host: &str, service: &str) -> Self {
+        IngressConfig {
+            name: name.to_owned(),
+            host: host.to_owned(),
+            service: service.to_owned(),
+            class: "nginx".to_owned(),
+        }
+    }
 }
 
 impl Default for SimConfig {
@@ -325,6 +345,8 @@ impl Default for SimConfig {
             workload_ref: None,
             stable_service: None,
             ingresses: Vec::new(),
+            canary_service: None,
+            nginx: None,
         }
     }
 }

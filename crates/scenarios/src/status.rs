@@ -102,6 +102,8 @@ pub(crate) struct RolloutStatus {
     /// `status.blueGreen.activeSelector` / `previewSelector`: the hashes on those Services.
     pub active_selector: String,
     pub preview_selector: String,
+    /// `status.canary.weights`, with traffic routing.
+    pub weights: Option<serde_json::Value>,
 }
 
 impl RolloutStatus {
@@ -196,7 +198,13 @@ impl RolloutStatus {
         if self.promote_full {
             put("promoteFull", json!(true));
         }
-        put("canary", json!({}));
+        put(
+            "canary",
+            match &self.weights {
+                Some(w) => json!({ "weights": w }),
+                None => json!({}),
+            },
+        );
         let mut blue_green = Map::new();
         for (key, value) in [
             ("activeSelector", &self.active_selector),
@@ -213,9 +221,12 @@ impl RolloutStatus {
 
 /// `rolloututil.CalculateRolloutPhase` for a basic canary, or for blue-green (`blue_green`):
 /// the phase and its message.
+/// `delayed_scale_down`: a canary with traffic routing, whose replaced ReplicaSets wait out
+/// `scaleDownDelaySeconds` (they do not keep it Progressing).
 pub(crate) fn calculate_phase(
     spec_replicas: i32,
     blue_green: bool,
+    delayed_scale_down: bool,
     status: &RolloutStatus,
 ) -> (String, String) {
     for cond in &status.conditions {
@@ -245,7 +256,7 @@ pub(crate) fn calculate_phase(
         }
         return ("Healthy".to_owned(), String::new());
     }
-    if status.replicas > status.updated_replicas {
+    if !delayed_scale_down && status.replicas > status.updated_replicas {
         return progressing("old replicas are pending termination");
     }
     if status.stable_rs.is_empty() || status.stable_rs != status.current_pod_hash {
@@ -309,7 +320,7 @@ mod tests {
             }],
             ..RolloutStatus::default()
         };
-        assert_eq!(calculate_phase(5, false, &s).0, "Paused");
+        assert_eq!(calculate_phase(5, false, false, &s).0, "Paused");
         s.set_condition(Condition::new(
             reason::PROGRESSING,
             "False",
@@ -318,7 +329,7 @@ mod tests {
             0,
         ));
         assert_eq!(
-            calculate_phase(5, false, &s),
+            calculate_phase(5, false, false, &s),
             (
                 "Degraded".to_owned(),
                 "RolloutAborted: Rollout aborted update to revision 3".to_owned()

@@ -66,6 +66,7 @@ pub(crate) struct Ingress {
     pub meta: Meta,
     pub host: String,
     pub service: String,
+    pub class: String,
 }
 
 impl Ingress {
@@ -75,7 +76,7 @@ impl Ingress {
             "kind": "Ingress",
             "metadata": self.meta.to_value(),
             "spec": {
-                "ingressClassName": "nginx",
+                "ingressClassName": self.class,
                 "rules": [{
                     "host": self.host,
                     "http": { "paths": [{
@@ -210,6 +211,7 @@ impl Sim {
                 meta,
                 host: config.host,
                 service: config.service,
+                class: config.class,
             });
         }
     }

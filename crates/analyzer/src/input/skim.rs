@@ -1330,7 +1330,8 @@ mod tests {
         // both are serde's view.
         let mut known: std::collections::HashMap<(Kind, String), Known> = Default::default();
         for (kind, text) in &corpus {
-            if crate::Prepared::reads(kind) {
+            // The routers (Ingress, HTTPRoute, VirtualService) are read by serde alone.
+            if crate::Prepared::reads(kind) && !crate::input::prepare::is_router(kind) {
                 total += 1;
                 read += usize::from(agree(kind, text));
                 let name = serde_json::from_str::<serde_json::Value>(text)
