@@ -84,23 +84,18 @@ impl Detector for StaleRoleLabels {
             // The pods of this revision whose role labels are not the template's.
             let mut stale: Vec<(Stale, BTreeMap<String, String>)> = Vec::new();
             for (name, pod) in s.world.pods_of_hash(ns, hash) {
+                let mut labels = pod.labels();
                 let wrong: Vec<(String, Option<String>, Option<String>)> = keys
                     .iter()
                     .filter_map(|k| {
-                        let has = pod.label(k);
-                        let want = rs.pod_labels.get(k.as_str()).map(String::as_str);
-                        (has != want)
-                            .then(|| ((*k).clone(), has.map(str::to_owned), want.map(str::to_owned)))
+                        let has = labels.get(k.as_str());
+                        let want = rs.pod_labels.get(k.as_str());
+                        (has != want).then(|| ((*k).clone(), has.cloned(), want.cloned()))
                     })
                     .collect();
                 if wrong.is_empty() {
                     continue;
                 }
-                let mut labels: BTreeMap<String, String> = pod
-                    .labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
                 labels.insert(HASH_LABEL.to_owned(), hash.to_owned());
                 stale.push(((name.to_owned(), wrong), labels));
             }

@@ -157,7 +157,7 @@ pub(crate) struct Meta<M = Skipped, L = Kept<Labels>> {
     pub uid: Str,
     #[serde(deserialize_with = "lenient_int")]
     pub generation: Option<i64>,
-    /// Only the [`KEPT_LABELS`]; every label of a Pod ([`AllLabels`]).
+    /// Only the [`KEPT_LABELS`]; a Pod's also as text ([`PodLabels`]).
     pub labels: L,
     /// Only the [`KEPT_ANNOTATIONS`].
     #[serde(deserialize_with = "kept_annotations")]
@@ -306,59 +306,27 @@ impl<'de> Deserialize<'de> for Kept<Labels> {
     }
 }
 
-/// Every label of a Pod, in the order of the object (a later duplicate replaces an earlier
-/// one, a value that is not a string is no value, `null` reads as empty): the ephemeral labels the rollouts
-/// controller puts on each role's pods are read here.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct AllLabels(pub Vec<(Str, Str)>);
-
-impl AllLabels {
-    /// Sets `key` to `value`, replacing an earlier value.
-    pub fn set(&mut self, key: Str, value: Str) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
-
-    /// Takes `key`'s value out.
-    pub fn remove(&mut self, key: &str) -> Option<Str> {
-        let i = self.0.iter().position(|(k, _)| k == key)?;
-        Some(self.0.remove(i).1)
-    }
+/// A Pod's `metadata.labels`: the [`KEPT_LABELS`], and where the whole map is in the object
+/// (the labels of each role the rollouts controller moves are read from it, for the rollouts
+/// that have some: pods change often, and most rollouts have none).
+#[derive(Debug, Default)]
+pub(crate) struct PodLabels {
+    pub kept: Kept<Labels>,
+    pub raw: Option<RawJson>,
 }
 
-/// A label's value as read: a string, or anything else (no value).
-struct LabelValue(Scalar);
-
-impl<'de> Deserialize<'de> for LabelValue {
+impl<'de> Deserialize<'de> for PodLabels {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ScalarVisitor).map(LabelValue)
-    }
-}
-
-impl<'de> Deserialize<'de> for AllLabels {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = AllLabels;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a map of strings")
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(AllLabels::default())
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-                let mut all = AllLabels::default();
-                while let Some(Key(key)) = a.next_key::<Key<'de>>()? {
-                    if let Scalar::Str(v) = a.next_value::<LabelValue>()?.0 {
-                        all.set(Str::from(key.as_ref()), Str::from(v));
-                    }
-                }
-                Ok(all)
-            }
+        let raw = Box::<RawValue>::deserialize(d)?;
+        if raw.get() == "null" {
+            return Ok(PodLabels::default());
         }
-        d.deserialize_any(V)
+        let kept =
+            serde_json::from_str::<Kept<Labels>>(raw.get()).map_err(serde::de::Error::custom)?;
+        Ok(PodLabels {
+            kept,
+            raw: Some(RawJson::Text(raw.get().into())),
+        })
     }
 }
 
@@ -1181,7 +1149,7 @@ pub(crate) struct TargetRef {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct PodView {
-    pub metadata: Meta<Skipped, AllLabels>,
+    pub metadata: Meta<Skipped, PodLabels>,
     pub spec: PodSpec,
     pub status: PodStatus,
 }

@@ -58,8 +58,8 @@ pub(crate) struct PodImage {
 #[derive(Debug, Clone)]
 pub(crate) struct PodObj {
     pub hash: Option<Str>,
-    /// Its labels but the pod-template hash, in the object's order.
-    pub labels: Vec<(Str, Str)>,
+    /// Its labels, as the JSON text of the map (read when asked: [`PodObj::labels`]).
+    pub labels: Option<std::sync::Arc<str>>,
     pub owner: Option<Str>,
     pub ready: bool,
     pub ready_since: Option<Timestamp>,
@@ -68,12 +68,18 @@ pub(crate) struct PodObj {
 }
 
 impl PodObj {
-    /// The value of its label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+    /// Its labels (those of string values).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let Some(text) = self.labels.as_deref() else {
+            return BTreeMap::new();
+        };
+        serde_json::from_str::<BTreeMap<String, serde_json::Value>>(text)
+            .map(|m| {
+                m.into_iter()
+                    .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -687,7 +693,7 @@ impl Namespace {
                     image: c.image,
                 })
                 .collect();
-            let hash = v.metadata.labels.remove(HASH_LABEL);
+            let hash = v.metadata.labels.kept.remove(HASH_LABEL);
             let owner = v.owner_replicaset().map(Str::new);
             // Indexed by hash once, not again on every record of the pod.
             let old_hash = old.and_then(|o| o.hash.as_deref());
@@ -699,7 +705,17 @@ impl Namespace {
                     index(&mut self.pods_by_hash, h, &rec.name);
                 }
             }
-            let labels = std::mem::take(&mut v.metadata.labels.0);
+            // The labels' text, shared with the pod's last record when it is the same.
+            let text = v
+                .metadata
+                .labels
+                .raw
+                .as_ref()
+                .and_then(|r| r.get(&rec.object));
+            let labels = match old {
+                Some(o) if o.labels.as_deref() == text => o.labels.clone(),
+                _ => text.map(std::sync::Arc::from),
+            };
             let unchanged = old.is_some_and(|o| {
                 o.ready == ready
                     && o.hash == hash
@@ -1443,7 +1459,7 @@ mod tests {
                         name.to_owned(),
                         PodObj {
                             hash: hash.map(Str::new),
-                            labels: Vec::new(),
+                            labels: None,
                             owner: owner.map(Str::new),
                             ready: true,
                             ready_since: None,
@@ -1757,7 +1773,7 @@ mod tests {
                         for owner in owners {
                             let pod = PodObj {
                                 hash: label.map(Str::new),
-                                labels: Vec::new(),
+                                labels: None,
                                 owner: owner.map(Str::new),
                                 ready: true,
                                 ready_since: None,
