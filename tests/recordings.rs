@@ -298,6 +298,32 @@ fn issue_27_the_nginx_scenarios_find_what_the_real_controller_recordings_do() {
     assert!(release.recording.undecided.is_empty());
 }
 
+/// Role labels (ephemeral metadata) are the controller's: a clean release that moves them gives
+/// nothing; pods that keep the canary's after the promotion are `stale-role-labels`, and the
+/// Service of the stable role that lost every pod is `canary-not-in-endpoints`.
+#[test]
+fn issue_27_role_label_scenarios_find_what_they_were_made_for() {
+    let release = analyze("role-labels-release");
+    assert_eq!(rules(&release), vec![]);
+    assert!(release.recording.undecided.is_empty());
+    let stale = analyze("stale-role-labels");
+    assert_eq!(
+        rules(&stale),
+        vec![Rule::CanaryNotInEndpoints, Rule::StaleRoleLabels]
+    );
+    let f = stale
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::StaleRoleLabels)
+        .unwrap();
+    assert_eq!(f.subject.name, "checkout-api-canary");
+    assert!(
+        f.summary.starts_with("5 pod(s) of revision"),
+        "{}",
+        f.summary
+    );
+}
+
 /// The simulator's front door and the real controller's give the same rules.
 #[test]
 fn issue_27_the_front_door_scenario_finds_what_the_real_controller_recording_does() {

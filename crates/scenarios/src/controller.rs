@@ -55,6 +55,7 @@ impl Sim {
         }
         self.set_rollout_revision(&hash);
         self.reconcile_revision_history_limit(&hash);
+        self.reconcile_ephemeral_metadata(&hash);
         self.reconcile_stable_service();
         self.reconcile_canary_service(&hash);
         self.reconcile_nginx(&hash);
@@ -126,12 +127,19 @@ impl Sim {
             self.rollout.meta.name.clone(),
             self.rollout.meta.uid.clone(),
         ));
+        // The role's labels go on the template after the hash is computed: the canary's, or
+        // the stable's for a first revision.
+        let mut template = replica_set_template(&self.rollout.template, hash);
+        let role = self.role_labels(!self.rollout.status.stable_rs.is_empty());
+        if role.is_some() {
+            Sim::set_role(&mut template, role.as_ref());
+        }
         self.replica_sets.push(ReplicaSet {
             meta,
             hash: hash.to_owned(),
             replicas: 0,
             app: self.rollout.app.clone(),
-            template: replica_set_template(&self.rollout.template, hash),
+            template,
             status: RsStatus::default(),
             ready_clock: self.now,
         });

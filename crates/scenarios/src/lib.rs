@@ -37,6 +37,7 @@ mod argocd;
 mod calendar;
 mod controller;
 mod deployment;
+mod ephemeral;
 mod export;
 mod hash;
 mod json;

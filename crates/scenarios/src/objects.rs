@@ -214,6 +214,8 @@ pub(crate) struct Rollout {
     pub canary_service: Option<String>,
     /// `trafficRouting.nginx.stableIngress`.
     pub nginx: Option<String>,
+    /// `canaryMetadata` `role: canary`, `stableMetadata` `role: stable`.
+    pub role_labels: bool,
     pub status: RolloutStatus,
 }
 
@@ -247,6 +249,10 @@ impl Rollout {
                 }
                 if let Some(svc) = &self.canary_service {
                     canary["canaryService"] = json!(svc);
+                }
+                if self.role_labels {
+                    canary["canaryMetadata"] = json!({ "labels": { "role": "canary" } });
+                    canary["stableMetadata"] = json!({ "labels": { "role": "stable" } });
                 }
                 if let Some(ingress) = &self.nginx {
                     canary["trafficRouting"] = json!({ "nginx": { "stableIngress": ingress } });

@@ -519,7 +519,7 @@ impl Sim {
         self.push_deleted(namespace, Kind::Pod, pod.meta, object);
     }
 
-    fn write_pod(&mut self, i: usize, op: Op) {
+    pub(crate) fn write_pod(&mut self, i: usize, op: Op) {
         let rv = self.bump_rv();
         let at = self.next_stamp();
         let Some(pod) = self.pods.get_mut(i) else {

@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 18] = [
+static CATALOG: [ScenarioInfo; 20] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -122,6 +122,18 @@ static CATALOG: [ScenarioInfo; 18] = [
                   not watch that class, leaves it: the canary takes none of the traffic the \
                   status says.",
     },
+    ScenarioInfo {
+        name: "role-labels-release",
+        summary: "A clean release of a canary with canaryMetadata role: canary and stableMetadata \
+                  role: stable, and a Service for each role: the controller labels the canary's \
+                  template and pods canary, and relabels them stable once promoted.",
+    },
+    ScenarioInfo {
+        name: "stale-role-labels",
+        summary: "The same release while a webhook refuses the controller's pod label patches: \
+                  once promoted, the new revision's template says role: stable but its pods keep \
+                  role: canary, so the canary Service keeps them and the stable Service has none.",
+    },
 ];
 
 /// Every scenario, in catalog order.
@@ -150,6 +162,8 @@ pub fn generate(name: &str) -> Option<Recording> {
         "front-door-legacy-service" => front_door_legacy_service(),
         "nginx-canary-release" => nginx_canary_release(),
         "nginx-canary-weight-overwritten" => nginx_canary_weight_overwritten(),
+        "role-labels-release" => role_labels_release(false),
+        "stale-role-labels" => role_labels_release(true),
         _ => return None,
     };
     Some(sim.finish(name))
@@ -314,6 +328,36 @@ fn nginx_canary_weight_overwritten() -> Sim {
     sim.run_for(30);
     sim.overwrite_canary_weight(0, crate::objects::manager::ARGOCD);
     sim.run_for(600);
+    sim
+}
+
+/// A canary with role labels and a Service for each role (and one for every pod), released
+/// and promoted; `refused`: a webhook refuses the controller's pod label patches.
+fn role_labels_release(refused: bool) -> Sim {
+    let service = |name: &str, role: Option<&str>| {
+        let s = ServiceConfig::new(name).with_selector("app", "checkout-api");
+        match role {
+            Some(r) => s.with_selector("role", r),
+            None => s,
+        }
+    };
+    let mut sim = Sim::new(SimConfig {
+        services: vec![
+            service("checkout-api", None),
+            service("checkout-api-canary", Some("canary")),
+            service("checkout-api-stable", Some("stable")),
+        ],
+        role_labels: true,
+        pod_relabel_refused: refused,
+        ..SimConfig::default()
+    });
+    sim.run_for(5);
+    render_new_image(&mut sim, None);
+    run_until_paused_at(&mut sim, 1, 120);
+    sim.run_for(30);
+    sim.promote();
+    sim.run_until(600, |s| s.phase() == "Healthy");
+    sim.run_for(120);
     sim
 }
 
@@ -698,6 +742,69 @@ mod tests {
         assert_eq!(last_rollout(&rec)["status"]["phase"], "Paused");
     }
 
+    /// The role of each pod of revision `hash` at the end, by name.
+    fn roles_at_end(rec: &Recording, hash: &str) -> Vec<String> {
+        let mut pods = Live::default();
+        for r in &rec.records {
+            if r.kind == Kind::Pod {
+                pods.apply(r);
+            }
+        }
+        pods.objects
+            .values()
+            .filter(|p| p["metadata"]["labels"][crate::objects::HASH_LABEL] == hash)
+            .map(|p| {
+                p["metadata"]["labels"]["role"]
+                    .as_str()
+                    .unwrap_or("-")
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    /// `rollout/ephemeralmetadata.go`: the canary's template and pods carry `role: canary`
+    /// while it is the canary, and the controller relabels both `stable` once promoted; a
+    /// webhook that refuses the pod patches leaves the pods `canary` under a `stable` template.
+    #[test]
+    fn role_labels_follow_the_role_on_templates_and_pods() {
+        for (name, pods_role) in [
+            ("role-labels-release", "stable"),
+            ("stale-role-labels", "canary"),
+        ] {
+            let rec = generate(name).unwrap();
+            let end = last_rollout(&rec);
+            let new = end["status"]["currentPodHash"].as_str().unwrap();
+            assert_eq!(end["status"]["phase"], "Healthy", "{name}");
+            assert_eq!(
+                end["spec"]["strategy"]["canary"]["canaryMetadata"]["labels"]["role"],
+                "canary"
+            );
+            let templates: Vec<String> = watch(&rec, Kind::ReplicaSet)
+                .into_iter()
+                .filter(|(_, r)| r["metadata"]["name"] == format!("checkout-api-{new}"))
+                .map(|(_, r)| {
+                    r["spec"]["template"]["metadata"]["labels"]["role"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            assert_eq!(
+                templates.first().map(String::as_str),
+                Some("canary"),
+                "{name}"
+            );
+            assert_eq!(
+                templates.last().map(String::as_str),
+                Some("stable"),
+                "{name}"
+            );
+            let roles = roles_at_end(&rec, new);
+            assert_eq!(roles.len(), 5, "{name}");
+            assert!(roles.iter().all(|r| r == pods_role), "{name}: {roles:?}");
+        }
+    }
+
     /// What the real controller does in `recordings/real/blue-green-rerender-while-paused.rfr`:
     /// the preview Service follows each new hash while the active one stays on stable; each
     /// render pauses before promotion (`BlueGreenPause`, no step index); the replaced preview
@@ -879,7 +986,9 @@ mod tests {
                 "workload-ref-scaled-up",
                 "front-door-legacy-service",
                 "nginx-canary-release",
-                "nginx-canary-weight-overwritten"
+                "nginx-canary-weight-overwritten",
+                "role-labels-release",
+                "stale-role-labels"
             ]
         );
         assert!(catalog().iter().all(|s| !s.summary.is_empty()));

@@ -231,6 +231,7 @@ impl Sim {
             stable_service: config.stable_service.clone(),
             canary_service: config.canary_service.clone(),
             nginx: config.nginx.clone(),
+            role_labels: config.role_labels,
             status,
         };
 
@@ -352,6 +353,13 @@ impl Sim {
                     s.selector
                         .insert(HASH_LABEL.to_owned(), stable_hash.clone());
                 }
+            }
+        }
+        if sim.config.role_labels {
+            // The controller put the stable role's labels on the stable revision's template.
+            let labels = sim.role_labels(false);
+            if let Some(rs) = sim.rs_mut(&stable_hash) {
+                Sim::set_role(&mut rs.template, labels.as_ref());
             }
         }
         if sim.config.traffic {

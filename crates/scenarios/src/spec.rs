@@ -297,6 +297,12 @@ pub struct SimConfig {
     /// NGINX traffic routing (`trafficRouting.nginx.stableIngress`, one of `ingresses`; needs
     /// `stable_service` and `canary_service`): the controller keeps a canary Ingress of it.
     pub nginx: Option<String>,
+    /// `canaryMetadata` `role: canary` and `stableMetadata` `role: stable`: the controller puts
+    /// each role's label on its ReplicaSet's template and pods.
+    pub role_labels: bool,
+    /// A webhook refuses the controller's patches of pod labels: pods keep the role they were
+    /// created with.
+    pub pod_relabel_refused: bool,
 }
 
 /// An Ingress (`networking.k8s.io/v1`) that sends every request for `host` to Service
@@ -347,6 +353,8 @@ impl Default for SimConfig {
             ingresses: Vec::new(),
             canary_service: None,
             nginx: None,
+            role_labels: false,
+            pod_relabel_refused: false,
         }
     }
 }

@@ -73,7 +73,7 @@ impl Detector for StaleRoleLabels {
         if canary.is_empty() && stable.is_empty() {
             return self.settling.end(mine);
         }
-        let keys: Vec<&String> = canary.keys().chain(stable.keys()).collect();
+        let keys: std::collections::BTreeSet<&String> = canary.keys().chain(stable.keys()).collect();
         for rs in track.replicasets().values() {
             let Some(hash) = rs.hash.as_deref() else {
                 continue;
