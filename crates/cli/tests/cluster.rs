@@ -506,7 +506,8 @@ fn issue_25_adoption_selector_drift() {
 /// and `role: stable` on the stable's, after hashing; a Service selecting `role: stable` is for
 /// the stable pods by design. Paused at step 1 with the canary behind the Service of every pod,
 /// the analysis finds nothing (no "canary took no traffic", no selector mismatch on `role`),
-/// and `check` passes.
+/// and `check` passes. Promoted, the controller relabels the new revision's template and pods
+/// `role: stable`: no `stale-role-labels`.
 #[test]
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
@@ -576,9 +577,45 @@ fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
     assert_eq!(code, Some(0), "{out}");
     // Past the settle time of the cross-object rules.
     std::thread::sleep(Duration::from_secs(15));
+    // Promoted: the controller relabels the new revision's template and each of its pods.
+    plugin(&c, &ns.name, &["promote", APP, "--full"]);
+    ns.wait_phase(APP, "Healthy");
+    let roles = || {
+        let pods = c.get(&ns.name, "pods").unwrap();
+        pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["rollouts-pod-template-hash"] == canary.as_str())
+            .map(|p| p["metadata"]["labels"]["role"].as_str().unwrap_or("-").to_owned())
+            .collect::<Vec<_>>()
+    };
+    until(
+        "the promoted revision's pods relabelled role: stable",
+        Duration::from_secs(60),
+        || {
+            let r = roles();
+            (!r.is_empty() && r.iter().all(|r| r == "stable")).then_some(())
+        },
+        || format!("roles {:?}; {}", roles(), ns.state()),
+    );
+    let sets = c.get(&ns.name, "replicasets").unwrap();
+    let template_role = sets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|rs| rs["metadata"]["labels"]["rollouts-pod-template-hash"] == canary.as_str())
+        .map(|rs| rs["spec"]["template"]["metadata"]["labels"]["role"].clone());
+    assert_eq!(template_role, Some(serde_json::json!("stable")), "{sets}");
+    // Past the hold of `stale-role-labels`.
+    std::thread::sleep(Duration::from_secs(35));
     let (report, code) = finish(&c, &ns, rec, "ephemeral-metadata", &[]);
     let found = rules(&report);
-    for rule in ["canary-not-in-endpoints", "service-selector-mismatch"] {
+    for rule in [
+        "canary-not-in-endpoints",
+        "service-selector-mismatch",
+        "stale-role-labels",
+    ] {
         assert!(!found.iter().any(|r| r == rule), "{rule} in {found:?}");
     }
     assert_eq!(code, Some(0), "{found:?}");
