@@ -587,7 +587,12 @@ fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
             .unwrap()
             .iter()
             .filter(|p| p["metadata"]["labels"]["rollouts-pod-template-hash"] == canary.as_str())
-            .map(|p| p["metadata"]["labels"]["role"].as_str().unwrap_or("-").to_owned())
+            .map(|p| {
+                p["metadata"]["labels"]["role"]
+                    .as_str()
+                    .unwrap_or("-")
+                    .to_owned()
+            })
             .collect::<Vec<_>>()
     };
     until(

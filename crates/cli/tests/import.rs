@@ -307,3 +307,66 @@ fn older_api_versions_and_a_pre_v1_rollout_status_are_read_as_the_current_ones()
         orphan["remedy"]
     );
 }
+
+/// An audit log proves the state until its last line, whatever that line is about: a Service
+/// that selects none of the new revision's pods from its first seconds, then only a read of a
+/// ConfigMap 15 minutes later, is `service-selector-mismatch`; cut at the last write, it held
+/// too briefly to say.
+#[test]
+fn issue_28_an_audit_log_is_judged_until_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = rf_scenarios::generate("adoption-selector-drift").unwrap();
+    let start = rec.records[0].observed_at.0;
+    let at = |line: &str| -> i64 {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let t = v["stageTimestamp"].as_str().unwrap();
+        rf_analyzer::parse_rfc3339(t).unwrap().0
+    };
+    // The writes of the first 12 s: the release and its new ReplicaSet.
+    let log = rf_scenarios::to_audit_log(&rec);
+    let early: Vec<&str> = log
+        .lines()
+        .filter(|l| at(l) <= start + 12_000_000_000)
+        .collect();
+    let read = serde_json::json!({
+        "apiVersion": "audit.k8s.io/v1", "kind": "Event", "level": "Metadata",
+        "stage": "ResponseComplete", "verb": "get", "user": {"username": "alice"},
+        "objectRef": {"resource": "configmaps", "namespace": "payments", "name": "values", "apiVersion": "v1"},
+        "responseStatus": {"code": 200},
+        "stageTimestamp": rf_analyzer::rfc3339(rf_format::Timestamp(start + 900_000_000_000)),
+    });
+    let rules_of = |lines: Vec<String>, name: &str| {
+        let file = dir.path().join(format!("{name}.log"));
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        let out = dir.path().join(format!("{name}.rfr"));
+        let o = run(&[
+            "import",
+            "--from",
+            "audit-log",
+            path(&file),
+            "-o",
+            path(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let o = run(&["analyze", path(&out), "-o", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let cut: Vec<String> = early.iter().map(|l| (*l).to_owned()).collect();
+    assert!(
+        !rules_of(cut.clone(), "cut").contains(&"service-selector-mismatch".to_owned()),
+        "a mismatch of a few seconds is not judged"
+    );
+    let mut whole = cut;
+    whole.push(read.to_string());
+    let rules = rules_of(whole, "whole");
+    assert!(
+        rules.contains(&"service-selector-mismatch".to_owned()),
+        "{rules:?}"
+    );
+}

@@ -26,10 +26,12 @@ pub fn audit_log(inputs: Vec<Input>) -> Result<Imported> {
     let mut warnings = Vec::new();
     let mut writes = Vec::new();
     let mut first_input = None;
+    // The log's last event, of any kind: what it proves holds until then.
+    let mut log_end: Option<Timestamp> = None;
     for input in inputs {
         let text = Text::read(input, &mut warnings)?;
         first_input.get_or_insert_with(|| text.name.clone());
-        read_input(&text, &mut writes, &mut warnings)?;
+        read_input(&text, &mut writes, &mut log_end, &mut warnings)?;
     }
     // Stable: equal times keep input, then line order.
     writes.sort_by_key(|w: &Write| w.at);
@@ -46,7 +48,12 @@ pub fn audit_log(inputs: Vec<Input>) -> Result<Imported> {
             detail: "no completed create, update, patch or delete of a recorded kind".to_owned(),
         });
     }
-    Ok(builder.finish("import:audit-log", &[("source", "audit-log")], warnings))
+    let mut imported = builder.finish("import:audit-log", &[("source", "audit-log")], warnings);
+    // The recording ends where the log does, not at its last write of a recorded kind.
+    if let Some(end) = log_end {
+        imported.closed_at = imported.closed_at.max(end);
+    }
+    Ok(imported)
 }
 
 /// One completed write, before ordering.
@@ -64,7 +71,12 @@ struct Write {
     response: Option<Value>,
 }
 
-fn read_input(text: &Text, writes: &mut Vec<Write>, warnings: &mut Vec<Diagnostic>) -> Result<()> {
+fn read_input(
+    text: &Text,
+    writes: &mut Vec<Write>,
+    log_end: &mut Option<Timestamp>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<()> {
     let mut events = 0u64;
     let mut first_rejection: Option<(u64, String)> = None;
     let mut last: Option<Timestamp> = None;
@@ -100,6 +112,12 @@ fn read_input(text: &Text, writes: &mut Vec<Write>, warnings: &mut Vec<Diagnosti
             continue;
         }
         events += 1;
+        if let Some(t) = ["stageTimestamp", "requestReceivedTimestamp"]
+            .iter()
+            .find_map(|k| event[*k].as_str().and_then(parse_time))
+        {
+            *log_end = Some(log_end.map_or(t, |e| e.max(t)));
+        }
         let verb = event["verb"].as_str().unwrap_or_default().to_owned();
         let code = event["responseStatus"]["code"].as_u64().unwrap_or(200);
         if event["stage"] != "ResponseComplete"
@@ -596,5 +614,26 @@ mod tests {
         assert_eq!(ops(&imp), ["added", "modified", "deleted"]);
         assert_eq!(object(&imp, 1)["spec"]["replicas"], 0);
         assert_eq!(object(&imp, 2)["spec"]["replicas"], 0);
+    }
+
+    #[test]
+    fn issue_28_the_recording_ends_at_the_logs_last_event_whatever_it_is_about() {
+        // A write of a recorded kind at :00, then only a read of a ConfigMap at :59: the log
+        // proves the state held until :59.
+        let imp = import(&[
+            ev(
+                "create",
+                0,
+                json!({"responseStatus": {"code": 201}, "responseObject": rollout(1, 0)}),
+            ),
+            ev(
+                "get",
+                59,
+                json!({"objectRef": {"resource": "configmaps", "apiGroup": "", "apiVersion": "v1"}}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(ops(&imp), ["added"]);
+        assert_eq!(imp.closed_at, parse_time("2026-03-14T13:00:59Z").unwrap());
     }
 }

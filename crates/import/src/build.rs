@@ -183,25 +183,64 @@ impl ObjectMeta {
     }
 }
 
+/// Why an object is not imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotRecorded {
+    /// No apiVersion or kind.
+    Unnamed,
+    /// A kind the recorder records, in a version it does not read.
+    Version { api_version: String, kind: String },
+    /// A kind rollout-forensics does not read (an AnalysisRun, a ConfigMap, another CRD).
+    Unread { api_version: String, kind: String },
+}
+
+impl std::fmt::Display for NotRecorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRecorded::Unnamed => f.write_str("object without apiVersion or kind"),
+            NotRecorded::Version { api_version, kind } => {
+                write!(f, "unknown apiVersion {api_version:?} for kind {kind:?}")
+            }
+            NotRecorded::Unread { api_version, kind } => write!(
+                f,
+                "kind {kind:?} ({api_version}) is not one rollout-forensics reads"
+            ),
+        }
+    }
+}
+
 /// The kind of an object when it is one the recorder records (one the analyzer reads, or one
 /// of [`rf_format::api::WELL_KNOWN`] in a version the table names), or why not.
-pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, String> {
+pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, NotRecorded> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     if api_version.is_empty() || kind.is_empty() {
-        return Err("object without apiVersion or kind".to_owned());
+        return Err(NotRecorded::Unnamed);
     }
     let k = Kind::from_api(api_version, kind);
     let well_known = rf_format::api::well_known(&k).is_some_and(|names| {
         matches!(&k, Kind::Other { version, .. } if names.versions.contains(&version.as_str()))
     });
     if k.reads_version(api_version) || well_known {
-        Ok(k)
-    } else {
-        Err(format!(
-            "unknown apiVersion {api_version:?} for kind {kind:?}"
-        ))
+        return Ok(k);
     }
+    // A kind the recorder records (in another version), or not one at all.
+    let known = matches!(
+        k,
+        Kind::Rollout
+            | Kind::ReplicaSet
+            | Kind::Service
+            | Kind::EndpointSlice
+            | Kind::Pod
+            | Kind::Event
+            | Kind::Application
+    ) || rf_format::api::well_known(&k).is_some();
+    let (api_version, kind) = (api_version.to_owned(), kind.to_owned());
+    Err(if known {
+        NotRecorded::Version { api_version, kind }
+    } else {
+        NotRecorded::Unread { api_version, kind }
+    })
 }
 
 /// Parses an RFC 3339 time as Kubernetes writes it.

@@ -14,29 +14,37 @@ use crate::input::{Diagnostic, Input, Text};
 /// Each input is a sequence of JSON documents, pretty or compact or one per line: watch events
 /// (`{"type": "ADDED", "object": {...}}`), bare objects, or `List`s of objects. A document that
 /// is not valid JSON, is of an unknown apiVersion or has no time is skipped with a warning;
-/// reading resumes at the next line that starts with `{`. An input that is empty, or in which
-/// not one document could be used, is an error.
+/// reading resumes at the next line that starts with `{`. An object of a kind rollout-forensics
+/// does not read (an AnalysisRun, a ConfigMap, a Job, another CRD) is skipped, with one warning
+/// per kind. An input that is empty, or in which not one document could be used (nor skipped
+/// for its kind), is an error, and so is a capture of only kinds that are not read.
 pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
     if inputs.is_empty() {
         return Err(Error::NoInput);
     }
     let mut warnings = Vec::new();
     let mut builder = Builder::default();
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut shared = Shared::default();
+    let mut first_input = None;
+    let mut managed_fields = false;
     for input in inputs {
         let text = Text::read(input, &mut warnings)?;
+        first_input.get_or_insert_with(|| text.name.clone());
         let mut stream = Stream {
             text: &text,
             last: None,
             last_kind: None,
             tiebreak: 0,
             used: 0,
+            unread: 0,
+            managed_fields: false,
             first_rejection: None,
         };
         for (line, doc) in documents(&text, &mut warnings) {
-            stream.document(line, doc, &mut builder, &mut seen, &mut warnings);
+            stream.document(line, doc, &mut builder, &mut shared, &mut warnings);
         }
-        if stream.used == 0 {
+        managed_fields |= stream.managed_fields;
+        if stream.used == 0 && stream.unread == 0 {
             let (line, detail) = stream
                 .first_rejection
                 .unwrap_or((1, "no JSON document in it".to_owned()));
@@ -48,7 +56,27 @@ pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
             });
         }
     }
-    debug_assert!(!builder.is_empty());
+    let unread = shared.unread;
+    unread.warn(&mut warnings);
+    let first_input = first_input.unwrap_or_default();
+    if builder.is_empty() {
+        return Err(Error::NothingUsable {
+            input: first_input,
+            line: 1,
+            format: "kubectl-watch",
+            detail: format!(
+                "only kinds rollout-forensics does not read: {}",
+                unread.kinds()
+            ),
+        });
+    }
+    if !managed_fields {
+        warnings.push(Diagnostic::new(
+            &first_input,
+            1,
+            "no object has metadata.managedFields (kubectl hides them since 1.21): who made each change is not known, and a change that touches no other timestamp is dated by the event before it; capture with `kubectl get ... -w -o json --show-managed-fields`".to_owned(),
+        ));
+    }
     builder.raise_times_in_resource_version_order();
     Ok(builder.finish(
         "import:kubectl-watch",
@@ -117,6 +145,52 @@ fn next_document_start(text: &Text, line: u64) -> usize {
     }
 }
 
+/// What the inputs share: the objects seen (by uid or name), the kinds skipped.
+#[derive(Default)]
+struct Shared {
+    seen: HashSet<String>,
+    unread: Unread,
+}
+
+/// The objects skipped because rollout-forensics does not read their kind: per apiVersion and
+/// kind, how many and where the first was.
+#[derive(Default)]
+struct Unread {
+    kinds: std::collections::BTreeMap<(String, String), (u64, String, u64)>,
+}
+
+impl Unread {
+    fn add(&mut self, api_version: &str, kind: &str, input: &str, line: u64) {
+        self.kinds
+            .entry((api_version.to_owned(), kind.to_owned()))
+            .or_insert_with(|| (0, input.to_owned(), line))
+            .0 += 1;
+    }
+
+    /// One warning per kind.
+    fn warn(&self, warnings: &mut Vec<Diagnostic>) {
+        for ((api_version, kind), (n, input, line)) in &self.kinds {
+            warnings.push(Diagnostic::new(
+                input,
+                *line,
+                format!(
+                    "{n} object(s) of kind {kind} ({api_version}), which rollout-forensics does not read; skipped"
+                ),
+            ));
+        }
+    }
+
+    /// The kinds, for an error.
+    fn kinds(&self) -> String {
+        let kinds: Vec<String> = self
+            .kinds
+            .keys()
+            .map(|(api_version, kind)| format!("{kind} ({api_version})"))
+            .collect();
+        kinds.join(", ")
+    }
+}
+
 struct Stream<'t> {
     text: &'t Text,
     /// The time of the stream's last event: times never go backwards within a stream.
@@ -125,6 +199,10 @@ struct Stream<'t> {
     /// The highest resourceVersion so far: orders equal times across inputs.
     tiebreak: u64,
     used: u64,
+    /// Objects skipped for their kind.
+    unread: u64,
+    /// An object with `metadata.managedFields` was seen.
+    managed_fields: bool,
     first_rejection: Option<(u64, String)>,
 }
 
@@ -141,7 +219,7 @@ impl Stream<'_> {
         line: u64,
         doc: Value,
         builder: &mut Builder,
-        seen: &mut HashSet<String>,
+        shared: &mut Shared,
         warnings: &mut Vec<Diagnostic>,
     ) {
         let (event_type, object) = match doc {
@@ -168,11 +246,11 @@ impl Stream<'_> {
             {
                 if let Value::Array(items) = object["items"].clone() {
                     for item in items {
-                        self.object(line, None, item, builder, seen, warnings);
+                        self.object(line, None, item, builder, shared, warnings);
                     }
                 }
             }
-            None => self.object(line, None, object, builder, seen, warnings),
+            None => self.object(line, None, object, builder, shared, warnings),
             Some("BOOKMARK") => {}
             Some("ERROR") => {
                 let message = object["message"]
@@ -200,7 +278,7 @@ impl Stream<'_> {
             }
             Some(t @ ("ADDED" | "MODIFIED" | "DELETED")) => {
                 let t = t.to_owned();
-                self.object(line, Some(&t), object, builder, seen, warnings);
+                self.object(line, Some(&t), object, builder, shared, warnings);
             }
             Some(other) => self.reject(
                 line,
@@ -216,13 +294,22 @@ impl Stream<'_> {
         event_type: Option<&str>,
         object: Value,
         builder: &mut Builder,
-        seen: &mut HashSet<String>,
+        shared: &mut Shared,
         warnings: &mut Vec<Diagnostic>,
     ) {
         let kind = match recorded_kind(&object) {
             Ok(k) => k,
+            Err(crate::build::NotRecorded::Unread { api_version, kind }) => {
+                self.unread += 1;
+                return shared
+                    .unread
+                    .add(&api_version, &kind, &self.text.name, line);
+            }
             Err(e) => return self.reject(line, format!("{e}; skipped"), warnings),
         };
+        self.managed_fields |= object["metadata"]["managedFields"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty());
         let meta = ObjectMeta::of(&object);
         if meta.name.is_empty() {
             return self.reject(
@@ -252,9 +339,9 @@ impl Stream<'_> {
             meta.uid.clone()
         };
         let op = if event_type == Some("DELETED") {
-            seen.remove(&key);
+            shared.seen.remove(&key);
             Op::Deleted { inferred: false }
-        } else if seen.insert(key) {
+        } else if shared.seen.insert(key) {
             Op::Added
         } else {
             Op::Modified
@@ -499,5 +586,59 @@ mod tests {
             !text.contains("hunter2") && text.contains("sha256:"),
             "{text}"
         );
+    }
+
+    /// An object of kind `kind` in `api_version`, named `name`.
+    fn other(api_version: &str, kind: &str, name: &str) -> Value {
+        json!({"apiVersion": api_version, "kind": kind,
+               "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                            "resourceVersion": "9", "creationTimestamp": "2026-03-14T12:00:00Z"}})
+    }
+
+    #[test]
+    fn issue_28_kinds_not_read_are_skipped_with_one_warning_each_and_never_fail_the_import() {
+        let runs = format!(
+            "{}\n{}\n{}\n",
+            other("argoproj.io/v1alpha1", "AnalysisRun", "r1"),
+            other("argoproj.io/v1alpha1", "AnalysisRun", "r2"),
+            other("v1", "ConfigMap", "values"),
+        );
+        let rollouts = format!("{}\n", rollout("u1", 10, "2026-03-14T13:00:00Z", 0));
+        let imp = import(vec![("runs.json", runs.clone()), ("ro.json", rollouts)]).unwrap();
+        assert_eq!(ops(&imp), ["added"]);
+        let words: Vec<String> = imp.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(words.len(), 2, "{words:?}");
+        assert!(
+            words[0]
+                .starts_with("runs.json:1: 2 object(s) of kind AnalysisRun (argoproj.io/v1alpha1)")
+                && words[1].starts_with("runs.json:3: 1 object(s) of kind ConfigMap (v1)"),
+            "{words:?}"
+        );
+        // Only such kinds: nothing to import, and the error says which kinds.
+        let e = import(vec![("runs.json", runs)]).unwrap_err().to_string();
+        assert!(
+            e.contains("only kinds rollout-forensics does not read: AnalysisRun (argoproj.io/v1alpha1), ConfigMap (v1)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn issue_28_a_capture_without_managed_fields_is_warned_once() {
+        let mut a = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        let mut b = rollout("u1", 11, "2026-03-14T13:00:05Z", 1);
+        for v in [&mut a, &mut b] {
+            v["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("managedFields");
+        }
+        let imp = import(vec![("ro.json", format!("{a}\n{b}\n"))]).unwrap();
+        let words: Vec<String> = imp.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(words.len(), 1, "{words:?}");
+        assert!(words[0].contains("--show-managed-fields"), "{words:?}");
+        // With them, no warning.
+        let a = rollout("u1", 10, "2026-03-14T13:00:00Z", 0);
+        let imp = import(vec![("ro.json", format!("{a}\n"))]).unwrap();
+        assert!(imp.warnings.is_empty());
     }
 }
