@@ -365,9 +365,14 @@ impl Analyzer {
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
+                        let known = self.rs_owner(&rec.namespace, &rec.name).is_some();
+                        let hash = view.metadata.labels.get(crate::base::HASH_LABEL).cloned();
                         if let Some(owner) = self.on_replicaset(rec, &view, pos) {
                             self.index_routes(&rec.namespace, &owner);
                             self.look_at(&rec.namespace, &owner, None, pos, false);
+                            if !known && !matches!(rec.op, Op::Deleted { .. }) {
+                                self.look_at_pods_met_before(rec, &owner, hash.as_deref(), pos);
+                            }
                         }
                     }
                     (
@@ -470,6 +475,30 @@ impl Analyzer {
     /// The rollout owning ReplicaSet `name` of `namespace`, as last seen.
     fn rs_owner(&self, namespace: &str, name: &str) -> Option<&String> {
         self.rs_owner.get(namespace)?.get(name)
+    }
+
+    /// The pods of ReplicaSet `rec` (of pod-template hash `hash`) recorded before it, looked at
+    /// now that their rollout `owner` is known: an import ordered by resourceVersion across
+    /// files meets a ReplicaSet's status write after its pods. In the usual order a new
+    /// ReplicaSet has no pods yet, and this finds none.
+    fn look_at_pods_met_before(&mut self, rec: &Record, owner: &str, hash: Option<&str>, pos: At) {
+        let Some(hash) = hash else {
+            return;
+        };
+        let ns = rec.namespace.as_str();
+        let pods: Vec<Str> = self
+            .world
+            .pods_of_hash(ns, hash)
+            .filter(|(_, p)| p.owner.as_deref().is_none_or(|o| o == rec.name.as_str()))
+            .map(|(name, _)| Str::new(name))
+            .collect();
+        for name in pods {
+            let touched = Touched::Pod {
+                namespace: Str::new(ns),
+                name,
+            };
+            self.look_at(ns, owner, Some(&touched), pos, false);
+        }
     }
 
     /// Indexes rollout `name` again by what a Service may route to it through.

@@ -226,6 +226,21 @@ mod tests {
         );
     }
 
+    /// Pods met before their ReplicaSet (a kubectl import orders the ReplicaSet's status write
+    /// after them): looked at when it arrives.
+    #[test]
+    fn issue_28_pods_recorded_before_their_replicaset_are_judged_when_it_arrives() {
+        let mut kit = Kit::new();
+        kit.pod("a", "p1", true, "r/app:2", &digest("build-1"));
+        kit.pod("a", "p2", true, "r/app:2", &digest("build-2"));
+        kit.advance(5);
+        kit.release_to_pause("a", template_unpinned("r/app:2", "c1"));
+        let report = kit.finish();
+        let f = drift(&report);
+        assert_eq!(f.len(), 1, "{:#?}", report.findings);
+        assert!(f[0].summary.contains("within revision a"), "{}", f[0].summary);
+    }
+
     /// `releases`, each a new tag with one pod, while the first release's pod still runs (or
     /// was deleted at once); then a pod of the first release pulls a moved tag.
     fn releases_then_the_first_tag_moves(releases: usize, running: bool) -> usize {
