@@ -631,7 +631,7 @@ fn issue_27_ephemeral_metadata_is_the_controllers_not_a_mismatch() {
 /// stable and canary Services, the Ingress, the Rollout.
 fn nginx_routed(image_n: u8, class: &str) -> String {
     format!(
-        r#"{stable}{canary}apiVersion: networking.k8s.io/v1
+        r#"apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {{name: checkout-api}}
 spec:
@@ -644,7 +644,16 @@ spec:
             pathType: Prefix
             backend: {{service: {{name: checkout-api, port: {{number: 80}}}}}}
 ---
-apiVersion: argoproj.io/v1alpha1
+{rollout}"#,
+        rollout = routed_rollout(image_n, "nginx: {stableIngress: checkout-api}"),
+    )
+}
+
+/// The stable and canary Services, and a canary Rollout of image `image_n` that routes traffic
+/// with `routing` (the YAML under `trafficRouting`, one line).
+fn routed_rollout(image_n: u8, routing: &str) -> String {
+    format!(
+        r#"{stable}{canary}apiVersion: argoproj.io/v1alpha1
 kind: Rollout
 metadata: {{name: checkout-api}}
 spec:
@@ -659,8 +668,7 @@ spec:
     canary:
       canaryService: checkout-api-canary
       stableService: checkout-api
-      trafficRouting:
-        nginx: {{stableIngress: checkout-api}}
+      trafficRouting: {{{routing}}}
       steps: {STEPS}
 "#,
         stable = service_yaml("checkout-api", "{app: checkout-api}"),
@@ -768,7 +776,7 @@ fn issue_27_nginx_canary_weight_overwritten_by_a_sync() {
 /// to stable).
 fn istio_routed(image_n: u8) -> String {
     format!(
-        r#"{stable}{canary}apiVersion: networking.istio.io/v1alpha3
+        r#"apiVersion: networking.istio.io/v1alpha3
 kind: VirtualService
 metadata: {{name: checkout-api}}
 spec:
@@ -781,29 +789,11 @@ spec:
         - destination: {{host: checkout-api-canary}}
           weight: 0
 ---
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {{name: checkout-api}}
-spec:
-  replicas: 4
-  selector: {{matchLabels: {{app: checkout-api}}}}
-  template:
-    metadata:
-      labels: {{app: checkout-api}}
-    spec:
-      containers: [{{name: app, image: "{image}"}}]
-  strategy:
-    canary:
-      canaryService: checkout-api-canary
-      stableService: checkout-api
-      trafficRouting:
-        istio:
-          virtualService: {{name: checkout-api, routes: [primary]}}
-      steps: {STEPS}
-"#,
-        stable = service_yaml("checkout-api", "{app: checkout-api}"),
-        canary = service_yaml("checkout-api-canary", "{app: checkout-api}"),
-        image = image(image_n),
+{rollout}"#,
+        rollout = routed_rollout(
+            image_n,
+            "istio: {virtualService: {name: checkout-api, routes: [primary]}}"
+        ),
     )
 }
 

@@ -246,16 +246,21 @@ fn adoption_selector_drift() -> Sim {
         ..SimConfig::default()
     });
     sim.run_for(5);
-    sim.render(
-        TemplateChange::new()
-            .with_image(NEW_IMAGE)
-            .with_label("version", VERSION_NEW),
-    );
+    render_new_version(&mut sim);
     run_until_paused_at(&mut sim, 1, 120);
     // Nobody promotes: the pipeline waits, the canary gets no Service traffic, for two hours.
     let paused_at = sim.paused_since().unwrap_or(sim.elapsed());
     sim.run_until_elapsed(paused_at + 2 * 3_600);
     sim
+}
+
+/// A render of the new image that also moves the pod label `version` to the new one.
+fn render_new_version(sim: &mut Sim) {
+    sim.render(
+        TemplateChange::new()
+            .with_image(NEW_IMAGE)
+            .with_label("version", VERSION_NEW),
+    );
 }
 
 fn front_door_legacy_service() -> Sim {
@@ -276,11 +281,7 @@ fn front_door_legacy_service() -> Sim {
         ..SimConfig::default()
     });
     sim.run_for(5);
-    sim.render(
-        TemplateChange::new()
-            .with_image(NEW_IMAGE)
-            .with_label("version", VERSION_NEW),
-    );
+    render_new_version(&mut sim);
     run_until_paused_at(&mut sim, 1, 120);
     sim.run_for(30);
     sim.promote();

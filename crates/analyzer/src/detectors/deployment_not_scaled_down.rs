@@ -86,13 +86,9 @@ impl Detector for DeploymentNotScaledDown {
             track.name().to_owned(),
             workload.deployment.to_string(),
         );
-        let Some(since) = self.settling.holds(&key, s.now) else {
+        let Some(since) = self.settling.ripe(s, key, HOLD_SECONDS) else {
             return self.settling.end(mine);
         };
-        if !self.settling.settled(s, since, HOLD_SECONDS) {
-            return self.settling.end(mine);
-        }
-        self.settling.fire(key);
 
         let name = &dep.name;
         let policy = workload.scale_down.as_deref().unwrap_or("never");

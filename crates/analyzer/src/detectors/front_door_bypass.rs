@@ -111,13 +111,9 @@ impl Detector for FrontDoorBypass {
                     service.to_owned(),
                     hash.to_owned(),
                 );
-                let Some(since) = self.settling.holds(&key, s.now) else {
+                let Some(since) = self.settling.ripe(s, key, SETTLE_SECONDS) else {
                     continue;
                 };
-                if !self.settling.settled(s, since, SETTLE_SECONDS) {
-                    continue;
-                }
-                self.settling.fire(key);
                 let by = membership(s.world, track, service);
                 let behind: Vec<String> = by
                     .iter()

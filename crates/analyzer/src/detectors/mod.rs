@@ -161,6 +161,18 @@ impl<K: Ord + Clone> Settling<K> {
         false
     }
 
+    /// [`holds`](Self::holds), then [`settled`](Self::settled) for `secs`: when it has held
+    /// that long, `key` is reported now ([`fire`](Self::fire)) and since when it has held is
+    /// returned.
+    pub fn ripe(&mut self, scene: &Scene<'_>, key: K, secs: i64) -> Option<At> {
+        let since = self.holds(&key, scene.now)?;
+        if !self.settled(scene, since, secs) {
+            return None;
+        }
+        self.fire(key);
+        Some(since)
+    }
+
     /// `key` is reported now: never again.
     pub fn fire(&mut self, key: K) {
         self.pending.remove(&key);

@@ -100,13 +100,9 @@ impl Detector for ServiceSelectorMismatch {
                 name.to_owned(),
                 hash.to_owned(),
             );
-            let Some(since) = self.settling.holds(&key, s.now) else {
+            let Some(since) = self.settling.ripe(s, key, SETTLE_SECONDS) else {
                 continue;
             };
-            if !self.settling.settled(s, since, SETTLE_SECONDS) {
-                continue;
-            }
-            self.settling.fire(key);
             let words: Vec<String> = wrong
                 .iter()
                 .map(|(k, v, got)| match got {

@@ -132,13 +132,9 @@ impl Detector for StaleRoleLabels {
                     service.to_owned(),
                     hash.to_owned(),
                 );
-                let Some(since) = self.settling.holds(&key, s.now) else {
+                let Some(since) = self.settling.ripe(s, key, HOLD_SECONDS) else {
                     continue;
                 };
-                if !self.settling.settled(s, since, HOLD_SECONDS) {
-                    continue;
-                }
-                self.settling.fire(key);
                 out.push(finding(s, service, svc, rs, hash, &by_stale, since.at));
             }
         }

@@ -88,13 +88,9 @@ impl TrafficWeightMismatch {
             weight,
             None,
         );
-        let Some(since) = self.settling.holds(&key, s.now) else {
+        let Some(since) = self.settling.ripe(s, key, SETTLE_SECONDS) else {
             return;
         };
-        if !self.settling.settled(s, since, SETTLE_SECONDS) {
-            return;
-        }
-        self.settling.fire(key);
         let summary = format!(
             "the rollout's status gives weight {weight} to revision {to}, which is no longer its current revision {current}"
         );
@@ -175,13 +171,9 @@ impl TrafficWeightMismatch {
                     weight,
                     Some(routed),
                 );
-                let Some(since) = self.settling.holds(&key, s.now) else {
+                let Some(since) = self.settling.ripe(s, key, SETTLE_SECONDS) else {
                     continue;
                 };
-                if !self.settling.settled(s, since, SETTLE_SECONDS) {
-                    continue;
-                }
-                self.settling.fire(key);
                 let revision = track
                     .weights_canary_hash()
                     .or(track.last().and_then(|c| c.pod_hash.as_deref()))
@@ -305,13 +297,9 @@ impl Detector for TrafficWeightMismatch {
                 weight,
                 routed,
             );
-            let Some(since) = self.settling.holds(&key, s.now) else {
+            let Some(since) = self.settling.ripe(s, key, SETTLE_SECONDS) else {
                 continue;
             };
-            if !self.settling.settled(s, since, SETTLE_SECONDS) {
-                continue;
-            }
-            self.settling.fire(key);
             let router = match (canary, routed) {
                 (Some(_), Some(w)) => format!("its canary Ingress {name} sends it {w}"),
                 (Some(_), None) => format!(
