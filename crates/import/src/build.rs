@@ -225,16 +225,7 @@ pub(crate) fn recorded_kind(object: &Value) -> Result<Kind, NotRecorded> {
         return Ok(k);
     }
     // A kind the recorder records (in another version), or not one at all.
-    let known = matches!(
-        k,
-        Kind::Rollout
-            | Kind::ReplicaSet
-            | Kind::Service
-            | Kind::EndpointSlice
-            | Kind::Pod
-            | Kind::Event
-            | Kind::Application
-    ) || rf_format::api::well_known(&k).is_some();
+    let known = k.known_index().is_some() || rf_format::api::well_known(&k).is_some();
     let (api_version, kind) = (api_version.to_owned(), kind.to_owned());
     Err(if known {
         NotRecorded::Version { api_version, kind }

@@ -84,7 +84,7 @@ impl Detector for StaleRoleLabels {
             // The pods of this revision whose role labels are not the template's.
             let mut stale: Vec<(Stale, BTreeMap<String, String>)> = Vec::new();
             for (name, pod) in s.world.pods_of_hash(ns, hash) {
-                let mut labels = pod.labels();
+                let labels = pod.labels();
                 let wrong: Vec<(String, Option<String>, Option<String>)> = keys
                     .iter()
                     .filter_map(|k| {
@@ -96,6 +96,7 @@ impl Detector for StaleRoleLabels {
                 if wrong.is_empty() {
                     continue;
                 }
+                let mut labels = labels.clone();
                 labels.insert(HASH_LABEL.to_owned(), hash.to_owned());
                 stale.push(((name.to_owned(), wrong), labels));
             }

@@ -59,7 +59,7 @@ pub(crate) struct PodImage {
 pub(crate) struct PodObj {
     pub hash: Option<Str>,
     /// Its labels, as the JSON text of the map (read when asked: [`PodObj::labels`]).
-    pub labels: Option<std::sync::Arc<str>>,
+    pub labels: Option<std::sync::Arc<PodLabelsText>>,
     pub owner: Option<Str>,
     pub ready: bool,
     pub ready_since: Option<Timestamp>,
@@ -67,19 +67,45 @@ pub(crate) struct PodObj {
     pub pos: At,
 }
 
+/// A pod's labels as the JSON text of the map, parsed once when first asked (shared by the
+/// pod's records while the text stays the same).
+#[derive(Debug)]
+pub(crate) struct PodLabelsText {
+    text: Box<str>,
+    parsed: std::sync::OnceLock<BTreeMap<String, String>>,
+}
+
+impl PodLabelsText {
+    fn new(text: &str) -> Self {
+        PodLabelsText {
+            text: text.into(),
+            parsed: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl PartialEq for PodLabelsText {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
 impl PodObj {
     /// Its labels (those of string values).
-    pub fn labels(&self) -> BTreeMap<String, String> {
-        let Some(text) = self.labels.as_deref() else {
-            return BTreeMap::new();
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        let Some(l) = self.labels.as_deref() else {
+            return &NONE;
         };
-        serde_json::from_str::<BTreeMap<String, serde_json::Value>>(text)
-            .map(|m| {
-                m.into_iter()
-                    .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default()
+        l.parsed.get_or_init(|| {
+            serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&l.text)
+                .map(|m| {
+                    m.into_iter()
+                        .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -713,8 +739,8 @@ impl Namespace {
                 .as_ref()
                 .and_then(|r| r.get(&rec.object));
             let labels = match old {
-                Some(o) if o.labels.as_deref() == text => o.labels.clone(),
-                _ => text.map(std::sync::Arc::from),
+                Some(o) if o.labels.as_deref().map(|l| &*l.text) == text => o.labels.clone(),
+                _ => text.map(|t| std::sync::Arc::new(PodLabelsText::new(t))),
             };
             let unchanged = old.is_some_and(|o| {
                 o.ready == ready
@@ -938,34 +964,33 @@ fn ingress_rules(spec: &crate::input::view::IngressSpec, ns: &str) -> Vec<RuleOb
     rules
 }
 
+/// Each of `hosts` with each of `paths`, an empty list standing for any (`""`).
+fn host_paths(hosts: &[Str], paths: impl Iterator<Item = Str>) -> Vec<(Str, Str)> {
+    let any = [Str::default()];
+    let hosts = if hosts.is_empty() { &any[..] } else { hosts };
+    let mut paths: Vec<Str> = paths.collect();
+    if paths.is_empty() {
+        paths.push(Str::default());
+    }
+    hosts
+        .iter()
+        .flat_map(|h| paths.iter().map(move |p| (h.clone(), p.clone())))
+        .collect()
+}
+
 /// An HTTPRoute's rules: each hostname with each path match, and the Service backends.
 fn http_route_rules(spec: &crate::input::view::HttpRouteSpec, ns: &str) -> Vec<RuleObj> {
-    let hosts: Vec<Str> = if spec.hostnames.is_empty() {
-        vec![Str::default()]
-    } else {
-        spec.hostnames.clone()
-    };
     spec.rules
         .iter()
         .enumerate()
         .map(|(r, rule)| {
-            let paths: Vec<Str> = if rule.matches.is_empty() {
-                vec![Str::default()]
-            } else {
-                rule.matches
-                    .iter()
-                    .map(|m| {
-                        m.path
-                            .as_ref()
-                            .and_then(|p| p.value.clone())
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            };
-            let matches = hosts
-                .iter()
-                .flat_map(|h| paths.iter().map(move |p| (h.clone(), p.clone())))
-                .collect();
+            let paths = rule.matches.iter().map(|m| {
+                m.path
+                    .as_ref()
+                    .and_then(|p| p.value.clone())
+                    .unwrap_or_default()
+            });
+            let matches = host_paths(&spec.hostnames, paths);
             let backends = rule
                 .backend_refs
                 .iter()
@@ -993,32 +1018,17 @@ fn http_route_rules(spec: &crate::input::view::HttpRouteSpec, ns: &str) -> Vec<R
 
 /// A VirtualService's HTTP routes: each host with each URI match, and the destinations.
 fn virtual_service_rules(spec: &crate::input::view::VirtualServiceSpec, ns: &str) -> Vec<RuleObj> {
-    let hosts: Vec<Str> = if spec.hosts.is_empty() {
-        vec![Str::default()]
-    } else {
-        spec.hosts.clone()
-    };
     spec.http
         .iter()
         .enumerate()
         .map(|(r, http)| {
-            let uris: Vec<Str> = if http.matches.is_empty() {
-                vec![Str::default()]
-            } else {
-                http.matches
-                    .iter()
-                    .map(|m| {
-                        m.uri
-                            .as_ref()
-                            .and_then(|u| u.prefix.clone().or(u.exact.clone()).or(u.regex.clone()))
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            };
-            let matches = hosts
-                .iter()
-                .flat_map(|h| uris.iter().map(move |u| (h.clone(), u.clone())))
-                .collect();
+            let uris = http.matches.iter().map(|m| {
+                m.uri
+                    .as_ref()
+                    .and_then(|u| u.prefix.clone().or(u.exact.clone()).or(u.regex.clone()))
+                    .unwrap_or_default()
+            });
+            let matches = host_paths(&spec.hosts, uris);
             let backends = http
                 .route
                 .iter()
