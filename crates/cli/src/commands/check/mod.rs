@@ -1,7 +1,13 @@
-//! `rollout-forensics check ROLLOUT -n NS [--expect-version LABEL=VALUE] [-o json] [--save FILE]`:
-//! one-shot adoption verification. Lists the rollout, its ReplicaSets and Pods, the namespace's
-//! Services and EndpointSlices and the Argo CD Applications, runs every detector on that
-//! snapshot, and says whether the current revision is what the Services route to.
+//! `rollout-forensics check [rollout/|deployment/]NAME -n NS [--expect-version LABEL=VALUE]
+//! [--expect-image REF@sha256:DIGEST] [--probe URL ...] [-o json] [--save FILE]`: one-shot
+//! adoption verification. Lists the rollout (or Deployment), its ReplicaSets and Pods, the
+//! namespace's Services, EndpointSlices and routers and the Argo CD Applications, runs every
+//! detector on that snapshot, and says whether the current revision is what the Services route
+//! to, runs the expected build, and answers at the front door.
+
+mod deployment;
+mod image;
+mod probe;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,7 +31,7 @@ const HASH_LABEL: &str = "rollouts-pod-template-hash";
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The Rollout to check.
+    /// The Rollout to check (`NAME` or `rollout/NAME`), or a Deployment (`deployment/NAME`).
     #[arg(value_name = "ROLLOUT")]
     pub rollout: String,
     /// Its namespace (default: the kubeconfig context's).
@@ -36,6 +42,29 @@ pub struct CheckArgs {
     /// to the rollout must have a ready endpoint of a pod with it.
     #[arg(long, value_name = "LABEL=VALUE")]
     pub expect_version: Option<String>,
+    /// The build the current revision must run (`REF@sha256:DIGEST`, a tag before the digest
+    /// allowed): every ready pod of it runs that digest in its container of that repository,
+    /// by the `imageID` the kubelet reports, whatever the tag now points to.
+    #[arg(long, value_name = "REF@sha256:DIGEST")]
+    pub expect_image: Option<String>,
+    /// Send one GET to this URL, the front door customers use: adoption fails on no answer, a
+    /// status that is not 2xx, or an answer without `--expect-header` / `--expect-body`.
+    #[arg(long, value_name = "URL")]
+    pub probe: Option<String>,
+    /// A header the probe's answer must carry with this value (e.g. `x-version=v418`), the
+    /// value only the new revision returns. Repeatable.
+    #[arg(long, value_name = "NAME=VALUE", requires = "probe")]
+    pub expect_header: Vec<String>,
+    /// Text the probe's answer body must contain (its first MiB is read).
+    #[arg(long, value_name = "TEXT", requires = "probe")]
+    pub expect_body: Option<String>,
+    /// Connect the probe to ADDR for HOST:PORT instead of resolving HOST, as curl's --resolve
+    /// (the Host header and TLS name stay HOST). Repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR", requires = "probe")]
+    pub resolve: Vec<String>,
+    /// How long the probe waits for its whole answer.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub probe_timeout: String,
     /// Write the snapshot as a recording: the artifact that proves adoption.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
@@ -75,11 +104,34 @@ fn parse_expect(s: &str) -> Result<Expect> {
     }
 }
 
+/// What is checked: a Rollout, or a plain Deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Rollout,
+    Deployment,
+}
+
+/// `NAME`, `rollout/NAME` or `deployment/NAME` (and kubectl's short and plural forms).
+fn parse_target(s: &str) -> Result<(Workload, String)> {
+    let (workload, name) = match s.split_once('/') {
+        None => (Workload::Rollout, s),
+        Some(("rollout" | "rollouts" | "ro", n)) => (Workload::Rollout, n),
+        Some(("deployment" | "deployments" | "deploy", n)) => (Workload::Deployment, n),
+        Some((k, _)) => bail!(
+            "invalid ROLLOUT {s:?}: {k:?} is not a kind check verifies; give NAME or rollout/NAME for a Rollout, deployment/NAME for a Deployment"
+        ),
+    };
+    if name.is_empty() || name.contains('/') {
+        bail!("invalid ROLLOUT {s:?}: expected NAME, rollout/NAME or deployment/NAME");
+    }
+    Ok((workload, name.to_owned()))
+}
+
 /// One kind to list.
 struct Target {
     kind: Kind,
     namespace: String,
-    selector: Option<&'static str>,
+    selector: Option<String>,
     optional: bool,
 }
 
@@ -126,7 +178,7 @@ async fn list_as(
         if let Some(tok) = &token {
             lp = lp.continue_token(tok);
         }
-        if let Some(sel) = t.selector {
+        if let Some(sel) = &t.selector {
             lp = lp.labels(sel);
         }
         let req = Request::new(&path)
@@ -200,63 +252,76 @@ struct Snapshot {
     notes: Vec<String>,
 }
 
-async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snapshot> {
-    let targets = [
-        Target {
-            kind: Kind::Rollout,
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: false,
-        },
-        Target {
-            kind: Kind::ReplicaSet,
-            namespace: ns.to_owned(),
-            selector: Some(HASH_LABEL),
-            optional: false,
-        },
-        Target {
-            kind: Kind::Pod,
-            namespace: ns.to_owned(),
-            selector: Some(HASH_LABEL),
-            optional: true,
-        },
-        Target {
-            kind: Kind::Service,
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: true,
-        },
-        Target {
-            kind: Kind::EndpointSlice,
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: true,
-        },
-        Target {
-            kind: rf_format::api::INGRESS.newest(),
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: true,
-        },
-        Target {
-            kind: rf_format::api::HTTP_ROUTE.newest(),
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: true,
-        },
-        Target {
-            kind: rf_format::api::VIRTUAL_SERVICE.newest(),
-            namespace: ns.to_owned(),
-            selector: None,
-            optional: true,
-        },
+/// The kinds to list for `workload`, in order; the Deployment's own label selector (from its
+/// listing) picks its ReplicaSets and Pods.
+fn targets(workload: Workload, ns: &str, app_ns: &str, selector: Option<String>) -> Vec<Target> {
+    let at = |kind: Kind, selector: Option<String>, optional: bool| Target {
+        kind,
+        namespace: ns.to_owned(),
+        selector,
+        optional,
+    };
+    let mut targets = match workload {
+        Workload::Rollout => vec![
+            at(Kind::Rollout, None, false),
+            at(Kind::ReplicaSet, Some(HASH_LABEL.to_owned()), false),
+            at(Kind::Pod, Some(HASH_LABEL.to_owned()), true),
+        ],
+        Workload::Deployment => vec![
+            at(Kind::ReplicaSet, selector.clone(), false),
+            at(Kind::Pod, selector, true),
+        ],
+    };
+    targets.extend([
+        at(Kind::Service, None, true),
+        at(Kind::EndpointSlice, None, true),
+        at(rf_format::api::INGRESS.newest(), None, true),
+        at(rf_format::api::HTTP_ROUTE.newest(), None, true),
+        at(rf_format::api::VIRTUAL_SERVICE.newest(), None, true),
         Target {
             kind: Kind::Application,
             namespace: app_ns.to_owned(),
             selector: None,
             optional: true,
         },
-    ];
+    ]);
+    targets
+}
+
+async fn snapshot(
+    client: &kube::Client,
+    workload: Workload,
+    ns: &str,
+    name: &str,
+    app_ns: &str,
+) -> Result<Snapshot> {
+    // A Deployment is listed first: its selector picks what else to list.
+    let deployments = match workload {
+        Workload::Rollout => None,
+        Workload::Deployment => {
+            let t = Target {
+                kind: rf_format::api::DEPLOYMENT.newest(),
+                namespace: ns.to_owned(),
+                selector: None,
+                optional: false,
+            };
+            list(client, &t).await?
+        }
+    };
+    let selector = deployments.as_ref().and_then(|(_, _, items)| {
+        let d = items
+            .iter()
+            .find(|d| d.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?;
+        let labels = string_values(d, "/spec/selector/matchLabels");
+        (!labels.is_empty()).then(|| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    });
+    let targets = targets(workload, ns, app_ns, selector);
     let mut records = Vec::new();
     let mut notes = Vec::new();
     let taken_at = rf_recorder::now();
@@ -302,6 +367,13 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
             object,
         });
     };
+    if let Some((kind, rv, items)) = deployments {
+        push(&mut records, &kind, Op::ListBegin, ns, None, "");
+        for item in &items {
+            push(&mut records, &kind, Op::Listed, ns, Some(item), "");
+        }
+        push(&mut records, &kind, Op::ListEnd, ns, None, &rv);
+    }
     for t in &targets {
         let Some((kind, rv, items)) = list(client, t).await? else {
             notes.push(format!(
@@ -334,9 +406,11 @@ async fn snapshot(client: &kube::Client, ns: &str, app_ns: &str) -> Result<Snaps
 /// What the snapshot shows about the rollout, for a person and for `-o json`.
 #[derive(Debug, Default, Serialize)]
 struct State {
+    /// `Rollout` or `Deployment`.
+    kind: &'static str,
     phase: Option<String>,
-    /// `canary` or `blueGreen`.
-    strategy: &'static str,
+    /// `canary` or `blueGreen`; a Deployment's `RollingUpdate` or `Recreate`.
+    strategy: String,
     step_index: i64,
     step_count: usize,
     current_pod_hash: Option<String>,
@@ -344,8 +418,14 @@ struct State {
     /// A blue-green rollout's Services and the selectors its status records.
     #[serde(skip_serializing_if = "Option::is_none")]
     blue_green: Option<BlueGreenState>,
+    /// A Deployment's revision and counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deployment: Option<deployment::DeploymentState>,
     replicasets: Vec<RsState>,
     services: Vec<ServiceState>,
+    /// With `--expect-image`: what each ready pod of the current revision runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<image::PodImage>,
     /// Where customers come in: each router path whose backend is one of `services`.
     front_doors: Vec<FrontDoor>,
     applications: Vec<AppState>,
@@ -382,6 +462,7 @@ struct BlueGreenState {
 struct RsState {
     name: String,
     hash: String,
+    /// `new` (the current revision), `stable`, or `other`; a Deployment's are `new` or `old`.
     role: &'static str,
     replicas: i64,
     ready: i64,
@@ -412,6 +493,140 @@ fn objects<'a>(records: &'a [Record], kind: &'a Kind) -> impl Iterator<Item = Va
         .filter_map(|r| serde_json::from_slice(&r.object).ok())
 }
 
+/// What the current revision must be, beyond being routed to.
+#[derive(Debug, Default)]
+struct Expectations {
+    version: Option<Expect>,
+    image: Option<image::ExpectImage>,
+}
+
+/// Whether the current revision of `state` carries `expect.version` and runs `expect.image`,
+/// and the Services route to pods with that label; `rs_labels`: each revision's template
+/// labels. What each ready pod runs joins `state.images`.
+fn expectations(
+    records: &[Record],
+    state: &mut State,
+    rs_labels: &BTreeMap<String, BTreeMap<String, String>>,
+    expect: &Expectations,
+    failures: &mut Vec<String>,
+) {
+    let current = state.current_pod_hash.clone().unwrap_or_default();
+    if let Some(e) = &expect.version {
+        let has = |hash: &str| rs_labels.get(hash).and_then(|l| l.get(&e.label)) == Some(&e.value);
+        if !has(&current) {
+            let got = rs_labels
+                .get(&current)
+                .and_then(|l| l.get(&e.label))
+                .map_or("no such label".to_owned(), |v| format!("{v:?}"));
+            failures.push(format!(
+                "the current revision {current} has {}: {got}, expected {:?}",
+                e.label, e.value
+            ));
+        }
+        for s in &state.services {
+            let served = s
+                .endpoints
+                .iter()
+                .any(|(h, pods)| !pods.is_empty() && has(h));
+            if !served {
+                failures.push(format!(
+                    "Service {} has no ready endpoint of a pod with {}={}",
+                    s.name, e.label, e.value
+                ));
+            }
+        }
+    }
+    if let Some(e) = &expect.image {
+        let rs = state
+            .replicasets
+            .iter()
+            .find(|r| r.role == "new")
+            .map(|r| r.name.clone());
+        // The revision's own pods (an Experiment's share its hash label, not its ReplicaSet),
+        // ready and not being deleted.
+        state.images = objects(records, &Kind::Pod)
+            .filter(|p| rs.is_some() && owner_names(p).any(|o| Some(o) == rs.as_deref()))
+            .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none() && pod_ready(p))
+            .map(|p| image::pod_image(&p, e))
+            .collect();
+        state.images.sort_by(|a, b| a.pod.cmp(&b.pod));
+        failures.extend(image::failures(
+            &format!("the current revision {current}"),
+            &state.images,
+            e,
+        ));
+    }
+}
+
+/// The front doors: every path of a router (but the canary Ingress the controller makes for
+/// NGINX, and backends of weight 0) to one of `services`, as the analyzer reads it.
+fn front_doors(records: &[Record], services: &[ServiceState]) -> Vec<FrontDoor> {
+    let mut doors = Vec::new();
+    for rec in records
+        .iter()
+        .filter(|r| matches!(r.op, Op::Listed | Op::Added | Op::Modified))
+    {
+        for p in rf_analyzer::router_paths(rec) {
+            if services.iter().any(|s| s.name == p.service) {
+                doors.push(FrontDoor {
+                    router: p.kind,
+                    name: p.name,
+                    host: p.host,
+                    path: p.path,
+                    service: p.service,
+                    weight: p.weight,
+                });
+            }
+        }
+    }
+    doors
+}
+
+/// The Argo CD Applications that manage the `kind` `ns/name`, with their sync and health.
+fn applications(records: &[Record], kind: &str, ns: &str, name: &str) -> Vec<AppState> {
+    let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    objects(records, &Kind::Application)
+        .filter(|app| {
+            app.pointer("/status/resources")
+                .and_then(Value::as_array)
+                .is_some_and(|r| {
+                    r.iter().any(|r| {
+                        r.get("kind").and_then(Value::as_str) == Some(kind)
+                            && r.get("name").and_then(Value::as_str) == Some(name)
+                            && r.get("namespace").and_then(Value::as_str) == Some(ns)
+                    })
+                })
+        })
+        .map(|app| AppState {
+            name: text(&app, "/metadata/name").unwrap_or_default(),
+            sync: text(&app, "/status/sync/status"),
+            health: text(&app, "/status/health/status"),
+        })
+        .collect()
+}
+
+/// The names of `object`'s owners.
+fn owner_names(object: &Value) -> impl Iterator<Item = &str> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("name").and_then(Value::as_str))
+}
+
+/// Whether the pod's Ready condition is True.
+fn pod_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Ready")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
 /// The state of `name` in the snapshot, and why adoption fails, if it does: no Service routes
 /// to the rollout, one that does has no ready endpoint of it, or `expect` does not hold.
 fn describe(
@@ -419,7 +634,7 @@ fn describe(
     traffic: &[TrafficEntry],
     ns: &str,
     name: &str,
-    expect: Option<&Expect>,
+    expect: &Expectations,
 ) -> Option<(State, Vec<String>)> {
     let rollout = objects(records, &Kind::Rollout)
         .find(|r| r.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?;
@@ -452,12 +667,14 @@ fn describe(
             .and_then(Value::as_str),
     );
     let mut state = State {
+        kind: "Rollout",
         phase: st("/status/phase"),
         strategy: if blue_green.is_some() {
             "blueGreen"
         } else {
             "canary"
-        },
+        }
+        .to_owned(),
         step_index: rollout
             .pointer("/status/currentStepIndex")
             .and_then(Value::as_i64)
@@ -553,54 +770,8 @@ fn describe(
             endpoints: e.endpoints.clone(),
         });
     }
-    // The front doors: every path of a router (but the canary Ingress the controller makes
-    // for NGINX, and backends of weight 0) to one of those Services, as the analyzer reads it.
-    for rec in records
-        .iter()
-        .filter(|r| matches!(r.op, Op::Listed | Op::Added | Op::Modified))
-    {
-        for p in rf_analyzer::router_paths(rec) {
-            if state.services.iter().any(|s| s.name == p.service) {
-                state.front_doors.push(FrontDoor {
-                    router: p.kind,
-                    name: p.name,
-                    host: p.host,
-                    path: p.path,
-                    service: p.service,
-                    weight: p.weight,
-                });
-            }
-        }
-    }
-    for app in objects(records, &Kind::Application) {
-        let manages = app
-            .pointer("/status/resources")
-            .and_then(Value::as_array)
-            .is_some_and(|r| {
-                r.iter().any(|r| {
-                    r.get("kind").and_then(Value::as_str) == Some("Rollout")
-                        && r.get("name").and_then(Value::as_str) == Some(name)
-                        && r.get("namespace").and_then(Value::as_str) == Some(ns)
-                })
-            });
-        if manages {
-            state.applications.push(AppState {
-                name: app
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                sync: app
-                    .pointer("/status/sync/status")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                health: app
-                    .pointer("/status/health/status")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            });
-        }
-    }
+    state.front_doors = front_doors(records, &state.services);
+    state.applications = applications(records, "Rollout", ns, name);
     let mut failures = Vec::new();
     let listed = |k: &Kind| records.iter().any(|r| r.kind == *k && r.op == Op::ListEnd);
     if !listed(&Kind::Service) || !listed(&Kind::EndpointSlice) {
@@ -640,32 +811,7 @@ fn describe(
             }
         }
     }
-    if let Some(e) = expect {
-        let current = state.current_pod_hash.clone().unwrap_or_default();
-        let has = |hash: &str| rs_labels.get(hash).and_then(|l| l.get(&e.label)) == Some(&e.value);
-        if !has(&current) {
-            let got = rs_labels
-                .get(&current)
-                .and_then(|l| l.get(&e.label))
-                .map_or("no such label".to_owned(), |v| format!("{v:?}"));
-            failures.push(format!(
-                "the current revision {current} has {}: {got}, expected {:?}",
-                e.label, e.value
-            ));
-        }
-        for s in &state.services {
-            let served = s
-                .endpoints
-                .iter()
-                .any(|(h, pods)| !pods.is_empty() && has(h));
-            if !served {
-                failures.push(format!(
-                    "Service {} has no ready endpoint of a pod with {}={}",
-                    s.name, e.label, e.value
-                ));
-            }
-        }
-    }
+    expectations(records, &mut state, &rs_labels, expect, &mut failures);
     Some((state, failures))
 }
 
@@ -676,6 +822,11 @@ struct Outcome<'a> {
     taken_at: String,
     state: &'a State,
     expect: Option<&'a Expect>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expect_image: Option<&'a image::ExpectImage>,
+    /// With `--probe`: what the front door answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<&'a probe::ProbeResult>,
     failures: &'a [String],
     findings: &'a [Finding],
     notes: &'a [String],
@@ -688,30 +839,36 @@ fn save(
     path: &Path,
     snap: &Snapshot,
     ns: &str,
-    server: Option<String>,
-    context: Option<String>,
+    source: &rf_recorder::SourceInfo,
+    probe: Option<&probe::ProbeResult>,
 ) -> Result<()> {
+    // The kinds listed, in list order.
+    let mut kinds: Vec<Kind> = Vec::new();
+    for r in snap.records.iter().filter(|r| r.op == Op::ListEnd) {
+        if !kinds.contains(&r.kind) {
+            kinds.push(r.kind.clone());
+        }
+    }
     let mut header = Header::new(
         env!("CARGO_PKG_VERSION"),
         snap.taken_at,
         Source {
-            context,
-            server,
+            context: source.context.clone(),
+            server: source.server.clone(),
             namespaces: vec![ns.to_owned()],
             label_selector: None,
-            kinds: vec![
-                Kind::Rollout,
-                Kind::ReplicaSet,
-                Kind::Pod,
-                Kind::Service,
-                Kind::EndpointSlice,
-                Kind::Application,
-            ],
+            kinds,
         },
     );
     header
         .notes
         .insert("snapshot".to_owned(), "rollout-forensics check".to_owned());
+    // What the front door answered is evidence no listing holds.
+    if let Some(p) = probe {
+        header
+            .notes
+            .insert("probe".to_owned(), serde_json::to_string(p)?);
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -743,56 +900,85 @@ fn save(
 }
 
 pub fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Exit> {
-    let expect = args
-        .expect_version
-        .as_deref()
-        .map(parse_expect)
-        .transpose()?;
+    let (workload, name) = parse_target(&args.rollout)?;
+    let expect = Expectations {
+        version: args
+            .expect_version
+            .as_deref()
+            .map(parse_expect)
+            .transpose()?,
+        image: image::validate(args.expect_image.as_deref())?,
+    };
     let retry_for = Duration::from_nanos(
         u64::try_from(parse_duration(&args.retry_for).context("in --retry-for")?).unwrap_or(0),
     );
+    let probe_timeout = Duration::from_nanos(
+        u64::try_from(parse_duration(&args.probe_timeout).context("in --probe-timeout")?)
+            .unwrap_or(0),
+    );
+    let probe = args
+        .probe
+        .as_deref()
+        .map(|url| {
+            probe::parse(
+                url,
+                &args.expect_header,
+                args.expect_body.as_deref(),
+                &args.resolve,
+                probe_timeout,
+            )
+        })
+        .transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let begun = Instant::now();
-    let (ns, snap, source, (adopted, report_findings, state, failures)) =
+    let (ns, snap, source, probed, (mut adopted, report_findings, state, mut failures)) =
         runtime.block_on(async {
             let (client, source, default_ns) =
                 client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
             let ns = args.namespace.clone().unwrap_or(default_ns);
             loop {
-                let snap = snapshot(&client, &ns, &args.app_namespace).await?;
-                let v = verdict(&snap, &ns, &args.rollout, expect.as_ref())?;
-                if v.0 || begun.elapsed() + Duration::from_secs(5) > retry_for {
-                    return Ok::<_, anyhow::Error>((ns, snap, source, v));
+                let snap = snapshot(&client, workload, &ns, &name, &args.app_namespace).await?;
+                let v = verdict(&snap, workload, &ns, &name, &expect)?;
+                let probed = match &probe {
+                    Some(p) => Some(p.run().await),
+                    None => None,
+                };
+                let done = v.0 && probed.as_ref().is_none_or(|p| p.failures.is_empty());
+                if done || begun.elapsed() + Duration::from_secs(5) > retry_for {
+                    return Ok::<_, anyhow::Error>((ns, snap, source, probed, v));
                 }
                 tokio::time::sleep(Duration::from_secs(5)).await;
             }
         })?;
+    if let Some(p) = &probed {
+        failures.extend(p.failures.iter().cloned());
+        adopted &= p.failures.is_empty();
+    }
     let saved = match &args.save {
         Some(path) => {
-            save(
-                path,
-                &snap,
-                &ns,
-                source.server.clone(),
-                source.context.clone(),
-            )?;
+            save(path, &snap, &ns, &source, probed.as_ref())?;
             Some(path.display().to_string())
         }
         None => None,
     };
-    let rollout = format!("{ns}/{}", args.rollout);
+    let subject = match workload {
+        Workload::Rollout => format!("{ns}/{name}"),
+        Workload::Deployment => format!("deployment {ns}/{name}"),
+    };
     if args.format == crate::args::Format::Json {
         serde_json::to_writer_pretty(
             &mut *out,
             &Outcome {
-                rollout,
+                rollout: format!("{ns}/{name}"),
                 adopted,
                 taken_at: rf_analyzer::rfc3339(snap.taken_at),
                 state: &state,
-                expect: expect.as_ref(),
+                expect: expect.version.as_ref(),
+                expect_image: expect.image.as_ref(),
+                probe: probed.as_ref(),
                 failures: &failures,
                 findings: &report_findings,
                 notes: &snap.notes,
@@ -803,24 +989,62 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Exit> {
     } else {
         print_table(
             out,
-            &rollout,
+            &subject,
             &state,
             &report_findings,
             &failures,
             &snap.notes,
             adopted,
             saved.as_deref(),
+            probed.as_ref(),
         )?;
     }
     out.flush()?;
     Ok(if adopted { Exit::Ok } else { Exit::Findings })
 }
 
+/// The probe's answer, for a person (its failures are among the adoption errors).
+fn print_probe(out: &mut dyn Write, p: &probe::ProbeResult) -> std::io::Result<()> {
+    let at = p
+        .address
+        .as_deref()
+        .map(|a| format!(" at {a}"))
+        .unwrap_or_default();
+    match (p.status, &p.error) {
+        (Some(status), _) => {
+            let headers: Vec<String> = p
+                .headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {}", v.as_deref().unwrap_or("(absent)")))
+                .collect();
+            writeln!(
+                out,
+                "  probe {}{at}: {status}{}",
+                p.url,
+                if headers.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", headers.join(", "))
+                }
+            )?;
+        }
+        (None, Some(e)) => writeln!(out, "  probe {}{at}: no answer: {e}", p.url)?,
+        (None, None) => writeln!(out, "  probe {}{at}: no answer", p.url)?,
+    }
+    Ok(())
+}
+
 type Verdict = (bool, Vec<Finding>, State, Vec<String>);
 
-/// Analyzes the snapshot: adopted when no error finding concerns the rollout and every
+/// Analyzes the snapshot: adopted when no error finding concerns the workload and every
 /// expectation holds.
-fn verdict(snap: &Snapshot, ns: &str, name: &str, expect: Option<&Expect>) -> Result<Verdict> {
+fn verdict(
+    snap: &Snapshot,
+    workload: Workload,
+    ns: &str,
+    name: &str,
+    expect: &Expectations,
+) -> Result<Verdict> {
     let mut analyzer = Analyzer::new(Options {
         rollout: Some((ns.to_owned(), name.to_owned())),
         snapshot: true,
@@ -835,12 +1059,24 @@ fn verdict(snap: &Snapshot, ns: &str, name: &str, expect: Option<&Expect>) -> Re
     }
     analyzer.end_file(FileEnd::Closed, Some(snap.taken_at), None);
     let report = analyzer.finish();
-    let traffic = report
-        .timelines
-        .first()
-        .map_or(&[][..], |t| t.traffic.as_slice());
-    let Some((state, failures)) = describe(&snap.records, traffic, ns, name, expect) else {
-        bail!("rollout {ns}/{name} not found");
+    let described = match workload {
+        Workload::Rollout => {
+            let traffic = report
+                .timelines
+                .first()
+                .map_or(&[][..], |t| t.traffic.as_slice());
+            describe(&snap.records, traffic, ns, name, expect)
+        }
+        Workload::Deployment => deployment::describe(&snap.records, ns, name, expect),
+    };
+    let Some((state, failures)) = described else {
+        bail!(
+            "{} {ns}/{name} not found",
+            match workload {
+                Workload::Rollout => "rollout",
+                Workload::Deployment => "deployment",
+            }
+        );
     };
     let adopted =
         failures.is_empty() && report.findings.iter().all(|f| f.severity < Severity::Error);
@@ -857,10 +1093,23 @@ fn print_table(
     notes: &[String],
     adopted: bool,
     saved: Option<&str>,
+    probe: Option<&probe::ProbeResult>,
 ) -> Result<()> {
     let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "none".to_owned());
-    match &state.blue_green {
-        Some(b) => writeln!(
+    match (&state.deployment, &state.blue_green) {
+        (Some(d), _) => writeln!(
+            out,
+            "{rollout}: {}, {} revision {} on {} ({} of {} updated, {} available, {} pod(s) in all)",
+            opt(&state.phase),
+            state.strategy,
+            d.revision.map_or("none".to_owned(), |r| r.to_string()),
+            opt(&state.current_pod_hash),
+            d.updated,
+            d.replicas,
+            d.available,
+            d.total
+        )?,
+        (None, Some(b)) => writeln!(
             out,
             "rollout {rollout}: {}, blue-green {} on {} (stable {}; active Service selects {}, preview {})",
             opt(&state.phase),
@@ -874,7 +1123,7 @@ fn print_table(
             opt(&b.active_selector),
             opt(&b.preview_selector)
         )?,
-        None => writeln!(
+        (None, None) => writeln!(
             out,
             "rollout {rollout}: {} at step {}/{} on {} (stable {})",
             opt(&state.phase),
@@ -939,6 +1188,19 @@ fn print_table(
             opt(&a.sync),
             opt(&a.health)
         )?;
+    }
+    for i in &state.images {
+        writeln!(
+            out,
+            "  image {} {}: {}{}",
+            i.pod,
+            i.container.as_deref().unwrap_or("(no such container)"),
+            i.digest.as_deref().unwrap_or("no digest yet"),
+            if i.matches { " (expected)" } else { "" }
+        )?;
+    }
+    if let Some(p) = probe {
+        print_probe(out, p)?;
     }
     for n in notes {
         writeln!(out, "note: {n}")?;
@@ -1102,13 +1364,20 @@ mod tests {
 
     fn table(v: &Verdict) -> String {
         let mut out = Vec::new();
-        print_table(&mut out, "bg/app", &v.2, &v.1, &v.3, &[], v.0, None).unwrap();
+        print_table(&mut out, "bg/app", &v.2, &v.1, &v.3, &[], v.0, None, None).unwrap();
         String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn a_blue_green_preview_routed_to_the_new_revision_is_adopted_so_far() {
-        let v = verdict(&blue_green("h2", "h1", "h1", "h2"), "bg", "app", None).unwrap();
+        let v = verdict(
+            &blue_green("h2", "h1", "h1", "h2"),
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         let out = table(&v);
         assert!(v.0, "{out}");
         assert!(out.contains("blue-green before promotion on h2"), "{out}");
@@ -1124,7 +1393,14 @@ mod tests {
 
     #[test]
     fn a_blue_green_preview_left_on_the_old_revision_is_not_adopted() {
-        let v = verdict(&blue_green("h2", "h1", "h1", "h1"), "bg", "app", None).unwrap();
+        let v = verdict(
+            &blue_green("h2", "h1", "h1", "h1"),
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         assert!(!v.0, "{}", table(&v));
         assert!(
             v.3.iter().any(|f| f.starts_with(
@@ -1137,7 +1413,14 @@ mod tests {
 
     #[test]
     fn a_promoted_blue_green_whose_active_service_stayed_behind_is_not_adopted() {
-        let v = verdict(&blue_green("h2", "h2", "h1", "h2"), "bg", "app", None).unwrap();
+        let v = verdict(
+            &blue_green("h2", "h2", "h1", "h2"),
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         let out = table(&v);
         assert!(!v.0, "{out}");
         assert!(out.contains("blue-green promoted on h2"), "{out}");
@@ -1149,7 +1432,14 @@ mod tests {
                         .starts_with("Service app sends no traffic to revision h2")),
             "{out}"
         );
-        let v = verdict(&blue_green("h2", "h2", "h2", "h2"), "bg", "app", None).unwrap();
+        let v = verdict(
+            &blue_green("h2", "h2", "h2", "h2"),
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         assert!(v.0, "{}", table(&v));
         assert!(table(&v).contains("adopted: the Services route to revision h2"));
     }
@@ -1197,7 +1487,14 @@ mod tests {
             rf_format::api::HTTP_ROUTE.newest(),
             route,
         );
-        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let v = verdict(
+            &snap,
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         let out = table(&v);
         assert!(
             out.contains(
@@ -1221,7 +1518,14 @@ mod tests {
     fn check_prints_the_front_door_and_fails_when_it_bypasses_the_promoted_revision() {
         // The front door is the active Service: adopted, and the path is printed.
         let snap = with_front_door(blue_green("h2", "h2", "h2", "h2"), "app");
-        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let v = verdict(
+            &snap,
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         let out = table(&v);
         assert!(v.0, "{out}");
         assert!(
@@ -1231,7 +1535,14 @@ mod tests {
         // The front door is the preview Service, left on the old revision after promotion:
         // customers never reach h2.
         let snap = with_front_door(blue_green("h2", "h2", "h2", "h1"), "app-preview");
-        let v = verdict(&snap, "bg", "app", None).unwrap();
+        let v = verdict(
+            &snap,
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap();
         let out = table(&v);
         assert!(!v.0, "{out}");
         assert!(
