@@ -383,6 +383,7 @@ impl Analyzer {
                     }
                     (kind, parsed)
                         if rf_format::api::DEPLOYMENT.is(kind)
+                            || rf_format::api::ANALYSIS_RUN.is(kind)
                             || crate::input::prepare::is_router(kind) =>
                     {
                         self.on_world_record(rec, parsed, pos);
@@ -727,6 +728,21 @@ impl Analyzer {
                     );
                 }
                 keys
+            }
+            // The rollout that owns the run: what it measured joins the rollout's timeline.
+            Touched::Analysis { namespace, name } => {
+                let run = self.world.analysis_run(namespace, name);
+                let (Some(rollout), Some(changes)) = (
+                    run.and_then(|r| r.rollout.clone()),
+                    run.map(|r| r.changes.clone()),
+                ) else {
+                    return;
+                };
+                let Some(track) = self.tracks.get_mut(namespace, &rollout) else {
+                    return;
+                };
+                track.note(pos, "AnalysisRun", changes);
+                vec![(namespace.to_string(), rollout)]
             }
             Touched::Deployment {
                 namespace,

@@ -520,6 +520,39 @@ impl Kit {
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 
+    /// A ready pod of ReplicaSet `replicaset` (an Experiment's) labelled with hash `hash`, as
+    /// the controller labels an experiment's pods of the rollout's template.
+    pub fn experiment_pod(&mut self, replicaset: &str, hash: &str, image: &str, image_id: &str) {
+        let name = format!("{replicaset}-x1");
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": replicaset, "uid": format!("uid-{replicaset}"), "controller": true}]},
+            "spec": {"containers": [{"name": "app", "image": image}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "app", "image": image,
+                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": true}]}
+        });
+        self.push(Kind::Pod, Op::Modified, &name, obj);
+    }
+
+    /// AnalysisRun `name` with `object` (metadata name and namespace filled in).
+    pub fn analysis_run(&mut self, name: &str, mut object: Value) {
+        object["apiVersion"] = json!("argoproj.io/v1alpha1");
+        object["kind"] = json!("AnalysisRun");
+        object["metadata"]["name"] = json!(name);
+        object["metadata"]["namespace"] = json!(NS);
+        self.push(
+            rf_format::api::ANALYSIS_RUN.newest(),
+            Op::Modified,
+            name,
+            object,
+        );
+    }
+
     /// Deletes a pod.
     pub fn delete_pod(&mut self, hash: &str, suffix: &str) {
         let name = format!("{NAME}-{hash}-{suffix}");

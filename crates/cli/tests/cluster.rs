@@ -1610,7 +1610,7 @@ spec:
         "the controller asked the metric"
     );
     std::thread::sleep(Duration::from_secs(2));
-    let (report, code) = finish(&c, &ns, rec, "canary-web-analysis", &["AnalysisRun"]);
+    let (report, code) = finish(&c, &ns, rec, "canary-web-analysis", &[]);
     assert_eq!(rules(&report), Vec::<String>::new());
     assert_eq!(code, Some(0));
 }

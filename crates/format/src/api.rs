@@ -97,14 +97,44 @@ pub const DESTINATION_RULE: ApiNames = ApiNames {
     short_names: &["dr"],
 };
 
+/// Argo Rollouts AnalysisRun: a canary's measurements, each metric's query, value and phase.
+pub const ANALYSIS_RUN: ApiNames = ApiNames {
+    group: "argoproj.io",
+    versions: &["v1alpha1"],
+    kind: "AnalysisRun",
+    plural: "analysisruns",
+    short_names: &["ar"],
+};
+
+/// Argo Rollouts AnalysisTemplate: the metrics a rollout's analysis steps name.
+pub const ANALYSIS_TEMPLATE: ApiNames = ApiNames {
+    group: "argoproj.io",
+    versions: &["v1alpha1"],
+    kind: "AnalysisTemplate",
+    plural: "analysistemplates",
+    short_names: &["at"],
+};
+
+/// Argo Rollouts Experiment: ReplicaSets a rollout's experiment step runs beside its revisions.
+pub const EXPERIMENT: ApiNames = ApiNames {
+    group: "argoproj.io",
+    versions: &["v1alpha1"],
+    kind: "Experiment",
+    plural: "experiments",
+    short_names: &["exp"],
+};
+
 /// Every kind of the table, in the order the recorder lists them.
-pub const WELL_KNOWN: [ApiNames; 6] = [
+pub const WELL_KNOWN: [ApiNames; 9] = [
     DEPLOYMENT,
     ENDPOINTS,
     INGRESS,
     HTTP_ROUTE,
     VIRTUAL_SERVICE,
     DESTINATION_RULE,
+    ANALYSIS_RUN,
+    ANALYSIS_TEMPLATE,
+    EXPERIMENT,
 ];
 
 /// The table's entry of `kind` (any version), if it has one.

@@ -597,29 +597,41 @@ mod tests {
 
     #[test]
     fn issue_28_kinds_not_read_are_skipped_with_one_warning_each_and_never_fail_the_import() {
-        let runs = format!(
+        let others = format!(
             "{}\n{}\n{}\n",
-            other("argoproj.io/v1alpha1", "AnalysisRun", "r1"),
-            other("argoproj.io/v1alpha1", "AnalysisRun", "r2"),
+            other("batch/v1", "Job", "j1"),
+            other("batch/v1", "Job", "j2"),
             other("v1", "ConfigMap", "values"),
         );
         let rollouts = format!("{}\n", rollout("u1", 10, "2026-03-14T13:00:00Z", 0));
-        let imp = import(vec![("runs.json", runs.clone()), ("ro.json", rollouts)]).unwrap();
+        let imp = import(vec![("others.json", others.clone()), ("ro.json", rollouts)]).unwrap();
         assert_eq!(ops(&imp), ["added"]);
         let words: Vec<String> = imp.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(words.len(), 2, "{words:?}");
         assert!(
-            words[0]
-                .starts_with("runs.json:1: 2 object(s) of kind AnalysisRun (argoproj.io/v1alpha1)")
-                && words[1].starts_with("runs.json:3: 1 object(s) of kind ConfigMap (v1)"),
+            words[0].starts_with("others.json:1: 2 object(s) of kind Job (batch/v1)")
+                && words[1].starts_with("others.json:3: 1 object(s) of kind ConfigMap (v1)"),
             "{words:?}"
         );
         // Only such kinds: nothing to import, and the error says which kinds.
-        let e = import(vec![("runs.json", runs)]).unwrap_err().to_string();
+        let e = import(vec![("others.json", others)])
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("only kinds rollout-forensics does not read: AnalysisRun (argoproj.io/v1alpha1), ConfigMap (v1)"),
+            e.contains(
+                "only kinds rollout-forensics does not read: Job (batch/v1), ConfigMap (v1)"
+            ),
             "{e}"
         );
+        // AnalysisRuns are read: kept, without a warning of their kind.
+        let runs = format!("{}\n", other("argoproj.io/v1alpha1", "AnalysisRun", "r1"));
+        let imp = import(vec![("runs.json", runs)]).unwrap();
+        assert!(
+            imp.warnings.iter().all(|w| !w.message.contains("of kind")),
+            "{:?}",
+            imp.warnings
+        );
+        assert_eq!(imp.records[0].kind, rf_format::api::ANALYSIS_RUN.newest());
     }
 
     #[test]

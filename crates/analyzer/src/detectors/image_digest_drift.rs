@@ -29,7 +29,7 @@ use crate::detectors::image_not_pinned::pinned;
 use crate::detectors::{Detector, Facts, RecentImages, Scene};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 use crate::base::At;
-use crate::model::traffic::{revision};
+use crate::model::traffic::{foreign, revision};
 use crate::model::world::{Touched};
 
 /// The first pod seen with a digest.
@@ -106,7 +106,9 @@ impl Detector for ImageDigestDrift {
                     .filter_map(|rs| rs.hash.as_deref());
                 hashes
                     .flat_map(|h| s.world.pods_of_hash(track.namespace(), h))
-                    .any(|(_, p)| p.images.iter().any(|i| i.image == image))
+                    .any(|(_, p)| {
+                        !foreign(track, p) && p.images.iter().any(|i| i.image == image)
+                    })
             };
             let (known, _) = by_image.touch(&img.image, in_use);
             let slot = match known
@@ -224,6 +226,27 @@ mod tests {
             f[0].summary.contains("checkout-api-a-p0")
                 && f[0].summary.contains("checkout-api-a-p2")
         );
+    }
+
+    /// An Experiment's pods carry the revision's hash label (the controller hashes the same
+    /// template): they are not the revision's, and their build says nothing of it.
+    #[test]
+    fn issue_28_experiment_pods_sharing_the_hash_label_are_not_the_revisions() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template_unpinned("r/app:2", "c1"));
+        kit.pod("a", "p0", true, "r/app:2", &digest("build-1"));
+        kit.experiment_pod("checkout-api-a-2-1-baseline", "a", "r/app:2", &digest("build-2"));
+        kit.advance(60);
+        kit.pod("a", "p1", true, "r/app:2", &digest("build-1"));
+        let report = kit.finish();
+        assert!(drift(&report).is_empty(), "{:#?}", report.findings);
+
+        // The same pod of the revision's own ReplicaSet is the moved tag.
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template_unpinned("r/app:2", "c1"));
+        kit.pod("a", "p0", true, "r/app:2", &digest("build-1"));
+        kit.pod("a", "x1", true, "r/app:2", &digest("build-2"));
+        assert_eq!(drift(&kit.finish()).len(), 1);
     }
 
     /// Pods met before their ReplicaSet (a kubectl import orders the ReplicaSet's status write

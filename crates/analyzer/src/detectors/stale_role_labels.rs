@@ -83,7 +83,11 @@ impl Detector for StaleRoleLabels {
             }
             // The pods of this revision whose role labels are not the template's.
             let mut stale: Vec<(Stale, BTreeMap<String, String>)> = Vec::new();
-            for (name, pod) in s.world.pods_of_hash(ns, hash) {
+            for (name, pod) in s
+                .world
+                .pods_of_hash(ns, hash)
+                .filter(|(_, p)| !crate::model::traffic::foreign(track, p))
+            {
                 let labels = pod.labels();
                 let wrong: Vec<(String, Option<String>, Option<String>)> = keys
                     .iter()

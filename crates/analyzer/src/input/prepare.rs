@@ -35,6 +35,7 @@ pub(crate) enum Parsed {
     Ingress(Box<IngressView>),
     HttpRoute(Box<HttpRouteView>),
     VirtualService(Box<VirtualServiceView>),
+    AnalysisRun(Box<crate::input::view::AnalysisRunView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -150,6 +151,7 @@ impl Prepared {
                 | Kind::Pod
                 | Kind::Application
         ) || rf_format::api::DEPLOYMENT.is(kind)
+            || rf_format::api::ANALYSIS_RUN.is(kind)
             || is_router(kind)
     }
 
@@ -192,6 +194,9 @@ impl Prepared {
             }
             _ if rf_format::api::VIRTUAL_SERVICE.is(&rec.kind) => {
                 by_serde(rec, "VirtualService", Parsed::VirtualService)
+            }
+            _ if rf_format::api::ANALYSIS_RUN.is(&rec.kind) => {
+                by_serde(rec, "AnalysisRun", Parsed::AnalysisRun)
             }
             _ => Parsed::Nothing,
         })

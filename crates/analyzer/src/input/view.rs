@@ -1341,3 +1341,66 @@ mod tests {
         assert_eq!(st(r#"{"currentStepIndex": true}"#).current_step_index, None);
     }
 }
+
+/// An Argo Rollouts AnalysisRun: its owner and revision, each metric's provider and condition,
+/// and what each measured. Read by serde alone (one record per measurement, seconds apart).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AnalysisRunView {
+    pub metadata: RunMeta,
+    pub spec: RunSpec,
+    pub status: RunStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RunMeta {
+    pub labels: BTreeMap<String, String>,
+    pub owner_references: Vec<OwnerRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RunSpec {
+    pub metrics: Vec<MetricSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MetricSpec {
+    pub name: String,
+    pub success_condition: Option<String>,
+    pub failure_condition: Option<String>,
+    pub failure_limit: Option<serde_json::Value>,
+    pub inconclusive_limit: Option<serde_json::Value>,
+    pub provider: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RunStatus {
+    pub phase: Option<String>,
+    pub message: Option<String>,
+    pub started_at: Option<String>,
+    pub metric_results: Vec<MetricResult>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MetricResult {
+    pub name: String,
+    pub phase: Option<String>,
+    pub message: Option<String>,
+    pub count: Option<i64>,
+    pub measurements: Vec<MeasurementView>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MeasurementView {
+    pub phase: Option<String>,
+    pub value: Option<String>,
+    pub message: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}

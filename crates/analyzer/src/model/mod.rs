@@ -3,6 +3,7 @@
 //! between them, and the diff of two pod templates. Detectors read this layer, never the views
 //! it is built from.
 
+pub(crate) mod analysis;
 pub(crate) mod diff;
 pub(crate) mod revisions;
 pub(crate) mod rollout;

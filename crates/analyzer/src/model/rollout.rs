@@ -1636,6 +1636,13 @@ impl RolloutTrack {
         self.superseded_at.retain(|h, _| keep.contains(h));
     }
 
+    /// A change of an object around the rollout (`source`: its kind), in words, on the timeline.
+    pub fn note(&mut self, pos: At, source: &str, changes: Vec<String>) {
+        if !changes.is_empty() {
+            self.push_timeline(pos, source, changes, None, None);
+        }
+    }
+
     fn push_timeline(
         &mut self,
         pos: At,

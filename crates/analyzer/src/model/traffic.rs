@@ -48,15 +48,33 @@ impl World {
     }
 }
 
+/// True when `pod` belongs to a ReplicaSet that is none of `track`'s revisions though its hash
+/// label may name one: an Experiment's, whose ReplicaSet (`<experiment>-<template>`) the
+/// controller labels with a hash computed the same way from the same template. A pod whose
+/// ReplicaSet is not recorded yet is the rollout's when that name is `<rollout>-<hash>`.
+pub(crate) fn foreign(track: &RolloutTrack, pod: &PodObj) -> bool {
+    let (Some(owner), Some(hash)) = (pod.owner.as_deref(), pod.hash.as_deref()) else {
+        return false;
+    };
+    !track.replicasets.contains_key(owner)
+        && owner
+            .strip_prefix(track.name())
+            .and_then(|rest| rest.strip_prefix('-'))
+            != Some(hash)
+}
+
 /// The revision (pod-template hash) of a pod of `track`: its hash label when it names a
 /// revision of the rollout, else its owner ReplicaSet's hash, else by name
-/// (`<rollout>-<hash>-<suffix>`).
+/// (`<rollout>-<hash>-<suffix>`). None for a pod of another ReplicaSet ([`foreign`]).
 pub(crate) fn revision<'a>(
     track: &'a RolloutTrack,
     pod_name: &str,
     pod: Option<&'a PodObj>,
 ) -> Option<&'a str> {
     if let Some(p) = pod {
+        if foreign(track, p) {
+            return None;
+        }
         if let Some(h) = p.hash.as_deref() {
             if track
                 .replicasets
@@ -112,6 +130,9 @@ pub(crate) fn of_revision(
     let Some(p) = pod else {
         return by_name();
     };
+    if foreign(track, p) {
+        return false;
+    }
     let owner = || {
         p.owner
             .as_ref()

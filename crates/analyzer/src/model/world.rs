@@ -17,6 +17,7 @@ use crate::base::HASH_LABEL;
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::prepare::Parsed;
+use crate::model::analysis::{RunObj, run_obj};
 
 type Key = (String, String);
 
@@ -440,6 +441,8 @@ pub(crate) enum Touched {
         namespace: Str,
         name: Str,
     },
+    /// An AnalysisRun (its words of what changed are on [`RunObj::changes`]).
+    Analysis { namespace: Str, name: Str },
     /// A Deployment; `template` when its pod template changed (or it appeared with one).
     Deployment {
         namespace: Str,
@@ -811,6 +814,8 @@ pub(crate) struct World {
     named: HashMap<String, BTreeSet<Key>>,
     deployments: BTreeMap<Key, DeploymentObj>,
     routers: BTreeMap<(String, Router, String), RouterObj>,
+    /// AnalysisRuns by namespace and name.
+    analysis_runs: BTreeMap<Key, RunObj>,
 }
 
 /// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
@@ -1079,6 +1084,9 @@ impl World {
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 self.apply_deployment(rec, parsed, pos, deleted)
             }
+            _ if rf_format::api::ANALYSIS_RUN.is(&rec.kind) => {
+                self.apply_analysis_run(rec, parsed, pos, deleted)
+            }
             _ => match Router::of(&rec.kind) {
                 Some(router) => self.apply_router(router, rec, parsed, pos, deleted),
                 None => None,
@@ -1174,6 +1182,45 @@ impl World {
         };
         self.routers.insert(key, obj);
         Some(touched)
+    }
+
+    fn apply_analysis_run(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let key = (rec.namespace.clone(), rec.name.clone());
+        let touched = Touched::Analysis {
+            namespace: Str::new(&rec.namespace),
+            name: Str::new(&rec.name),
+        };
+        let (false, Parsed::AnalysisRun(v)) = (deleted, parsed) else {
+            // Deleted (the rollout keeps a few), or unreadable: it no longer counts.
+            return self.analysis_runs.remove(&key).map(|_| touched);
+        };
+        let run = run_obj(rec, *v, self.analysis_runs.get(&key), pos);
+        self.analysis_runs.insert(key, run);
+        Some(touched)
+    }
+
+    /// AnalysisRun `ns`/`name`, if it is live.
+    pub fn analysis_run(&self, ns: &str, name: &str) -> Option<&RunObj> {
+        self.analysis_runs.get(&(ns.to_owned(), name.to_owned()))
+    }
+
+    /// The live AnalysisRuns of rollout `ns`/`rollout`, by name.
+    pub fn analysis_runs_of<'a>(
+        &'a self,
+        ns: &'a str,
+        rollout: &'a str,
+    ) -> impl Iterator<Item = &'a RunObj> + 'a {
+        self.analysis_runs
+            .range((ns.to_owned(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|(_, r)| r)
+            .filter(move |r| r.rollout.as_deref() == Some(rollout))
     }
 
     /// The routers of namespace `ns`: Ingresses, HTTPRoutes, VirtualServices, each by name.

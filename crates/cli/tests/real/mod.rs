@@ -25,7 +25,7 @@ use crate::common::{Killed, bin, drain, run_bounded, text, wait_bounded};
 pub const SETTLE: Duration = Duration::from_secs(120);
 
 /// The kinds `record` records, as the audit log names their resources.
-const RECORDED: [(&str, &str); 10] = [
+const RECORDED: [(&str, &str); 13] = [
     ("rollouts", "Rollout"),
     ("replicasets", "ReplicaSet"),
     ("services", "Service"),
@@ -36,6 +36,9 @@ const RECORDED: [(&str, &str); 10] = [
     ("endpoints", "Endpoints"),
     ("ingresses", "Ingress"),
     ("virtualservices", "VirtualService"),
+    ("analysisruns", "AnalysisRun"),
+    ("analysistemplates", "AnalysisTemplate"),
+    ("experiments", "Experiment"),
 ];
 
 /// A cluster of `tests/cluster/up.sh`.
