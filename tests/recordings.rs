@@ -183,6 +183,8 @@ fn every_real_recording_has_a_readme_line() {
 fn issue_25_the_real_controllers_recordings_find_what_it_did() {
     let expect: &[(&str, &[Rule])] = &[
         ("abort", &[]),
+        ("analysis-failed-web", &[Rule::AnalysisFailed]),
+        ("analysis-without-traffic", &[Rule::AnalysisWithoutTraffic]),
         (
             "adoption-selector-drift",
             &[Rule::ServiceSelectorMismatch, Rule::CanaryNotInEndpoints],
@@ -198,7 +200,16 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         ),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
+        (
+            "deployment-rendered-twice",
+            &[
+                Rule::ImageNotPinned,
+                Rule::NoRollbackHistory,
+                Rule::DoubleRender,
+            ],
+        ),
         ("ephemeral-metadata", &[]),
+        ("experiment-step", &[]),
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
         (

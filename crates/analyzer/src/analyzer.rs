@@ -124,6 +124,8 @@ pub struct Analyzer {
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
     /// namespace -> ReplicaSet -> rollout, nested like `live`.
     rs_owner: HashMap<String, HashMap<String, String>>,
+    /// The Deployment that owns each ReplicaSet a Deployment owns, by namespace and name.
+    rs_deployment: HashMap<String, HashMap<String, String>>,
     /// The rollouts whose tracking id or instance label names each Argo CD Application, by
     /// the Application's name: a change of an Application looks at the rollouts it manages
     /// without walking every rollout.
@@ -182,6 +184,7 @@ impl Analyzer {
             routes: Routes::default(),
             facts: Facts::default(),
             rs_owner: HashMap::default(),
+            rs_deployment: HashMap::default(),
             tracked_by: HashMap::default(),
             due: ByName::default(),
             due_from: None,
@@ -365,6 +368,7 @@ impl Analyzer {
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
+                        self.note_deployment_rs(rec, &view);
                         let known = self.rs_owner(&rec.namespace, &rec.name).is_some();
                         let hash = view.metadata.labels.get(crate::base::HASH_LABEL).cloned();
                         if let Some(owner) = self.on_replicaset(rec, &view, pos) {
@@ -638,6 +642,20 @@ impl Analyzer {
                         self.look_at(namespace, &rollout, Some(&touched), pos, false);
                         return;
                     }
+                    // A pod of a plain Deployment's ReplicaSet.
+                    None if pod
+                        .and_then(|p| p.owner.as_deref())
+                        .and_then(|rs| self.rs_deployment.get(namespace.as_str())?.get(rs))
+                        .is_some() =>
+                    {
+                        let dep = pod
+                            .and_then(|p| p.owner.as_deref())
+                            .and_then(|rs| self.rs_deployment.get(namespace.as_str())?.get(rs))
+                            .cloned()
+                            .unwrap_or_default();
+                        self.on_plain_deployment(namespace, &dep, Some(name));
+                        return;
+                    }
                     // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
                     // with a revision of that hash or name.
                     None => self
@@ -759,10 +777,68 @@ impl Analyzer {
                         self.follow_workload(ns, rollout, true);
                     }
                 }
+                if keys.is_empty() && !self.workload_of_a_rollout(namespace, name) {
+                    self.on_plain_deployment(namespace, name, None);
+                }
                 keys
             }
         };
         self.look(&keys, Some(&touched), pos, false);
+    }
+
+    /// Remembers which Deployment owns ReplicaSet `rec` (its pods are that Deployment's).
+    fn note_deployment_rs(&mut self, rec: &Record, view: &ReplicaSetView) {
+        let ns = rec.namespace.as_str();
+        match (
+            matches!(rec.op, Op::Deleted { .. }),
+            view.deployment_owner(),
+        ) {
+            (false, Some(dep)) => {
+                if self
+                    .rs_deployment
+                    .get(ns)
+                    .and_then(|m| m.get(&rec.name))
+                    .map(String::as_str)
+                    != Some(dep)
+                {
+                    self.rs_deployment
+                        .entry(rec.namespace.clone())
+                        .or_default()
+                        .insert(rec.name.clone(), dep.to_owned());
+                }
+            }
+            _ => {
+                if let Some(m) = self.rs_deployment.get_mut(ns) {
+                    m.remove(&rec.name);
+                    if m.is_empty() {
+                        self.rs_deployment.remove(ns);
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when a rollout of `ns` names Deployment `name` as its `workloadRef`.
+    fn workload_of_a_rollout(&self, ns: &str, name: &str) -> bool {
+        self.tracks_in(ns)
+            .any(|t| t.workload().is_some_and(|w| w.deployment == name))
+    }
+
+    /// Lets every detector look at plain Deployment `ns`/`name`, as pod `pod` (if any) changed.
+    fn on_plain_deployment(&mut self, ns: &str, name: &str, pod: Option<&str>) {
+        if self.workload_of_a_rollout(ns, name) {
+            return;
+        }
+        let Some(dep) = self.world.deployment(ns, name) else {
+            return;
+        };
+        let scene = crate::detectors::DeploymentScene {
+            dep,
+            pod: pod.and_then(|p| Some((p, self.world.pod(ns, p)?))),
+        };
+        for d in &mut self.detectors {
+            d.on_deployment(&scene, &mut self.findings);
+        }
     }
 
     /// Hands rollout `ns`/`name` the pod template of the Deployment its `workloadRef` names:

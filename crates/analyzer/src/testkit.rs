@@ -539,6 +539,58 @@ impl Kit {
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 
+    /// Plain Deployment `name` (no rollout names it) with `spec`, at `generation`.
+    pub fn plain_deployment(&mut self, name: &str, generation: i64, spec: Value) {
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "generation": generation,
+                "managedFields": [{"manager": "argocd-controller", "operation": "Update",
+                    "time": crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t))}]},
+            "spec": spec,
+            "status": {"observedGeneration": generation}
+        });
+        self.push(rf_format::api::DEPLOYMENT.newest(), Op::Modified, name, obj);
+    }
+
+    /// ReplicaSet `<deployment>-<hash>` of plain Deployment `deployment`, and its ready pod
+    /// `<rs>-<suffix>` running `image` pulled as `image_id`.
+    pub fn deployment_pod(
+        &mut self,
+        deployment: &str,
+        hash: &str,
+        suffix: &str,
+        image: &str,
+        image_id: &str,
+    ) {
+        let rs = format!("{deployment}-{hash}");
+        let rs_obj = json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": rs, "namespace": NS, "uid": format!("uid-{rs}"),
+                "labels": {"app": deployment, "pod-template-hash": hash},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                    "name": deployment, "uid": format!("uid-{deployment}"), "controller": true}]},
+            "spec": {"replicas": 1, "template": {"metadata": {"labels": {"app": deployment}},
+                "spec": {"containers": [{"name": "app", "image": image}]}}},
+            "status": {"replicas": 1, "readyReplicas": 1}
+        });
+        self.push(Kind::ReplicaSet, Op::Modified, &rs, rs_obj);
+        let name = format!("{rs}-{suffix}");
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": {"app": deployment, "pod-template-hash": hash},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": rs, "uid": format!("uid-{rs}"), "controller": true}]},
+            "spec": {"containers": [{"name": "app", "image": image}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "app", "image": image,
+                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": true}]}
+        });
+        self.push(Kind::Pod, Op::Modified, &name, obj);
+    }
+
     /// AnalysisRun `name` with `object` (metadata name and namespace filled in).
     pub fn analysis_run(&mut self, name: &str, mut object: Value) {
         object["apiVersion"] = json!("argoproj.io/v1alpha1");

@@ -1551,18 +1551,10 @@ fn metric_server(body: &'static str) -> Metric {
     Metric { port, hits }
 }
 
-/// Test 4: a canary whose second step is an analysis with a `web` metric, answered by a
-/// loopback server of this test: the real controller runs the AnalysisRun against it and goes
-/// on to Healthy.
-#[test]
-#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
-fn issue_25_canary_with_a_web_metric_analysis() {
-    let c = cluster();
-    let metric = metric_server(r#"{"ok": true}"#);
-    let ns = Namespace::new(&c, "analysis");
-    let file = rec_path(&c, "analysis");
-    let rec = Recorder::start(&c, &ns.name, &file, &[]);
-    let template = format!(
+/// AnalysisTemplate `ok`: a `web` metric asking `metric` twice, 2 s apart, successful when its
+/// answer's `ok` is true.
+fn web_template(metric: &Metric) -> String {
+    format!(
         r#"apiVersion: argoproj.io/v1alpha1
 kind: AnalysisTemplate
 metadata: {{name: ok}}
@@ -1578,7 +1570,355 @@ spec:
         jsonPath: "{{$.ok}}"
 "#,
         port = metric.port
+    )
+}
+
+/// A failed analysis: the web metric answers `ok: false`, the real controller marks the
+/// AnalysisRun Failed at its first measurement and aborts the rollout. `analysis-failed` names
+/// the metric, its query, its condition and the value it failed on.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_a_failed_web_analysis_names_its_metric_and_value() {
+    let c = cluster();
+    let metric = metric_server(r#"{"ok": false}"#);
+    let ns = Namespace::new(&c, "analysis-failed");
+    let file = rec_path(&c, "analysis-failed");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    c.apply(&ns.name, &web_template(&metric));
+    let steps = "[{setWeight: 20}, {analysis: {templates: [{templateName: ok}]}}, {setWeight: 60}]";
+    let render = |image| Render {
+        image,
+        steps,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0).yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1).yaml());
+    ns.wait_status(APP, "aborted by its analysis", |s| s["abort"] == true);
+    let runs = c.get(&ns.name, "analysisruns").unwrap();
+    assert_eq!(runs["items"][0]["status"]["phase"], "Failed", "{runs}");
+    std::thread::sleep(Duration::from_secs(3));
+    let (report, _) = finish(&c, &ns, rec, "analysis-failed-web", &[]);
+    let found = of_rule(&report, "analysis-failed");
+    assert_eq!(found.len(), 1, "{:?}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "metric ok (web GET http://127.0.0.1:{}/ok {{$.ok}}) assessed Failed by successCondition result == true",
+            metric.port
+        )) && summary.contains("Failed (false)")
+            && summary.ends_with("the rollout aborted"),
+        "{summary}"
     );
+    // The run's start, its measurement and its end are on the rollout's timeline.
+    let changes = timeline_changes(&c, &file, "AnalysisRun");
+    assert!(
+        changes
+            .iter()
+            .any(|l| l.contains("(Step analysis) of revision"))
+            && changes
+                .iter()
+                .any(|l| l.ends_with("metric ok: Failed (false)"))
+            && changes.iter().any(|l| l.contains(" Failed: metric ok")),
+        "{changes:?}"
+    );
+}
+
+/// Seed incident 002's analysis: the canary's step analysis passes while the front door
+/// (Ingress `shop`) sends every request to `checkout-api-legacy`, which selects only the old
+/// revision's pods. `analysis-without-traffic` says the analysis measured idle pods.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_an_analysis_passed_on_a_canary_no_customer_reached() {
+    let c = cluster();
+    let metric = metric_server(r#"{"ok": true}"#);
+    let ns = Namespace::new(&c, "analysis-idle");
+    let file = rec_path(&c, "analysis-idle");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    c.apply(&ns.name, &web_template(&metric));
+    let render = |n: u8| {
+        format!(
+            r#"{stable}{legacy}apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: shop}}
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: shop.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {{service: {{name: checkout-api-legacy, port: {{number: 80}}}}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api, version: v{v}}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]
+  strategy:
+    canary:
+      stableService: checkout-api
+      steps: [{{setWeight: 30}}, {{analysis: {{templates: [{{templateName: ok}}]}}}}, {{pause: {{}}}}]
+"#,
+            stable = service_yaml("checkout-api", "{app: checkout-api}"),
+            legacy = service_yaml("checkout-api-legacy", "{app: checkout-api, version: v1}"),
+            v = n + 1,
+            image = image(n),
+        )
+    };
+    c.apply(&ns.name, &render(0));
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1));
+    let paused = ns.wait_paused_at(APP, 2);
+    let runs = c.get(&ns.name, "analysisruns").unwrap();
+    assert_eq!(runs["items"][0]["status"]["phase"], "Successful", "{runs}");
+    std::thread::sleep(Duration::from_secs(3));
+    let (report, code) = finish(&c, &ns, rec, "analysis-without-traffic", &[]);
+    let found = of_rule(&report, "analysis-without-traffic");
+    assert_eq!(found.len(), 1, "{:?}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("passed on revision {}", hash(&paused)))
+            && summary.contains("the front door reaches checkout-api-legacy")
+            && summary.contains("Successful (true)"),
+        "{summary}"
+    );
+    assert_eq!(code, Some(1), "an error finding");
+}
+
+/// An experiment step: the real controller runs an Experiment whose ReplicaSet
+/// (`<experiment>-canary`, owned by the Experiment) runs the canary's template, its pods
+/// selected by the Service of every pod. Its hash label is its own (1.10.2 hashes the
+/// experiment's template, which is not byte for byte the rollout's), and no rule counts its
+/// pods as the revision's.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_experiment_pods_are_not_the_revisions() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "experiment");
+    let file = rec_path(&c, "experiment");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let steps = "[{setWeight: 25}, {experiment: {duration: 6s, templates: [{name: canary, specRef: canary}]}}, {pause: {}}]";
+    let render = |image| Render {
+        image,
+        steps,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0).yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1).yaml());
+    // While the experiment runs.
+    let canary = ns.wait_status(APP, "the experiment's ReplicaSet up", |s| {
+        s["currentStepIndex"] == 1
+            && c.get(&ns.name, "replicasets").is_some_and(|rs| {
+                rs["items"].as_array().unwrap().iter().any(|r| {
+                    r["metadata"]["ownerReferences"][0]["kind"] == "Experiment"
+                        && r["status"]["readyReplicas"].as_i64().unwrap_or(0) > 0
+                })
+            })
+    });
+    let sets = c.get(&ns.name, "replicasets").unwrap();
+    let experiment = sets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metadata"]["ownerReferences"][0]["kind"] == "Experiment")
+        .unwrap();
+    let own = experiment["metadata"]["labels"]["rollouts-pod-template-hash"]
+        .as_str()
+        .unwrap();
+    assert_ne!(
+        own,
+        hash(&canary),
+        "the experiment's ReplicaSet runs the canary's image under a hash of its own: {experiment}"
+    );
+    assert_eq!(
+        experiment["spec"]["template"]["spec"]["containers"][0]["image"],
+        image(1),
+        "{experiment}"
+    );
+    ns.wait_paused_at(APP, 2);
+    std::thread::sleep(Duration::from_secs(3));
+    let (report, code) = finish(&c, &ns, rec, "experiment-step", &[]);
+    assert_eq!(rules(&report), Vec::<String>::new());
+    assert_eq!(code, Some(0));
+}
+
+/// Seed incident 004 on a plain Deployment: `revisionHistoryLimit: 0`, an image by tag, and a
+/// release rendered twice 5 s apart, the second render changing only `checksum/config`. The
+/// real Deployment controller rolls out both; the findings name the Deployment with its own
+/// commands, and `check deployment/web` verifies it once rolled out. (kwok reports no image
+/// digests, so a moved tag cannot be played here: the unit tests and `check`'s end-to-end
+/// tests hold that case.)
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_a_plain_deployment_rendered_twice_without_history() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "deployment");
+    let file = rec_path(&c, "deployment");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let render = |tag: u8, checksum: &str| {
+        format!(
+            r#"{svc}apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 3
+  revisionHistoryLimit: 0
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata:
+      labels: {{app: web}}
+      annotations: {{checksum/config: "{checksum}"}}
+    spec:
+      containers: [{{name: app, image: "registry.example/web:1.{tag}"}}]
+"#,
+            svc = service_yaml("web", "{app: web}"),
+        )
+    };
+    let rolled_out = |generation: i64| {
+        until(
+            &format!("deployment web rolled out generation {generation}"),
+            real::SETTLE,
+            || {
+                let d = c.get(&ns.name, "deployment/web")?;
+                let st = &d["status"];
+                (st["observedGeneration"] == generation
+                    && st["updatedReplicas"] == 3
+                    && st["availableReplicas"] == 3
+                    && st["replicas"] == 3)
+                    .then_some(d)
+            },
+            || format!("{:?}", c.get(&ns.name, "deployment/web")),
+        )
+    };
+    c.apply(&ns.name, &render(0, "c0"));
+    rolled_out(1);
+    c.apply(&ns.name, &render(1, "c1"));
+    std::thread::sleep(Duration::from_secs(5));
+    c.apply(&ns.name, &render(1, "c2"));
+    rolled_out(3);
+    // The controller kept no old ReplicaSet: `kubectl rollout undo` has nothing.
+    let sets = c.get(&ns.name, "replicasets").unwrap();
+    until(
+        "old ReplicaSets deleted",
+        real::SETTLE,
+        || {
+            let sets = c.get(&ns.name, "replicasets")?;
+            (sets["items"].as_array()?.len() == 1).then_some(())
+        },
+        || format!("{sets}"),
+    );
+    let mut cmd = c.forensics();
+    cmd.args(["check", "deployment/web", "-n", &ns.name]);
+    let o = run_bounded(cmd);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("RollingUpdate revision 3") && out.contains("3 of 3 updated"),
+        "{out}{}",
+        text(&o.stderr)
+    );
+    // Warnings only: adopted.
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    std::thread::sleep(Duration::from_secs(2));
+    // No rollout here to compare the plugin's view of: kubectl's own view of the Deployment,
+    // live and from the served recording, must agree instead.
+    let history = |kubeconfig: &std::path::Path| {
+        let mut cmd = std::process::Command::new(c.bin.join("kubectl"));
+        cmd.arg("--kubeconfig").arg(kubeconfig).args([
+            "-n",
+            &ns.name,
+            "rollout",
+            "history",
+            "deployment/web",
+        ]);
+        let o = run_bounded(cmd);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let live = history(&c.kubeconfig);
+    rec.stop(&c);
+    let served = common::serve(&file, &[]);
+    assert_eq!(
+        history(&served.kubeconfig),
+        live,
+        "kubectl rollout history of the served recording"
+    );
+    keep(&file, "deployment-rendered-twice");
+    assert_audit_truth(&c, &ns.name, &file);
+    let (report, _) = analyze(&c, &file);
+    let found = |rule: &str| {
+        of_rule(&report, rule)
+            .iter()
+            .map(|f| f["summary"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found("no-rollback-history"),
+        vec![
+            "Deployment web keeps no old ReplicaSets (revisionHistoryLimit: 0): `kubectl rollout undo` has nothing to go back to"
+        ],
+        "{:?}",
+        rules(&report)
+    );
+    assert_eq!(
+        found("image-not-pinned"),
+        vec![
+            "image registry.example/web:1.0 is referenced by tag, not by digest",
+            "image registry.example/web:1.1 is referenced by tag, not by digest"
+        ]
+    );
+    let double = found("double-render");
+    assert_eq!(double.len(), 1, "{:?}", rules(&report));
+    assert!(
+        double[0].starts_with("Deployment web was rendered twice")
+            && double[0].contains("generation 2 at")
+            && double[0].contains("generation 3 at")
+            && double[0].contains("annotations only"),
+        "{}",
+        double[0]
+    );
+}
+
+/// The changes of `rollout-forensics timeline FILE -o json` from `source`, one line each.
+fn timeline_changes(c: &real::Cluster, file: &std::path::Path, source: &str) -> Vec<String> {
+    let mut cmd = c.forensics();
+    cmd.args(["timeline", "-o", "json"]).arg(file);
+    let o = run_bounded(cmd);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut lines = Vec::new();
+    for t in v.as_array().into_iter().flatten() {
+        for e in t["entries"].as_array().into_iter().flatten() {
+            if e["source"] == source {
+                for c in e["changes"].as_array().into_iter().flatten() {
+                    lines.push(c.as_str().unwrap_or_default().to_owned());
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// Test 4: a canary whose second step is an analysis with a `web` metric, answered by a
+/// loopback server of this test: the real controller runs the AnalysisRun against it and goes
+/// on to Healthy.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_25_canary_with_a_web_metric_analysis() {
+    let c = cluster();
+    let metric = metric_server(r#"{"ok": true}"#);
+    let ns = Namespace::new(&c, "analysis");
+    let file = rec_path(&c, "analysis");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let template = web_template(&metric);
     c.apply(&ns.name, &template);
     let steps = "[{setWeight: 20}, {analysis: {templates: [{templateName: ok}]}}, {setWeight: 60}]";
     c.apply(

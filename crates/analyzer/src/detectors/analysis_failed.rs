@@ -34,6 +34,10 @@ pub(crate) fn detector(_snapshot: bool) -> Box<dyn Detector> {
     Box::new(AnalysisFailed::default())
 }
 
+/// How long after a run failed the rollout is given to show its abort before the finding says
+/// it did not.
+const ABORT_SECONDS: i64 = 10;
+
 #[derive(Debug, Default)]
 pub(crate) struct AnalysisFailed {
     /// (namespace, run) of the runs seen unfinished, and of those reported.
@@ -50,6 +54,7 @@ impl Detector for AnalysisFailed {
     ) -> Option<Timestamp> {
         let track = s.track;
         let ns = track.namespace();
+        let mut again: Option<Timestamp> = None;
         for run in s.world.analysis_runs_of(ns, track.name()) {
             let key = (ns.to_owned(), run.name.clone());
             if !run.finished() {
@@ -60,6 +65,14 @@ impl Detector for AnalysisFailed {
             let failed = matches!(run.phase.as_str(), "Failed" | "Error" | "Inconclusive");
             if !failed || self.fired.contains(&key) || !(s.snapshot || self.running.contains(&key))
             {
+                continue;
+            }
+            // The controller aborts the rollout after the run fails: its status shows it a
+            // record later. Wait for it, a while.
+            let aborted = track.last().is_some_and(|c| c.abort);
+            let due = Scene::due(run.pos, ABORT_SECONDS);
+            if run.phase != "Inconclusive" && !aborted && !s.end && !s.snapshot && s.now.at < due {
+                again = Some(again.map_or(due, |a| a.min(due)));
                 continue;
             }
             self.running.remove(&key);
@@ -84,11 +97,10 @@ impl Detector for AnalysisFailed {
             } else {
                 deciding.join(" / ")
             };
-            let cur = track.last();
             let then = match run.phase.as_str() {
-                "Inconclusive" => "an inconclusive run pauses the rollout until it is promoted or aborted",
-                _ if cur.is_some_and(|c| c.abort) => "the rollout aborted",
-                _ => "a failed run aborts the rollout",
+                "Inconclusive" => "an inconclusive run pauses the rollout until it is promoted or aborted".to_owned(),
+                _ if aborted => "the rollout aborted".to_owned(),
+                _ => format!("the rollout had not aborted {ABORT_SECONDS} s later"),
             };
             let subject = Subject::new(rf_format::api::ANALYSIS_RUN.newest(), ns, &run.name);
             let summary = format!(
@@ -137,7 +149,7 @@ impl Detector for AnalysisFailed {
         let of_track = |(n, run): &(String, String)| n != ns || live.contains(run) || s.world.analysis_run(n, run).is_some_and(|r| r.rollout.as_deref() != Some(track.name()));
         self.running.retain(of_track);
         self.fired.retain(of_track);
-        None
+        again
     }
 }
 
@@ -170,13 +182,32 @@ mod tests {
         run(&mut kit, "Running", json!([]));
         kit.advance(30);
         run(&mut kit, "Failed", json!([{"phase": "Successful", "value": "[0.004]"}, {"phase": "Failed", "value": "[0.042]"}]));
+        assert!(kit.of_rule(Rule::AnalysisFailed).is_empty(), "waits for the abort");
+        kit.advance(1);
+        kit.status(|st| {
+            st.insert("abort".into(), json!(true));
+            st.insert("phase".into(), json!("Degraded"));
+        });
         let f = kit.of_rule(Rule::AnalysisFailed);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert_eq!(
             f[0].summary,
-            "AnalysisRun checkout-api-new1-2-1 (Step analysis) of revision new1 ended Failed: metric error-rate (prometheus: sum(rate(http_errors[1m]))) assessed Failed by successCondition result[0] < 0.01, failureLimit 0; last Successful ([0.004]); Failed ([0.042]); a failed run aborts the rollout"
+            "AnalysisRun checkout-api-new1-2-1 (Step analysis) of revision new1 ended Failed: metric error-rate (prometheus: sum(rate(http_errors[1m]))) assessed Failed by successCondition result[0] < 0.01, failureLimit 0; last Successful ([0.004]); Failed ([0.042]); the rollout aborted"
         );
         assert_eq!(f[0].remedy.decisions, vec!["kubectl argo rollouts retry rollout checkout-api -n payments".to_owned()]);
+    }
+
+    #[test]
+    fn a_failed_analysis_the_rollout_did_not_abort_on_says_so() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        run(&mut kit, "Running", json!([]));
+        run(&mut kit, "Failed", json!([{"phase": "Failed", "value": "[0.042]"}]));
+        kit.advance(super::ABORT_SECONDS + 1);
+        kit.step(1);
+        let f = kit.of_rule(Rule::AnalysisFailed);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(f[0].summary.ends_with("the rollout had not aborted 10 s later"), "{}", f[0].summary);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! The finding names both times, both generations and, when an Application manages the rollout,
 //! the Git revisions of its history nearest to each (waiting up to 30 s for that history to catch
 //! up).
+//! For a plain Deployment (one no rollout's `workloadRef` names): two changes of its pod
+//! template within 120 s, the second changing only annotations; each restarts every pod.
 //!
 //! # Why it matters
 //! These are the two renders of the re-render race: the first starts a canary, the second
@@ -27,7 +29,7 @@ use std::collections::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
-use crate::detectors::{Detector, Facts, Scene, argo, revision_word};
+use crate::detectors::{DeploymentScene, Detector, Facts, Scene, argo, revision_word};
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::model::rollout::{SpecChange, Transition};
 use crate::base::time::{human_duration, rfc3339};
@@ -73,6 +75,8 @@ pub(crate) struct DoubleRender {
     /// rollout: such a render is a record of its own, looked at from the rollout's next
     /// transition.
     seen_deployment_renders: HashMap<(String, String), crate::base::At>,
+    /// Plain Deployments' second renders reported, by (namespace, name): the last one's time.
+    fired_deployments: HashMap<(String, String), i64>,
 }
 
 /// The Application sync nearest before (or just after) `at`.
@@ -277,7 +281,73 @@ impl DoubleRender {
     }
 }
 
+/// What a template change changed, in words: `metadata.annotations.checksum/config` and the
+/// like, at most four.
+fn paths(before: &str, after: &str) -> (Vec<String>, bool) {
+    let changes = crate::model::diff::diff_json(before, after).unwrap_or_default();
+    let mut words: Vec<String> = changes.iter().take(4).map(|c| c.path.to_string()).collect();
+    if changes.len() > 4 {
+        words.push(format!("{} more", changes.len() - 4));
+    }
+    (words, crate::model::diff::only_annotations(&changes))
+}
+
 impl Detector for DoubleRender {
+    fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        let dep = d.dep;
+        if d.pod.is_some() || dep.template_changes.len() < 2 {
+            return;
+        }
+        let (first, second) = (&dep.template_changes[0], &dep.template_changes[1]);
+        let apart = second.pos.at.0 - first.pos.at.0;
+        let key = (dep.namespace.clone(), dep.name.clone());
+        if apart > WINDOW_SECONDS * NS || self.fired_deployments.get(&key) == Some(&second.pos.at.0) {
+            return;
+        }
+        let (second_paths, only) = paths(&second.before, &second.after);
+        if !only {
+            return;
+        }
+        let (first_paths, _) = paths(&first.before, &first.after);
+        self.fired_deployments.insert(key, second.pos.at.0);
+        let (ns, name) = (&dep.namespace, &dep.name);
+        let generation = |g: Option<i64>| g.map_or("?".to_owned(), |g| g.to_string());
+        let by = |a: &Option<crate::base::Str>| {
+            a.as_deref().map(|a| format!(" by {a}")).unwrap_or_default()
+        };
+        out.push(
+            Finding::new(
+                Rule::DoubleRender,
+                d.subject(),
+                d.subject(),
+                second.pos.at,
+                format!(
+                    "Deployment {name} was rendered twice {} apart: generation {} at {} ({}) and generation {} at {} (annotations only: {}); the second restarted every pod for nothing",
+                    human_duration(apart),
+                    generation(first.generation),
+                    rfc3339(first.pos.at),
+                    first_paths.join(", "),
+                    generation(second.generation),
+                    rfc3339(second.pos.at),
+                    second_paths.join(", ")
+                ),
+            )
+            .explain(format!(
+                "Two changes of the pod template within {}: the Deployment controller rolls out each one. The second changed only annotations (a config checksum, a timestamp), so it replaced every pod of the first again, and `kubectl rollout undo` now goes back to the first render, not to the release before it.",
+                human_duration(WINDOW_SECONDS * NS)
+            ))
+            .with_evidence([
+                crate::report::finding::Evidence::of(first.pos, d.subject(), format!("template change, generation {}{}: {}", generation(first.generation), by(&first.actor), first_paths.join(", "))),
+                crate::report::finding::Evidence::of(second.pos, d.subject(), format!("template change, generation {}{}: {}", generation(second.generation), by(&second.actor), second_paths.join(", "))),
+            ])
+            .remedy(
+                "Nothing to undo: both renders are live. Find what rendered twice.".to_owned(),
+                vec![format!("kubectl -n {ns} rollout history deployment/{name}")],
+                "Render once per release: commit the values and the config together, or let one pipeline render.".to_owned(),
+            ),
+        );
+    }
+
     fn on_transition(&mut self, t: &Transition<'_>, _out: &mut Vec<Finding>) {
         let track = t.track;
         let Some(last) = track.template_changes().back() else {

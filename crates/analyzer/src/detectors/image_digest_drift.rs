@@ -8,6 +8,8 @@
 //! What is remembered per rollout is every image a pod of it runs and the last 32 images it
 //! ran: an image out of use since before those (more releases ago than a rollback reaches) is
 //! looked at afresh if it comes back.
+//! For a plain Deployment (one no rollout's `workloadRef` names) the same, among the pods of
+//! its ReplicaSets: within one ReplicaSet, or across two.
 //!
 //! # Why it matters
 //! The tag moved: the canary verified one build and other pods run another. Within one revision
@@ -26,7 +28,7 @@ use std::collections::HashMap;
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::image_not_pinned::pinned;
-use crate::detectors::{Detector, Facts, RecentImages, Scene};
+use crate::detectors::{DeploymentScene, Detector, Facts, RecentImages, Scene};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 use crate::base::At;
 use crate::model::traffic::{foreign, revision};
@@ -64,6 +66,8 @@ pub(crate) struct ImageDigestDrift {
     /// up (this runs for every pod change): a key is copied only for a new image. The images
     /// of a rollout are the ones it ran most recently ([`RecentImages`]).
     digests: HashMap<String, HashMap<String, RecentImages<ImageDigests>>>,
+    /// The same for plain Deployments, by (namespace, name); a revision is a ReplicaSet name.
+    deployment_digests: HashMap<(String, String), RecentImages<ImageDigests>>,
 }
 
 /// Digests remembered per image; a tag that moved more often than this is reported anyway.
@@ -74,6 +78,88 @@ fn short(d: &str) -> &str {
 }
 
 impl Detector for ImageDigestDrift {
+    fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        let Some((name, pod)) = d.pod else {
+            return;
+        };
+        let Some(rs) = pod.owner.as_deref() else {
+            return;
+        };
+        let dep = d.dep;
+        let in_use = |image: &str| {
+            crate::model::rollout::template_images_text(dep.template.as_deref().unwrap_or("{}"))
+                .iter()
+                .any(|i| i == image)
+        };
+        for img in &pod.images {
+            let Some(digest) = &img.digest else { continue };
+            if pinned(&img.image) {
+                continue;
+            }
+            let by_image = self
+                .deployment_digests
+                .entry((dep.namespace.clone(), dep.name.clone()))
+                .or_default();
+            let (known, _) = by_image.touch(&img.image, in_use);
+            if known.seen.iter().any(|v| *v.digest == **digest)
+                || known.reported_beyond.iter().any(|v| **v == **digest)
+            {
+                continue;
+            }
+            let first = known.seen.iter().min_by_key(|v| (v.pos.file, v.pos.seq)).cloned();
+            if known.seen.len() < KEEP_DIGESTS {
+                known.seen.push(Seen {
+                    digest: digest.as_str().into(),
+                    pod: name.into(),
+                    revision: rs.into(),
+                    pos: pod.pos,
+                });
+            } else {
+                known.reported_beyond.push(digest.as_str().into());
+            }
+            let Some(first) = first else { continue };
+            let scope = if *first.revision == *rs {
+                format!("within ReplicaSet {rs}")
+            } else {
+                format!("across ReplicaSets {} and {rs}", first.revision)
+            };
+            let ns = &dep.namespace;
+            out.push(
+                Finding::new(
+                    Rule::ImageDigestDrift,
+                    d.subject(),
+                    d.subject(),
+                    pod.pos.at,
+                    format!(
+                        "image {} ran as two digests {scope}: {} in {} and {} in {name}",
+                        img.image,
+                        short(&first.digest),
+                        first.pod,
+                        short(digest)
+                    ),
+                )
+                .explain(format!(
+                    "The tag of {} was moved while Deployment {} ran: pod {} pulled {}, pod {name} pulled {digest}. Its pods are not one build, and `kubectl rollout undo` to this template would pull whatever the tag points to now.",
+                    img.image, dep.name, first.pod, first.digest
+                ))
+                .with_evidence([
+                    Evidence::of(first.pos, Subject::new(Kind::Pod, ns, &first.pod), format!("container runs {}", first.digest)),
+                    Evidence::of(pod.pos, Subject::new(Kind::Pod, ns, name), format!("container {} runs {digest}", img.container)),
+                ])
+                .remedy(
+                    "Decide which build should run, pin it by digest in the manifest, and roll out again; until then treat the release as unverified.".to_owned(),
+                    vec![
+                        format!(
+                            "kubectl -n {ns} get pods -o custom-columns=POD:.metadata.name,REPLICASET:.metadata.ownerReferences[0].name,IMAGE_ID:.status.containerStatuses[*].imageID"
+                        ),
+                        format!("kubectl -n {ns} rollout history deployment/{}", dep.name),
+                    ],
+                    "Deploy by digest (repo:tag@sha256:...) and make release tags immutable in the registry.".to_owned(),
+                ),
+            );
+        }
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,

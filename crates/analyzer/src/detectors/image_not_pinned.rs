@@ -6,6 +6,7 @@
 //! image, when the template is first seen with it. An image the template dropped more than 32
 //! images ago (more releases than a rollback reaches) is forgotten, and reported again if it
 //! comes back.
+//! The same for the pod template of a plain Deployment (one no rollout's `workloadRef` names).
 //!
 //! # Why it matters
 //! A tag is a pointer that can move: the bytes verified in the canary are not necessarily the
@@ -21,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use crate::detectors::{Detector, RecentImages, argo};
+use crate::detectors::{DeploymentScene, Detector, RecentImages, argo};
 use crate::base::HASH_LABEL;
 use crate::report::finding::{Finding, Rule};
 use crate::model::rollout::Transition;
@@ -38,6 +39,8 @@ pub(crate) struct ImageNotPinned {
     /// ([`RecentImages`]), each seen again at every transition while the template has it.
     /// Looked up by reference: nothing is copied for an image already reported.
     fired: HashMap<String, HashMap<String, RecentImages<()>>>,
+    /// The same for plain Deployments, by (namespace, name).
+    fired_deployments: HashMap<(String, String), RecentImages<()>>,
 }
 
 /// True when `image` names a digest.
@@ -46,6 +49,45 @@ pub(crate) fn pinned(image: &str) -> bool {
 }
 
 impl Detector for ImageNotPinned {
+    fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        let dep = d.dep;
+        let Some(template) = dep.template.as_deref().filter(|_| d.pod.is_none()) else {
+            return;
+        };
+        let images = crate::model::rollout::template_images_text(template);
+        let key = (dep.namespace.clone(), dep.name.clone());
+        for image in images.iter().filter(|i| !pinned(i)) {
+            let fired = self.fired_deployments.entry(key.clone()).or_default();
+            if !fired.touch(image, |i| images.iter().any(|t| t == i)).1 {
+                continue;
+            }
+            let (ns, name) = (&dep.namespace, &dep.name);
+            out.push(
+                Finding::new(
+                    Rule::ImageNotPinned,
+                    d.subject(),
+                    d.subject(),
+                    dep.pos.at,
+                    format!("image {image} is referenced by tag, not by digest"),
+                )
+                .explain(format!(
+                    "Deployment {name}'s pod template runs {image}. A tag can be moved to other bytes at any time: pods created later (a scale-up, a restart, `kubectl rollout undo`) can run an image nobody verified."
+                ))
+                .with_evidence([d.evidence(format!("pod template image {image}"))])
+                .remedy(
+                    "Find the digest the running pods use and pin it.".to_owned(),
+                    vec![
+                        format!(
+                            "kubectl -n {ns} get pods -o custom-columns=POD:.metadata.name,REPLICASET:.metadata.ownerReferences[0].name,IMAGE_ID:.status.containerStatuses[*].imageID"
+                        ),
+                        format!("kubectl -n {ns} rollout history deployment/{name}"),
+                    ],
+                    "Deploy images as repo:tag@sha256:<digest> (an image updater or CI can write the digest), so what was verified is what runs.".to_owned(),
+                ),
+            );
+        }
+    }
+
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
         for image in track.images().iter().filter(|i| !pinned(i)) {

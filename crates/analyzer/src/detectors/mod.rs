@@ -10,7 +10,7 @@ use rf_format::Timestamp;
 use crate::base::At;
 use crate::model::rollout::{RolloutTrack, Transition};
 use crate::model::traffic::Routed;
-use crate::model::world::{Touched, World};
+use crate::model::world::{DeploymentObj, PodObj, Touched, World};
 use crate::report::finding::{Finding, Rule, Subject};
 
 /// Makes the detector modules of the registry's lines (`crate::report::rules`), the constructor of every
@@ -277,9 +277,36 @@ pub(crate) enum FactsUse {
     Ignores,
     Reads,
 }
+/// A plain Deployment (one no rollout's `workloadRef` names) as a record changed it or one of
+/// its pods (`pod`).
+#[derive(Debug)]
+pub(crate) struct DeploymentScene<'a> {
+    pub dep: &'a DeploymentObj,
+    /// The pod whose record this is, when it is a pod's.
+    pub pod: Option<(&'a str, &'a PodObj)>,
+}
+
+impl DeploymentScene<'_> {
+    /// The Deployment as a finding's subject and rollout.
+    pub fn subject(&self) -> Subject {
+        Subject::new(
+            rf_format::api::DEPLOYMENT.newest(),
+            &self.dep.namespace,
+            &self.dep.name,
+        )
+    }
+
+    /// Evidence of the Deployment's last record.
+    pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
+        crate::report::finding::Evidence::of(self.dep.pos, self.subject(), detail)
+    }
+}
+
 /// A detector sees every rollout transition, every change of a rollout's ReplicaSets, and the
 /// end of the analysis; it pushes what it finds.
 pub(crate) trait Detector: Debug + Send {
+    /// A plain Deployment changed, or a pod of it.
+    fn on_deployment(&mut self, _d: &DeploymentScene<'_>, _out: &mut Vec<Finding>) {}
     /// Whether it writes [`Facts`] for others, reads them, or neither.
     fn facts(&self) -> FactsUse {
         FactsUse::Ignores
@@ -673,3 +700,6 @@ mod tests {
         assert_eq!(m.len(), KEEP_IMAGES + 1);
     }
 }
+
+#[cfg(test)]
+mod deployment_tests;

@@ -5,6 +5,8 @@
 //! A rollout with `spec.revisionHistoryLimit: 0` (reported once, when first seen so), or the
 //! ReplicaSet of its stable revision deleted mid-release, or of its previous stable revision
 //! deleted while the rollout was not yet Healthy on the new one (reported per ReplicaSet).
+//! A plain Deployment (one no rollout's `workloadRef` names) with
+//! `spec.revisionHistoryLimit: 0`, reported once, with `kubectl rollout history`.
 //!
 //! # Why it matters
 //! A rollback to the previous release reuses its ReplicaSet. Without it, `kubectl argo rollouts
@@ -22,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rf_format::Kind;
 
-use crate::detectors::{Detector, argo};
+use crate::detectors::{DeploymentScene, Detector, argo};
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::model::rollout::{RolloutTrack, Transition};
 
@@ -38,9 +40,40 @@ pub(crate) struct NoRollbackHistory {
     previous_stable: BTreeMap<(String, String), String>,
     fired_limit: BTreeSet<(String, String, String)>,
     fired_rs: BTreeSet<(String, String)>,
+    /// Deployments reported, by (namespace, name).
+    fired_deployments: BTreeSet<(String, String)>,
 }
 
 impl Detector for NoRollbackHistory {
+    fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        let dep = d.dep;
+        if d.pod.is_some()
+            || dep.revision_history_limit != Some(0)
+            || !self
+                .fired_deployments
+                .insert((dep.namespace.clone(), dep.name.clone()))
+        {
+            return;
+        }
+        let (ns, name) = (&dep.namespace, &dep.name);
+        out.push(
+            Finding::new(
+                Rule::NoRollbackHistory,
+                d.subject(),
+                d.subject(),
+                dep.pos.at,
+                format!("Deployment {name} keeps no old ReplicaSets (revisionHistoryLimit: 0): `kubectl rollout undo` has nothing to go back to"),
+            )
+            .explain("With revisionHistoryLimit 0 the Deployment controller deletes every old ReplicaSet once it is scaled down. `kubectl rollout undo` rolls back to the template of a previous ReplicaSet; with none kept, it fails, and the only way back is a new release through the pipeline.".to_owned())
+            .with_evidence([d.evidence("spec.revisionHistoryLimit: 0")])
+            .remedy(
+                "Keep at least the previous revision.".to_owned(),
+                vec![format!("kubectl -n {ns} rollout history deployment/{name}")],
+                "Set spec.revisionHistoryLimit to 2 or more in the manifest.".to_owned(),
+            ),
+        );
+    }
+
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
         let track = t.track;
         let key = (track.namespace().to_owned(), track.name().to_owned());

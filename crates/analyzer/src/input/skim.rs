@@ -974,6 +974,7 @@ fn rs_spec(j: &mut Json<'_>) -> R<RsSpec> {
     let mut s = RsSpec::default();
     fields!(j, {
         "replicas" => s.replicas => j.lenient_int()?,
+        "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
         "template" => s.template => j.template()?,
     })?;
     Ok(s)

@@ -865,6 +865,9 @@ impl RolloutView {
 pub(crate) struct RsSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub replicas: Option<i64>,
+    /// A Deployment's `spec.revisionHistoryLimit` (a ReplicaSet has none).
+    #[serde(deserialize_with = "lenient_int")]
+    pub revision_history_limit: Option<i64>,
     /// Kept unparsed: the state machine parses it only when it changed.
     pub template: Option<RawJson>,
 }
@@ -903,6 +906,15 @@ impl ReplicaSetView {
     }
 
     /// The Rollout controlling this RS: (name, uid).
+    /// The Deployment that owns it, by name.
+    pub fn deployment_owner(&self) -> Option<&str> {
+        self.metadata
+            .owner_references
+            .iter()
+            .find(|o| o.kind == "Deployment" && o.controller != Some(false))
+            .map(|o| o.name.as_str())
+    }
+
     pub fn rollout_owner(&self) -> Option<(&str, &str)> {
         self.metadata
             .owner_references

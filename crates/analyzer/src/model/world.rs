@@ -151,6 +151,24 @@ pub(crate) struct DeploymentObj {
     /// Who wrote its spec last (the record's actor, or the last manager of the main resource).
     pub actor: Option<Str>,
     pub pos: At,
+    /// `spec.revisionHistoryLimit` (10 when not set, as the API server defaults it).
+    pub revision_history_limit: Option<i64>,
+    /// The last changes of its pod template while recorded, oldest first (at most
+    /// [`KEEP_TEMPLATE_CHANGES`]).
+    pub template_changes: std::collections::VecDeque<TemplateChange>,
+}
+
+/// Template changes kept per Deployment: two make a double render.
+const KEEP_TEMPLATE_CHANGES: usize = 2;
+
+/// One change of a Deployment's pod template.
+#[derive(Debug, Clone)]
+pub(crate) struct TemplateChange {
+    pub pos: At,
+    pub generation: Option<i64>,
+    pub actor: Option<Str>,
+    pub before: std::sync::Arc<str>,
+    pub after: std::sync::Arc<str>,
 }
 
 impl DeploymentObj {
@@ -1133,6 +1151,8 @@ impl World {
                 scale_ups: 0,
                 actor: None,
                 pos,
+                revision_history_limit: None,
+                template_changes: std::collections::VecDeque::new(),
             }),
         };
         if replicas != obj.replicas {
@@ -1154,9 +1174,22 @@ impl World {
         obj.actor = actor;
         obj.generation = v.metadata.generation;
         obj.pos = pos;
+        obj.revision_history_limit = v.spec.revision_history_limit;
         let changed = text.is_some_and(|t| obj.template.as_deref() != Some(t));
         if changed {
-            obj.template = text.map(std::sync::Arc::from);
+            let after: std::sync::Arc<str> = std::sync::Arc::from(text.unwrap_or_default());
+            if let Some(before) = obj.template.replace(after.clone()) {
+                if obj.template_changes.len() == KEEP_TEMPLATE_CHANGES {
+                    obj.template_changes.pop_front();
+                }
+                obj.template_changes.push_back(TemplateChange {
+                    pos,
+                    generation: obj.generation,
+                    actor: obj.actor.clone(),
+                    before,
+                    after,
+                });
+            }
         }
         Some(touched(changed))
     }
