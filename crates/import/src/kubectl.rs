@@ -27,8 +27,30 @@ pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
     let mut shared = Shared::default();
     let mut first_input = None;
     let mut managed_fields = false;
+    let several = inputs.len() > 1;
+    let mut empty = Vec::new();
+    let count = inputs.len();
     for input in inputs {
-        let text = Text::read(input, &mut warnings)?;
+        // A capture of a kind with no objects is an empty file: among others, it says so and
+        // is skipped; alone, or when every file is empty, there is nothing to import.
+        let text = match Text::read(input, &mut warnings) {
+            Err(Error::Empty { input }) if several => {
+                warnings.push(Diagnostic::new(
+                    &input,
+                    1,
+                    "empty: nothing was captured in it (a kind with no objects); skipped"
+                        .to_owned(),
+                ));
+                empty.push(input);
+                if empty.len() == count {
+                    return Err(Error::Empty {
+                        input: empty.swap_remove(0),
+                    });
+                }
+                continue;
+            }
+            other => other?,
+        };
         first_input.get_or_insert_with(|| text.name.clone());
         let mut stream = Stream {
             text: &text,
@@ -632,6 +654,26 @@ mod tests {
             imp.warnings
         );
         assert_eq!(imp.records[0].kind, rf_format::api::ANALYSIS_RUN.newest());
+    }
+
+    #[test]
+    fn issue_28_an_empty_capture_among_others_is_a_warning_and_alone_an_error() {
+        let rollouts = format!("{}\n", rollout("u1", 10, "2026-03-14T13:00:00Z", 0));
+        let imp = import(vec![
+            ("experiments.json", String::new()),
+            ("ro.json", rollouts),
+        ])
+        .unwrap();
+        assert_eq!(ops(&imp), ["added"]);
+        let words: Vec<String> = imp.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            vec![
+                "experiments.json:1: empty: nothing was captured in it (a kind with no objects); skipped"
+            ]
+        );
+        let e = import(vec![("a.json", String::new()), ("b.json", "\n".to_owned())]).unwrap_err();
+        assert_eq!(e.to_string(), "a.json: the input is empty");
     }
 
     #[test]

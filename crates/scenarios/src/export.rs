@@ -23,7 +23,14 @@ pub fn to_kubectl_watch(recording: &Recording, kinds: &[Kind]) -> String {
             Op::Deleted { .. } => "DELETED",
             Op::ListBegin | Op::ListEnd | Op::Gap { .. } => continue,
         };
-        let object: Value = serde_json::from_slice(&r.object).unwrap_or(Value::Null);
+        let mut object: Value = serde_json::from_slice(&r.object).unwrap_or(Value::Null);
+        // A listed item has no apiVersion and kind of its own; kubectl prints them.
+        if let Some(o) = object.as_object_mut() {
+            o.entry("apiVersion")
+                .or_insert_with(|| Value::String(r.kind.api_version()));
+            o.entry("kind")
+                .or_insert_with(|| Value::String(r.kind.name().to_owned()));
+        }
         let doc = json!({"type": t, "object": object});
         out.push_str(&serde_json::to_string_pretty(&doc).unwrap_or_default());
         out.push('\n');
