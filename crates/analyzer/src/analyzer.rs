@@ -388,6 +388,7 @@ impl Analyzer {
                     (kind, parsed)
                         if rf_format::api::DEPLOYMENT.is(kind)
                             || rf_format::api::ANALYSIS_RUN.is(kind)
+                            || crate::input::prepare::is_flux(kind)
                             || crate::input::prepare::is_router(kind) =>
                     {
                         self.on_world_record(rec, parsed, pos);
@@ -747,6 +748,8 @@ impl Analyzer {
                 }
                 keys
             }
+            // Read when a render is attributed: nothing to look at now.
+            Touched::Flux => return,
             // The rollout that owns the run: what it measured joins the rollout's timeline.
             Touched::Analysis { namespace, name } => {
                 let run = self.world.analysis_run(namespace, name);

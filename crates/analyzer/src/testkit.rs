@@ -591,6 +591,35 @@ impl Kit {
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 
+    /// Sets label `key` on the rollout (written with its next record).
+    pub fn label(&mut self, key: &str, value: &str) {
+        self.rollout["metadata"]["labels"][key] = json!(value);
+    }
+
+    /// Flux HelmRelease `name` (in namespace flux-system) with `status`.
+    pub fn helm_release(&mut self, name: &str, status: Value) {
+        self.seq += 1;
+        let rec = Record {
+            seq: self.seq,
+            observed_at: Timestamp::from_unix_seconds(self.t).plus_nanos(self.seq as i64 * 1000),
+            kind: rf_format::api::HELM_RELEASE.newest(),
+            op: Op::Modified,
+            namespace: "flux-system".to_owned(),
+            name: name.to_owned(),
+            uid: format!("uid-hr-{name}"),
+            resource_version: self.seq.to_string(),
+            actor: None,
+            object: serde_json::to_vec(&json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": name, "namespace": "flux-system"},
+                "status": status
+            }))
+            .unwrap(),
+        };
+        self.analyzer
+            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
+    }
+
     /// AnalysisRun `name` with `object` (metadata name and namespace filled in).
     pub fn analysis_run(&mut self, name: &str, mut object: Value) {
         object["apiVersion"] = json!("argoproj.io/v1alpha1");

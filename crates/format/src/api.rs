@@ -124,8 +124,26 @@ pub const EXPERIMENT: ApiNames = ApiNames {
     short_names: &["exp"],
 };
 
+/// Flux HelmRelease: the Helm upgrades that render a chart's objects (its attempts and history).
+pub const HELM_RELEASE: ApiNames = ApiNames {
+    group: "helm.toolkit.fluxcd.io",
+    versions: &["v2", "v2beta2", "v2beta1"],
+    kind: "HelmRelease",
+    plural: "helmreleases",
+    short_names: &["hr"],
+};
+
+/// Flux Kustomization: the applies of a Git revision's manifests.
+pub const KUSTOMIZATION: ApiNames = ApiNames {
+    group: "kustomize.toolkit.fluxcd.io",
+    versions: &["v1", "v1beta2"],
+    kind: "Kustomization",
+    plural: "kustomizations",
+    short_names: &["ks"],
+};
+
 /// Every kind of the table, in the order the recorder lists them.
-pub const WELL_KNOWN: [ApiNames; 9] = [
+pub const WELL_KNOWN: [ApiNames; 11] = [
     DEPLOYMENT,
     ENDPOINTS,
     INGRESS,
@@ -135,6 +153,8 @@ pub const WELL_KNOWN: [ApiNames; 9] = [
     ANALYSIS_RUN,
     ANALYSIS_TEMPLATE,
     EXPERIMENT,
+    HELM_RELEASE,
+    KUSTOMIZATION,
 ];
 
 /// The table's entry of `kind` (any version), if it has one.

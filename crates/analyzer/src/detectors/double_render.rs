@@ -8,7 +8,10 @@
 //! CD Application that manages it with different revisions, followed by a restart of its canary.
 //! The finding names both times, both generations and, when an Application manages the rollout,
 //! the Git revisions of its history nearest to each (waiting up to 30 s for that history to catch
-//! up).
+//! up). For a rollout a Flux HelmRelease or Kustomization renders (its
+//! `helm.toolkit.fluxcd.io/name` or `kustomize.toolkit.fluxcd.io/name` label), it names that
+//! object's attempt nearest each render instead: a HelmRelease's Helm releases (chart version,
+//! values digest, release number), a Kustomization's attempted revision.
 //! For a plain Deployment (one no rollout's `workloadRef` names): two changes of its pod
 //! template within 120 s, the second changing only annotations; each restarts every pod.
 //!
@@ -125,16 +128,28 @@ impl DoubleRender {
         out: &mut Vec<Finding>,
     ) {
         let apps: Vec<&AppObj> = world.apps_of(track).collect();
-        let rev = |c: &SpecChange| sync_near(&apps, c.pos.at).map(|(_, r)| r.to_owned());
+        let flux: Vec<&crate::model::world::FluxObj> = track
+            .flux()
+            .map(|(kind, name)| world.flux_named(kind, name).collect())
+            .unwrap_or_default();
+        // An Argo CD sync's revision, else the Flux attempt nearest the render.
+        let rev = |c: &SpecChange| {
+            sync_near(&apps, c.pos.at)
+                .map(|(_, r)| format!("revision {}", r.get(..8).unwrap_or(r)))
+                .or_else(|| {
+                    flux.iter().find_map(|f| {
+                        f.attempt_near(c.pos.at)
+                            .map(|a| format!("{} {}: {}", f.kind, f.name, a.words))
+                    })
+                })
+        };
         let (r1, r2) = (rev(&p.first), rev(&p.second));
         let with_rev = |c: &SpecChange, r: &Option<String>| {
             format!(
                 "{} at {}{}",
                 c.generation_words(),
                 rfc3339(c.pos.at),
-                r.as_ref()
-                    .map(|r| format!(" (revision {})", r.get(..8).unwrap_or(r)))
-                    .unwrap_or_default()
+                r.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
             )
         };
         let gap = p.second.pos.at.0 - p.first.pos.at.0;
@@ -189,9 +204,22 @@ impl DoubleRender {
                         .join(", ")
                 )));
         }
+        for f in &flux {
+            evidence.push(f.evidence(format!(
+                "attempts: {}",
+                f.attempts
+                    .iter()
+                    .map(|a| format!("{} at {}", a.words, rfc3339(a.at)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
         let mut commands = vec![format!("kubectl argo rollouts get rollout {}", argo(track))];
         for app in &apps {
             commands.push(format!("argocd app history {}", app.name));
+        }
+        for f in &flux {
+            commands.push(f.command());
         }
         out.push(
             Finding::new(Rule::DoubleRender, track.subject(), track.subject(), p.second.pos.at, summary)
@@ -399,10 +427,22 @@ impl Detector for DoubleRender {
                 continue;
             }
             let apps: Vec<&AppObj> = s.world.apps_of(track).collect();
-            let known = apps.is_empty()
-                || sync_near(&apps, p.second.pos.at).is_some_and(|(_, r)| {
-                    sync_near(&apps, p.first.pos.at).is_none_or(|(_, r1)| r1 != r)
+            let flux: Vec<&crate::model::world::FluxObj> = track
+                .flux()
+                .map(|(kind, name)| s.world.flux_named(kind, name).collect())
+                .unwrap_or_default();
+            // The Flux object writes its attempt once the upgrade is done: after the render.
+            let flux_known = flux.is_empty()
+                || flux.iter().any(|f| {
+                    f.attempt_near(p.second.pos.at).is_some_and(|a2| {
+                        f.attempt_near(p.first.pos.at).is_none_or(|a1| a1 != a2)
+                    })
                 });
+            let known = flux_known
+                && (apps.is_empty()
+                    || sync_near(&apps, p.second.pos.at).is_some_and(|(_, r)| {
+                        sync_near(&apps, p.first.pos.at).is_none_or(|(_, r1)| r1 != r)
+                    }));
             let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
             if known || waited || s.end || s.snapshot {
                 let p = self.pending.remove(i);
@@ -431,6 +471,48 @@ mod tests {
             .iter()
             .filter(|f| f.rule == Rule::DoubleRender)
             .count()
+    }
+
+    /// Seed 000's incident under Flux: a chart bump and a values change in one commit upgrade
+    /// the HelmRelease twice; the finding names both attempts.
+    #[test]
+    fn issue_28_a_double_render_names_the_helm_releases_attempts() {
+        use serde_json::json;
+        let mut kit = Kit::new();
+        kit.label("helm.toolkit.fluxcd.io/name", "checkout-api");
+        let history = |entries: &[(&str, &str, i64, &str)]| {
+            json!({"history": entries.iter().rev().map(|(chart, digest, v, at)| json!({
+                "chartName": "checkout-api", "chartVersion": chart, "configDigest": digest,
+                "version": v, "firstDeployed": at, "lastDeployed": at, "status": "deployed"}))
+                .collect::<Vec<_>>()})
+        };
+        let at = |kit: &Kit| crate::base::time::rfc3339(kit.now());
+        kit.release_to_pause("a", template("app:2", "c1"));
+        let first = at(&kit);
+        kit.helm_release("checkout-api", history(&[("1.4.2", "sha256:aaaa1111aaaa", 7, &first)]));
+        kit.advance(20);
+        kit.new_revision("b", template("app:2", "c2"));
+        let second = at(&kit);
+        kit.advance(3);
+        kit.helm_release(
+            "checkout-api",
+            history(&[("1.4.2", "sha256:aaaa1111aaaa", 7, &first), ("1.4.2", "sha256:bbbb2222bbbb", 8, &second)]),
+        );
+        kit.advance(1);
+        kit.step(0);
+        let f = kit.of_rule(Rule::DoubleRender);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:aaaa1111 (Helm release 7, deployed))")
+                && f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:bbbb2222 (Helm release 8, deployed))"),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].remedy.commands.contains(&"flux -n flux-system get helmreleases checkout-api".to_owned()),
+            "{:?}",
+            f[0].remedy.commands
+        );
     }
 
     #[test]

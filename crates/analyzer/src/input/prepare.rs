@@ -36,6 +36,7 @@ pub(crate) enum Parsed {
     HttpRoute(Box<HttpRouteView>),
     VirtualService(Box<VirtualServiceView>),
     AnalysisRun(Box<crate::input::view::AnalysisRunView>),
+    Flux(Box<crate::input::view::FluxView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -152,6 +153,7 @@ impl Prepared {
                 | Kind::Application
         ) || rf_format::api::DEPLOYMENT.is(kind)
             || rf_format::api::ANALYSIS_RUN.is(kind)
+            || is_flux(kind)
             || is_router(kind)
     }
 
@@ -198,9 +200,15 @@ impl Prepared {
             _ if rf_format::api::ANALYSIS_RUN.is(&rec.kind) => {
                 by_serde(rec, "AnalysisRun", Parsed::AnalysisRun)
             }
+            _ if is_flux(&rec.kind) => by_serde(rec, "Flux object", Parsed::Flux),
             _ => Parsed::Nothing,
         })
     }
+}
+
+/// True for Flux's HelmReleases and Kustomizations.
+pub(crate) fn is_flux(kind: &Kind) -> bool {
+    rf_format::api::HELM_RELEASE.is(kind) || rf_format::api::KUSTOMIZATION.is(kind)
 }
 
 /// True for the kinds that decide where requests go: Ingress, HTTPRoute, VirtualService.

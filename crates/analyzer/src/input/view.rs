@@ -101,7 +101,14 @@ pub(crate) const KEPT_LABELS: &[&str] = &[
     crate::base::HASH_LABEL,
     "kubernetes.io/service-name",
     "app.kubernetes.io/instance",
+    FLUX_HELM_LABEL,
+    FLUX_KUSTOMIZE_LABEL,
 ];
+
+/// The label helm-controller puts on what a HelmRelease renders: its name.
+pub(crate) const FLUX_HELM_LABEL: &str = "helm.toolkit.fluxcd.io/name";
+/// The label kustomize-controller puts on what a Kustomization applies: its name.
+pub(crate) const FLUX_KUSTOMIZE_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 
 /// A JSON value kept unparsed: exactly its bytes in the recorded object. A Rollout's or a
 /// ReplicaSet's pod template is most of its bytes and is read only when it changed, so the fast
@@ -239,7 +246,7 @@ impl KeptKeys for Annotations {
 }
 
 /// How many keys a [`Kept`] map can hold.
-const KEPT_MAX: usize = 3;
+const KEPT_MAX: usize = 5;
 const _: () = assert!(KEPT_LABELS.len() <= KEPT_MAX && KEPT_ANNOTATIONS.len() <= KEPT_MAX);
 
 /// Labels or annotations reduced to the values of `K`'s keys: a value per key, in the order
@@ -1415,4 +1422,34 @@ pub(crate) struct MeasurementView {
     pub message: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+}
+
+/// A Flux HelmRelease or Kustomization: what it last attempted, and a HelmRelease's history of
+/// Helm releases. Read by serde alone (one record per reconcile).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct FluxView {
+    pub status: FluxStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct FluxStatus {
+    pub last_attempted_revision: Option<String>,
+    /// helm-controller v2: the digest of the values attempted.
+    pub last_attempted_config_digest: Option<String>,
+    /// helm-controller v2beta1: the checksum of the values attempted.
+    pub last_attempted_values_checksum: Option<String>,
+    /// helm-controller v2: the Helm releases, newest first.
+    pub history: Vec<FluxSnapshot>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct FluxSnapshot {
+    pub chart_version: Option<String>,
+    pub config_digest: Option<String>,
+    pub version: Option<i64>,
+    pub first_deployed: Option<String>,
+    pub status: Option<String>,
 }

@@ -525,6 +525,9 @@ pub(crate) struct RolloutTrack {
     /// The Argo CD Application that tracks it (tracking-id annotation or instance label), as
     /// of its last record: set by the analyzer, which indexes rollouts by it.
     pub(super) tracked_by: Option<String>,
+    /// The Flux object that renders it (its `helm.toolkit.fluxcd.io/name` or
+    /// `kustomize.toolkit.fluxcd.io/name` label): its kind and name.
+    pub(super) flux: Option<(&'static str, Str)>,
     /// Container images of the last template seen (containers and init containers).
     pub(super) images: Vec<String>,
     /// The ReplicaSet of the last `observe_replicaset`, and whether that record deleted it.
@@ -707,6 +710,7 @@ impl RolloutTrack {
             splits: Splits::default(),
             weights_canary_hash: None,
             tracked_by: None,
+            flux: None,
             images: Vec::new(),
             last_rs_change: None,
             traffic: Vec::new(),
@@ -829,6 +833,11 @@ impl RolloutTrack {
     }
 
     /// The Argo CD Application that tracks it, as of its last record.
+    /// The Flux object that renders it: `HelmRelease` or `Kustomization`, and its name.
+    pub fn flux(&self) -> Option<(&'static str, &str)> {
+        self.flux.as_ref().map(|(k, n)| (*k, n.as_str()))
+    }
+
     pub fn tracked_by(&self) -> Option<&str> {
         self.tracked_by.as_deref()
     }
@@ -1014,6 +1023,21 @@ impl RolloutTrack {
             self.uid.clone_from(&view.metadata.uid);
         }
         self.deleted = false;
+        let flux = {
+            use crate::input::view::{FLUX_HELM_LABEL, FLUX_KUSTOMIZE_LABEL};
+            let labels = &view.metadata.labels;
+            labels
+                .get(FLUX_HELM_LABEL)
+                .map(|n| ("HelmRelease", n))
+                .or_else(|| {
+                    labels
+                        .get(FLUX_KUSTOMIZE_LABEL)
+                        .map(|n| ("Kustomization", n))
+                })
+        };
+        if self.flux.as_ref().map(|(k, n)| (*k, n)) != flux {
+            self.flux = flux.map(|(k, n)| (k, n.clone()));
+        }
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
         let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
         let cur = Snapshot::from_view(view, pos, actor, spec_changed);

@@ -459,6 +459,8 @@ pub(crate) enum Touched {
         namespace: Str,
         name: Str,
     },
+    /// A Flux HelmRelease or Kustomization.
+    Flux,
     /// An AnalysisRun (its words of what changed are on [`RunObj::changes`]).
     Analysis { namespace: Str, name: Str },
     /// A Deployment; `template` when its pod template changed (or it appeared with one).
@@ -834,6 +836,69 @@ pub(crate) struct World {
     routers: BTreeMap<(String, Router, String), RouterObj>,
     /// AnalysisRuns by namespace and name.
     analysis_runs: BTreeMap<Key, RunObj>,
+    /// Flux HelmReleases and Kustomizations by name, kind and namespace.
+    flux: BTreeMap<(String, &'static str, String), FluxObj>,
+}
+
+/// Attempts kept per Flux object.
+const KEEP_ATTEMPTS: usize = 8;
+
+/// A Flux HelmRelease or Kustomization: what it attempted, and when.
+#[derive(Debug, Clone)]
+pub(crate) struct FluxObj {
+    /// `HelmRelease` or `Kustomization`.
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    /// Oldest first: a HelmRelease's Helm releases (by their first deploy), else each change
+    /// of the attempted revision as recorded.
+    pub attempts: Vec<Attempt>,
+    pub pos: At,
+}
+
+/// One upgrade or apply a Flux object attempted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Attempt {
+    /// `chart 1.4.2, values sha256:9f2c1b7e (Helm release 7)`, `main@sha1:3f2a…`.
+    pub words: String,
+    pub at: Timestamp,
+}
+
+impl FluxObj {
+    /// The attempt nearest `at`, at most 10 s after it and 60 s before.
+    pub fn attempt_near(&self, at: Timestamp) -> Option<&Attempt> {
+        self.attempts
+            .iter()
+            .filter(|a| a.at.0 <= at.0 + 10 * 1_000_000_000 && at.0 - a.at.0 <= 60 * 1_000_000_000)
+            .min_by_key(|a| (a.at.0 - at.0).abs())
+    }
+
+    /// Evidence of its last record.
+    pub fn evidence(&self, detail: impl Into<String>) -> crate::report::finding::Evidence {
+        let kind = if self.kind == "HelmRelease" {
+            rf_format::api::HELM_RELEASE.newest()
+        } else {
+            rf_format::api::KUSTOMIZATION.newest()
+        };
+        evidence_of(self.pos, kind, &self.namespace, &self.name, detail)
+    }
+
+    /// The command that shows its history.
+    pub fn command(&self) -> String {
+        if self.kind == "HelmRelease" {
+            format!("flux -n {} get helmreleases {}", self.namespace, self.name)
+        } else {
+            format!(
+                "flux -n {} get kustomizations {}",
+                self.namespace, self.name
+            )
+        }
+    }
+}
+
+/// A digest cut for words: `sha256:9f2c1b7e`.
+fn short_digest(d: &str) -> &str {
+    d.get(..15).unwrap_or(d)
 }
 
 /// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
@@ -1105,6 +1170,9 @@ impl World {
             _ if rf_format::api::ANALYSIS_RUN.is(&rec.kind) => {
                 self.apply_analysis_run(rec, parsed, pos, deleted)
             }
+            _ if crate::input::prepare::is_flux(&rec.kind) => {
+                self.apply_flux(rec, parsed, pos, deleted)
+            }
             _ => match Router::of(&rec.kind) {
                 Some(router) => self.apply_router(router, rec, parsed, pos, deleted),
                 None => None,
@@ -1236,6 +1304,86 @@ impl World {
         let run = run_obj(rec, *v, self.analysis_runs.get(&key), pos);
         self.analysis_runs.insert(key, run);
         Some(touched)
+    }
+
+    fn apply_flux(
+        &mut self,
+        rec: &Record,
+        parsed: Parsed,
+        pos: At,
+        deleted: bool,
+    ) -> Option<Touched> {
+        let kind = if rf_format::api::HELM_RELEASE.is(&rec.kind) {
+            "HelmRelease"
+        } else {
+            "Kustomization"
+        };
+        let key = (rec.name.clone(), kind, rec.namespace.clone());
+        let (false, Parsed::Flux(v)) = (deleted, parsed) else {
+            return self.flux.remove(&key).map(|_| Touched::Flux);
+        };
+        let obj = self.flux.entry(key).or_insert_with(|| FluxObj {
+            kind,
+            namespace: rec.namespace.clone(),
+            name: rec.name.clone(),
+            attempts: Vec::new(),
+            pos,
+        });
+        obj.pos = pos;
+        let st = &v.status;
+        if !st.history.is_empty() {
+            // helm-controller v2: the Helm releases themselves, newest first.
+            let mut attempts: Vec<Attempt> = st
+                .history
+                .iter()
+                .take(KEEP_ATTEMPTS)
+                .filter_map(|h| {
+                    let at = crate::base::time::parse_rfc3339(h.first_deployed.as_deref()?)?;
+                    let mut words = format!("chart {}", h.chart_version.as_deref().unwrap_or("?"));
+                    if let Some(d) = &h.config_digest {
+                        words.push_str(&format!(", values {}", short_digest(d)));
+                    }
+                    if let Some(v) = h.version {
+                        words.push_str(&format!(" (Helm release {v}"));
+                        if let Some(s) = &h.status {
+                            words.push_str(&format!(", {s}"));
+                        }
+                        words.push(')');
+                    }
+                    Some(Attempt { words, at })
+                })
+                .collect();
+            attempts.reverse();
+            obj.attempts = attempts;
+        } else if let Some(rev) = &st.last_attempted_revision {
+            let mut words = rev.clone();
+            if let Some(d) = st
+                .last_attempted_config_digest
+                .as_ref()
+                .or(st.last_attempted_values_checksum.as_ref())
+            {
+                words.push_str(&format!(", values {}", short_digest(d)));
+            }
+            if obj.attempts.last().is_none_or(|a| a.words != words) {
+                if obj.attempts.len() == KEEP_ATTEMPTS {
+                    obj.attempts.remove(0);
+                }
+                obj.attempts.push(Attempt { words, at: pos.at });
+            }
+        }
+        Some(Touched::Flux)
+    }
+
+    /// The Flux objects of `kind` named `name`, in any namespace (the label names no namespace).
+    pub fn flux_named<'a>(
+        &'a self,
+        kind: &'static str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a FluxObj> + 'a {
+        self.flux
+            .range((name.to_owned(), kind, String::new())..)
+            .take_while(move |((n, k, _), _)| n == name && *k == kind)
+            .map(|(_, o)| o)
     }
 
     /// AnalysisRun `ns`/`name`, if it is live.
