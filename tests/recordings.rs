@@ -550,3 +550,47 @@ fn the_traffic_scenarios_find_what_they_were_made_for() {
         vec![(Rule::NoRollbackHistory, Warning)]
     );
 }
+
+/// A plain Deployment has a timeline of its own: its renders and its ReplicaSets' rolling
+/// update, as the real Deployment controller did them.
+#[test]
+fn issue_28_a_plain_deployment_has_a_timeline() {
+    let report = analyze_with_timelines("real/deployment-rendered-twice");
+    let t = report
+        .timelines
+        .iter()
+        .find(|t| t.rollout.kind == rf_format::api::DEPLOYMENT.newest())
+        .expect("a Deployment timeline");
+    assert_eq!(t.rollout.name, "web");
+    let changes: Vec<&str> = t
+        .entries
+        .iter()
+        .flat_map(|e| e.changes.iter().map(String::as_str))
+        .collect();
+    assert_eq!(changes[0], "first seen: replicas 3, revisionHistoryLimit 0");
+    let renders: Vec<&&str> = changes
+        .iter()
+        .filter(|c| c.starts_with("pod template changed: "))
+        .collect();
+    assert_eq!(renders.len(), 2, "{changes:?}");
+    assert_eq!(
+        *renders[1],
+        "pod template changed: metadata.annotations[\"checksum/config\"]"
+    );
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| c.starts_with("rs ") && c.contains(" created, revision "))
+            .count(),
+        3,
+        "{changes:?}"
+    );
+    // The last entry: revision 3 is the current one, 3 of 3 ready.
+    let last = t.entries.last().unwrap();
+    let current = last
+        .replicasets
+        .iter()
+        .find(|r| r.role == rf_analyzer::Role::New)
+        .unwrap();
+    assert_eq!((current.ready, current.replicas), (3, 3), "{last:?}");
+}

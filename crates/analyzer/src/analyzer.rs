@@ -126,6 +126,8 @@ pub struct Analyzer {
     rs_owner: HashMap<String, HashMap<String, String>>,
     /// The Deployment that owns each ReplicaSet a Deployment owns, by namespace and name.
     rs_deployment: HashMap<String, HashMap<String, String>>,
+    /// The timelines of plain Deployments, by namespace and name (with `timelines`).
+    deployment_timelines: BTreeMap<Key, crate::model::deployment_timeline::DeploymentTimeline>,
     /// The rollouts whose tracking id or instance label names each Argo CD Application, by
     /// the Application's name: a change of an Application looks at the rollouts it manages
     /// without walking every rollout.
@@ -185,6 +187,7 @@ impl Analyzer {
             facts: Facts::default(),
             rs_owner: HashMap::default(),
             rs_deployment: HashMap::default(),
+            deployment_timelines: BTreeMap::new(),
             tracked_by: HashMap::default(),
             due: ByName::default(),
             due_from: None,
@@ -368,7 +371,7 @@ impl Analyzer {
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
-                        self.note_deployment_rs(rec, &view);
+                        self.note_deployment_rs(rec, &view, pos);
                         let known = self.rs_owner(&rec.namespace, &rec.name).is_some();
                         let hash = view.metadata.labels.get(crate::base::HASH_LABEL).cloned();
                         if let Some(owner) = self.on_replicaset(rec, &view, pos) {
@@ -790,12 +793,38 @@ impl Analyzer {
     }
 
     /// Remembers which Deployment owns ReplicaSet `rec` (its pods are that Deployment's).
-    fn note_deployment_rs(&mut self, rec: &Record, view: &ReplicaSetView) {
+    fn note_deployment_rs(&mut self, rec: &Record, view: &ReplicaSetView, pos: At) {
         let ns = rec.namespace.as_str();
-        match (
-            matches!(rec.op, Op::Deleted { .. }),
-            view.deployment_owner(),
-        ) {
+        let deleted = matches!(rec.op, Op::Deleted { .. });
+        if let Some(dep) = view.deployment_owner() {
+            if self.opts.timelines && !self.workload_of_a_rollout(ns, dep) {
+                if let Some(obj) = self.world.deployment(ns, dep) {
+                    let state = (!deleted).then(|| {
+                        let hash = rec
+                            .name
+                            .strip_prefix(dep)
+                            .and_then(|h| h.strip_prefix('-'))
+                            .unwrap_or(&rec.name);
+                        let revision = view
+                            .metadata
+                            .annotations
+                            .get(crate::input::view::DEPLOYMENT_REVISION)
+                            .and_then(|r| r.parse().ok());
+                        (
+                            Str::new(hash),
+                            revision,
+                            view.spec.replicas.unwrap_or(1),
+                            view.status.ready_replicas.unwrap_or(0),
+                        )
+                    });
+                    self.deployment_timelines
+                        .entry((ns.to_owned(), dep.to_owned()))
+                        .or_default()
+                        .observe_replicaset(obj, pos, &rec.name, state);
+                }
+            }
+        }
+        match (deleted, view.deployment_owner()) {
             (false, Some(dep)) => {
                 if self
                     .rs_deployment
@@ -835,6 +864,12 @@ impl Analyzer {
         let Some(dep) = self.world.deployment(ns, name) else {
             return;
         };
+        if self.opts.timelines && pod.is_none() {
+            self.deployment_timelines
+                .entry((ns.to_owned(), name.to_owned()))
+                .or_default()
+                .observe_deployment(dep);
+        }
         let scene = crate::detectors::DeploymentScene {
             dep,
             pod: pod.and_then(|p| Some((p, self.world.pod(ns, p)?))),
@@ -1063,6 +1098,21 @@ impl Analyzer {
                         truncated,
                     }
                 })
+                .chain(
+                    std::mem::take(&mut self.deployment_timelines)
+                        .into_iter()
+                        .filter(|((ns, name), _)| selects(self.opts.rollout.as_ref(), ns, name))
+                        .map(|((ns, name), t)| Timeline {
+                            rollout: crate::Subject::new(
+                                rf_format::api::DEPLOYMENT.newest(),
+                                &ns,
+                                &name,
+                            ),
+                            entries: t.entries,
+                            traffic: Vec::new(),
+                            truncated: t.truncated,
+                        }),
+                )
                 .collect()
         } else {
             Vec::new()

@@ -93,7 +93,11 @@ pub(crate) const KEPT_ANNOTATIONS: &[&str] = &[
     "rollout.argoproj.io/revision",
     "scale-down-deadline",
     "argocd.argoproj.io/tracking-id",
+    DEPLOYMENT_REVISION,
 ];
+
+/// The Deployment controller's revision number of a ReplicaSet (`kubectl rollout history`).
+pub(crate) const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
 
 /// The labels any detector reads; the others are skipped without being copied, as for
 /// [`KEPT_ANNOTATIONS`]. A detector that reads another label adds its key here.

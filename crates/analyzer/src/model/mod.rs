@@ -4,6 +4,7 @@
 //! it is built from.
 
 pub(crate) mod analysis;
+pub(crate) mod deployment_timeline;
 pub(crate) mod diff;
 pub(crate) mod revisions;
 pub(crate) mod rollout;

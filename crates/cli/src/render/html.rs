@@ -753,6 +753,67 @@ fn service_lanes(t: &Timeline, axis: &Axis, colors: &Colors, x_end: f64) -> (Vec
     (lanes, note)
 }
 
+/// The height of an analysis lane.
+const ANALYSIS_H: f64 = 22.0;
+
+/// One lane of analysis: a dot at each change of an AnalysisRun of the timeline (its start,
+/// each measurement, its end), coloured by the phase the change names; hover for its words.
+fn analysis_lane(t: &Timeline, axis: &Axis) -> Option<Lane> {
+    let entries: Vec<&rf_analyzer::TimelineEntry> = t
+        .entries
+        .iter()
+        .filter(|e| e.source == "AnalysisRun")
+        .collect();
+    if entries.is_empty() {
+        return None;
+    }
+    let mut body = String::new();
+    let mut failed = false;
+    for e in entries.iter().take(MAX_POINTS) {
+        for c in &e.changes {
+            // The phase the change names: a measurement's (`metric M: Failed (...)`) or the run's.
+            let word = |w: &str| {
+                c.contains(&format!(": {w}"))
+                    || c.ends_with(&format!(" {w}"))
+                    || c.contains(&format!(" {w}:"))
+            };
+            let color = if word("Failed") || word("Error") {
+                failed = true;
+                "#c62828"
+            } else if word("Inconclusive") {
+                "#ef6c00"
+            } else if word("Successful") {
+                "#2e7d32"
+            } else {
+                "#607d8b"
+            };
+            let _ = write!(
+                body,
+                r#"<circle cx="{}" cy="{}" r="4" fill="{color}"><title>{}</title></circle>"#,
+                n(axis.x(e.at)),
+                n(ANALYSIS_H / 2.0),
+                esc(&format!("{}: {c}", axis.label(e.at.0)))
+            );
+        }
+    }
+    Some(Lane {
+        hash: String::new(),
+        label: "analysis".to_owned(),
+        sublabel: if failed {
+            "failed".to_owned()
+        } else {
+            String::new()
+        },
+        sublabel_alert: failed,
+        title: format!(
+            "AnalysisRuns: {} change(s); hover a dot for the run, the metric and the value",
+            entries.len()
+        ),
+        height: ANALYSIS_H,
+        body,
+    })
+}
+
 /// One rollout's chart.
 fn chart(
     out: &mut String,
@@ -885,6 +946,7 @@ fn chart(
     let paused = segments(&paused, x_end);
     let (rs_lanes, rs_note) = replicaset_lanes(t, &axis, &colors, x_end);
     let (svc_lanes, svc_note) = service_lanes(t, &axis, &colors, x_end);
+    let analysis = analysis_lane(t, &axis);
     notes.push_str(&rs_note);
     notes.push_str(&svc_note);
 
@@ -912,6 +974,10 @@ fn chart(
             svc_y.push(y);
             y += l.height + 4.0;
         }
+    }
+    let analysis_y = y;
+    if let Some(l) = &analysis {
+        y += l.height + 4.0;
     }
     let bottom = y + 2.0;
     let height = bottom + 22.0;
@@ -1230,6 +1296,9 @@ fn chart(
         for (l, y) in svc_lanes.iter().zip(&svc_y) {
             lane(out, *y, l);
         }
+    }
+    if let Some(l) = &analysis {
+        lane(out, analysis_y, l);
     }
 
     out.push_str(&breaks);
@@ -1840,6 +1909,47 @@ mod tests {
                 })
                 .collect::<BTreeMap<_, _>>(),
         }
+    }
+
+    #[test]
+    fn analysis_runs_get_a_lane_with_a_dot_per_change_coloured_by_phase() {
+        let run = |secs: i64, change: &str| {
+            let mut e = entry(secs, "bbbb", 1, &[("aaaa", 4, 4), ("bbbb", 1, 1)]);
+            e.source = "AnalysisRun".to_owned();
+            e.changes = vec![change.to_owned()];
+            e
+        };
+        let t = Timeline {
+            rollout: rollout("app"),
+            entries: vec![
+                entry(0, "aaaa", 4, &[("aaaa", 5, 5)]),
+                run(
+                    10,
+                    "AnalysisRun app-bbbb-2-1 (Step analysis) of revision bbbb: metric ok (web GET http://m/ok)",
+                ),
+                run(12, "app-bbbb-2-1 metric ok: Successful (true)"),
+                run(14, "app-bbbb-2-1 metric ok: Failed (false)"),
+                run(
+                    14,
+                    "app-bbbb-2-1 Failed: metric ok <&> Failed by successCondition result == true",
+                ),
+            ],
+            traffic: Vec::new(),
+            truncated: false,
+        };
+        let page = html(&report(vec![t], Vec::new(), 60));
+        assert!(page.contains(">analysis<"), "{page}");
+        assert_eq!(page.matches(r##"fill="#2e7d32""##).count(), 1);
+        assert_eq!(page.matches(r##"fill="#c62828""##).count(), 2);
+        assert!(page.contains("metric ok &lt;&amp;&gt; Failed"), "escaped");
+        // Without AnalysisRuns, no lane.
+        let t = Timeline {
+            rollout: rollout("app"),
+            entries: vec![entry(0, "aaaa", 4, &[("aaaa", 5, 5)])],
+            traffic: Vec::new(),
+            truncated: false,
+        };
+        assert!(!html(&report(vec![t], Vec::new(), 60)).contains(">analysis<"));
     }
 
     #[test]
