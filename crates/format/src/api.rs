@@ -7,7 +7,7 @@
 use crate::Kind;
 
 /// How the API names one kind: its group, the versions it may be served in (the first served
-/// one is recorded), its kind, plural and short names. Every one of them is namespaced.
+/// one is recorded), its kind, plural and short names, and whether it is namespaced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiNames {
     /// API group; empty for the core group.
@@ -20,6 +20,8 @@ pub struct ApiNames {
     pub plural: &'static str,
     /// Short names kubectl accepts.
     pub short_names: &'static [&'static str],
+    /// False for a cluster-scoped kind: listed and watched once, across the cluster.
+    pub namespaced: bool,
 }
 
 impl ApiNames {
@@ -50,6 +52,7 @@ pub const DEPLOYMENT: ApiNames = ApiNames {
     kind: "Deployment",
     plural: "deployments",
     short_names: &["deploy"],
+    namespaced: true,
 };
 
 /// `v1` Endpoints: what older clusters and many runbooks read for a Service's backends.
@@ -59,6 +62,7 @@ pub const ENDPOINTS: ApiNames = ApiNames {
     kind: "Endpoints",
     plural: "endpoints",
     short_names: &["ep"],
+    namespaced: true,
 };
 
 /// `networking.k8s.io/v1` Ingress, including the canary Ingress Argo Rollouts manages for NGINX.
@@ -68,6 +72,7 @@ pub const INGRESS: ApiNames = ApiNames {
     kind: "Ingress",
     plural: "ingresses",
     short_names: &["ing"],
+    namespaced: true,
 };
 
 /// Gateway API HTTPRoute.
@@ -77,6 +82,7 @@ pub const HTTP_ROUTE: ApiNames = ApiNames {
     kind: "HTTPRoute",
     plural: "httproutes",
     short_names: &[],
+    namespaced: true,
 };
 
 /// Istio VirtualService.
@@ -86,6 +92,7 @@ pub const VIRTUAL_SERVICE: ApiNames = ApiNames {
     kind: "VirtualService",
     plural: "virtualservices",
     short_names: &["vs"],
+    namespaced: true,
 };
 
 /// Istio DestinationRule.
@@ -95,6 +102,7 @@ pub const DESTINATION_RULE: ApiNames = ApiNames {
     kind: "DestinationRule",
     plural: "destinationrules",
     short_names: &["dr"],
+    namespaced: true,
 };
 
 /// Argo Rollouts AnalysisRun: a canary's measurements, each metric's query, value and phase.
@@ -104,6 +112,7 @@ pub const ANALYSIS_RUN: ApiNames = ApiNames {
     kind: "AnalysisRun",
     plural: "analysisruns",
     short_names: &["ar"],
+    namespaced: true,
 };
 
 /// Argo Rollouts AnalysisTemplate: the metrics a rollout's analysis steps name.
@@ -113,6 +122,17 @@ pub const ANALYSIS_TEMPLATE: ApiNames = ApiNames {
     kind: "AnalysisTemplate",
     plural: "analysistemplates",
     short_names: &["at"],
+    namespaced: true,
+};
+
+/// Argo Rollouts ClusterAnalysisTemplate: cluster-scoped metrics an analysis may name.
+pub const CLUSTER_ANALYSIS_TEMPLATE: ApiNames = ApiNames {
+    group: "argoproj.io",
+    versions: &["v1alpha1"],
+    kind: "ClusterAnalysisTemplate",
+    plural: "clusteranalysistemplates",
+    short_names: &["cat"],
+    namespaced: false,
 };
 
 /// Argo Rollouts Experiment: ReplicaSets a rollout's experiment step runs beside its revisions.
@@ -122,6 +142,7 @@ pub const EXPERIMENT: ApiNames = ApiNames {
     kind: "Experiment",
     plural: "experiments",
     short_names: &["exp"],
+    namespaced: true,
 };
 
 /// Flux HelmRelease: the Helm upgrades that render a chart's objects (its attempts and history).
@@ -131,6 +152,7 @@ pub const HELM_RELEASE: ApiNames = ApiNames {
     kind: "HelmRelease",
     plural: "helmreleases",
     short_names: &["hr"],
+    namespaced: true,
 };
 
 /// Flux Kustomization: the applies of a Git revision's manifests.
@@ -140,10 +162,11 @@ pub const KUSTOMIZATION: ApiNames = ApiNames {
     kind: "Kustomization",
     plural: "kustomizations",
     short_names: &["ks"],
+    namespaced: true,
 };
 
 /// Every kind of the table, in the order the recorder lists them.
-pub const WELL_KNOWN: [ApiNames; 11] = [
+pub const WELL_KNOWN: [ApiNames; 12] = [
     DEPLOYMENT,
     ENDPOINTS,
     INGRESS,
@@ -152,6 +175,7 @@ pub const WELL_KNOWN: [ApiNames; 11] = [
     DESTINATION_RULE,
     ANALYSIS_RUN,
     ANALYSIS_TEMPLATE,
+    CLUSTER_ANALYSIS_TEMPLATE,
     EXPERIMENT,
     HELM_RELEASE,
     KUSTOMIZATION,

@@ -276,7 +276,7 @@ async fn served_names(client: &Client, resource: &Resource, server: &str) -> Res
 /// False when listing `resource` in any of `namespaces` (all when empty) is forbidden: a list
 /// of one object, the verb recording uses anyway. Any other failure is the watch's to report.
 async fn may_list(client: &Client, resource: &Resource, namespaces: &[String]) -> bool {
-    let scopes: Vec<Option<&str>> = if namespaces.is_empty() {
+    let scopes: Vec<Option<&str>> = if namespaces.is_empty() || !resource.namespaced {
         vec![None]
     } else {
         namespaces.iter().map(|n| Some(n.as_str())).collect()
@@ -416,9 +416,12 @@ async fn run<D: sink::Destination>(
     } else {
         config.namespaces.iter().cloned().map(Some).collect()
     };
+    // A cluster-scoped resource is listed and watched once, across the cluster.
+    let cluster = vec![None];
+    let scopes = |r: &Resource| if r.namespaced { &namespaces } else { &cluster };
     let targets: Vec<sink::TargetKey> = resources
         .iter()
-        .flat_map(|r| namespaces.iter().map(|ns| (r.kind.clone(), ns.clone())))
+        .flat_map(|r| scopes(r).iter().map(|ns| (r.kind.clone(), ns.clone())))
         .collect();
     let sink = sink::start(
         dest,
@@ -439,7 +442,7 @@ async fn run<D: sink::Destination>(
     };
     let mut tasks = tokio::task::JoinSet::new();
     for resource in &resources {
-        for ns in &namespaces {
+        for ns in scopes(resource) {
             let target = Target {
                 resource: resource.clone(),
                 namespace: ns.clone(),

@@ -13,24 +13,26 @@ pub struct Resource {
     pub version: &'static str,
     /// Plural resource name, as in URLs and RBAC rules.
     pub plural: &'static str,
+    /// False for a cluster-scoped resource: watched once, never per namespace.
+    pub namespaced: bool,
 }
 
 impl Resource {
     /// The resource of a kind the recorder knows: one with its own variant, or one of
     /// [`rf_format::api::WELL_KNOWN`] in a version the table names.
     pub fn for_kind(kind: &Kind) -> Option<Resource> {
-        let (group, version, plural) = match kind {
-            Kind::Rollout => ("argoproj.io", "v1alpha1", "rollouts"),
-            Kind::Application => ("argoproj.io", "v1alpha1", "applications"),
-            Kind::ReplicaSet => ("apps", "v1", "replicasets"),
-            Kind::Service => ("", "v1", "services"),
-            Kind::EndpointSlice => ("discovery.k8s.io", "v1", "endpointslices"),
-            Kind::Pod => ("", "v1", "pods"),
-            Kind::Event => ("", "v1", "events"),
+        let (group, version, plural, namespaced) = match kind {
+            Kind::Rollout => ("argoproj.io", "v1alpha1", "rollouts", true),
+            Kind::Application => ("argoproj.io", "v1alpha1", "applications", true),
+            Kind::ReplicaSet => ("apps", "v1", "replicasets", true),
+            Kind::Service => ("", "v1", "services", true),
+            Kind::EndpointSlice => ("discovery.k8s.io", "v1", "endpointslices", true),
+            Kind::Pod => ("", "v1", "pods", true),
+            Kind::Event => ("", "v1", "events", true),
             Kind::Other { version, .. } => {
                 let names = api::well_known(kind)?;
                 let version = names.versions.iter().find(|v| **v == version)?;
-                (names.group, *version, names.plural)
+                (names.group, *version, names.plural, names.namespaced)
             }
         };
         Some(Resource {
@@ -38,6 +40,7 @@ impl Resource {
             group,
             version,
             plural,
+            namespaced,
         })
     }
 
@@ -72,8 +75,10 @@ impl Resource {
         }
     }
 
-    /// The collection's URL path, in `namespace` or across all namespaces.
+    /// The collection's URL path, in `namespace` or across all namespaces (always across the
+    /// cluster for a cluster-scoped resource).
     pub fn url_path(&self, namespace: Option<&str>) -> String {
+        let namespace = namespace.filter(|_| self.namespaced);
         let base = if self.group.is_empty() {
             format!("/api/{}", self.version)
         } else {
@@ -105,6 +110,21 @@ pub fn parse_kind(name: &str) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cluster_scoped_resource_is_listed_across_the_cluster_whatever_the_namespace() {
+        let r = Resource::for_kind(&rf_format::api::CLUSTER_ANALYSIS_TEMPLATE.newest()).unwrap();
+        assert!(!r.namespaced);
+        assert_eq!(
+            r.url_path(Some("payments")),
+            "/apis/argoproj.io/v1alpha1/clusteranalysistemplates"
+        );
+        let r = Resource::for_kind(&rf_format::api::ANALYSIS_TEMPLATE.newest()).unwrap();
+        assert_eq!(
+            r.url_path(Some("payments")),
+            "/apis/argoproj.io/v1alpha1/namespaces/payments/analysistemplates"
+        );
+    }
 
     #[test]
     fn url_paths_follow_the_api_conventions() {

@@ -396,7 +396,7 @@ fn resource_list(shared: &Shared, group: &str, version: &str) -> Resp {
             let mut v = json!({
                 "name": r.plural,
                 "singularName": r.singular,
-                "namespaced": true,
+                "namespaced": rf_format::api::well_known(&r.kind).is_none_or(|n| n.namespaced),
                 "kind": r.kind_name(),
                 "verbs": ["get", "list", "watch"],
             });

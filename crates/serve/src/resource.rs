@@ -4,7 +4,8 @@ use rf_format::Kind;
 
 /// One served resource type: the API names of a recorded [`Kind`].
 ///
-/// Every served resource is namespaced and answers only `get`, `list` and `watch`.
+/// Every served resource answers only `get`, `list` and `watch`; all are namespaced but the
+/// cluster-scoped kinds of [`rf_format::api::WELL_KNOWN`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resource {
     /// The recorded kind.
