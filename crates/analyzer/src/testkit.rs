@@ -498,22 +498,14 @@ impl Kit {
         labels: Value,
     ) {
         let name = format!("{NAME}-{hash}-{suffix}");
-        let since = crate::base::time::rfc3339(self.now());
-        let obj = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
-                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "name": format!("{NAME}-{hash}"), "uid": format!("uid-{NAME}-{hash}"),
-                    "controller": true}]},
-            "spec": {"containers": [{"name": "app", "image": image}]},
-            "status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
-                                "lastTransitionTime": since}],
-                "containerStatuses": [{"name": "app", "image": image,
-                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": ready}]}
-        });
-        let mut obj = obj;
+        let mut obj = self.pod_json(
+            &name,
+            &format!("{NAME}-{hash}"),
+            json!({"app": NAME, "rollouts-pod-template-hash": hash}),
+            ready,
+            image,
+            image_id,
+        );
         for (k, v) in labels.as_object().into_iter().flatten() {
             obj["metadata"]["labels"][k] = v.clone();
         }
@@ -524,18 +516,8 @@ impl Kit {
     /// the controller labels an experiment's pods of the rollout's template.
     pub fn experiment_pod(&mut self, replicaset: &str, hash: &str, image: &str, image_id: &str) {
         let name = format!("{replicaset}-x1");
-        let obj = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
-                "labels": {"app": NAME, "rollouts-pod-template-hash": hash},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "name": replicaset, "uid": format!("uid-{replicaset}"), "controller": true}]},
-            "spec": {"containers": [{"name": "app", "image": image}]},
-            "status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "containerStatuses": [{"name": "app", "image": image,
-                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": true}]}
-        });
+        let labels = json!({"app": NAME, "rollouts-pod-template-hash": hash});
+        let obj = self.pod_json(&name, replicaset, labels, true, image, image_id);
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 
@@ -576,18 +558,8 @@ impl Kit {
         });
         self.push(Kind::ReplicaSet, Op::Modified, &rs, rs_obj);
         let name = format!("{rs}-{suffix}");
-        let obj = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
-                "labels": {"app": deployment, "pod-template-hash": hash},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "name": rs, "uid": format!("uid-{rs}"), "controller": true}]},
-            "spec": {"containers": [{"name": "app", "image": image}]},
-            "status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "containerStatuses": [{"name": "app", "image": image,
-                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": true}]}
-        });
+        let labels = json!({"app": deployment, "pod-template-hash": hash});
+        let obj = self.pod_json(&name, &rs, labels, true, image, image_id);
         self.push(Kind::Pod, Op::Modified, &name, obj);
     }
 
@@ -632,6 +604,33 @@ impl Kit {
             name,
             object,
         );
+    }
+
+    /// Pod `name` of ReplicaSet `replicaset` with `labels`, its container `app` running
+    /// `image` pulled as `image_id`.
+    fn pod_json(
+        &self,
+        name: &str,
+        replicaset: &str,
+        labels: Value,
+        ready: bool,
+        image: &str,
+        image_id: &str,
+    ) -> Value {
+        let since = crate::base::time::rfc3339(self.now());
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "labels": labels,
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": replicaset, "uid": format!("uid-{replicaset}"), "controller": true}]},
+            "spec": {"containers": [{"name": "app", "image": image}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
+                                "lastTransitionTime": since}],
+                "containerStatuses": [{"name": "app", "image": image,
+                    "imageID": format!("registry.example.com/app@{image_id}"), "ready": ready}]}
+        })
     }
 
     /// Deletes a pod.

@@ -887,43 +887,7 @@ fn issue_27_front_door_to_a_service_the_rollout_does_not_move() {
     let ns = Namespace::new(&c, "frontdoor");
     let file = rec_path(&c, "frontdoor");
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
-    let render = |n: u8| {
-        format!(
-            r#"{stable}{legacy}apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{name: shop}}
-spec:
-  ingressClassName: nginx
-  rules:
-    - host: shop.example.com
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend: {{service: {{name: checkout-api-legacy, port: {{number: 80}}}}}}
----
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {{name: checkout-api}}
-spec:
-  replicas: 3
-  selector: {{matchLabels: {{app: checkout-api}}}}
-  template:
-    metadata:
-      labels: {{app: checkout-api, version: v{v}}}
-    spec:
-      containers: [{{name: app, image: "{image}"}}]
-  strategy:
-    canary:
-      stableService: checkout-api
-      steps: {STEPS}
-"#,
-            stable = service_yaml("checkout-api", "{app: checkout-api}"),
-            legacy = service_yaml("checkout-api-legacy", "{app: checkout-api, version: v1}"),
-            v = n + 1,
-            image = image(n),
-        )
-    };
+    let render = |n: u8| front_door_render(n, STEPS);
     c.apply(&ns.name, &render(0));
     ns.wait_phase(APP, "Healthy");
     c.apply(&ns.name, &render(1));
@@ -953,6 +917,48 @@ spec:
         "{summary}"
     );
     assert_eq!(code, Some(1), "an error finding");
+}
+
+/// Seed incident 002's front door: Service `checkout-api` (the rollout's stableService),
+/// Service `checkout-api-legacy` selecting `version: v1`, Ingress `shop` sending
+/// `shop.example.com/` to the legacy one, and the canary Rollout with `steps` whose pods are
+/// labelled `version: v{n+1}` and run image `n`.
+fn front_door_render(n: u8, steps: &str) -> String {
+    format!(
+        r#"{stable}{legacy}apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: shop}}
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: shop.example.com
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {{service: {{name: checkout-api-legacy, port: {{number: 80}}}}}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api, version: v{v}}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]
+  strategy:
+    canary:
+      stableService: checkout-api
+      steps: {steps}
+"#,
+        stable = service_yaml("checkout-api", "{app: checkout-api}"),
+        legacy = service_yaml("checkout-api-legacy", "{app: checkout-api, version: v1}"),
+        v = n + 1,
+        image = image(n),
+    )
 }
 
 /// The gap records of a recording: (kind, reason).
@@ -1637,40 +1643,9 @@ fn issue_28_an_analysis_passed_on_a_canary_no_customer_reached() {
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
     c.apply(&ns.name, &web_template(&metric));
     let render = |n: u8| {
-        format!(
-            r#"{stable}{legacy}apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{name: shop}}
-spec:
-  ingressClassName: nginx
-  rules:
-    - host: shop.example.com
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend: {{service: {{name: checkout-api-legacy, port: {{number: 80}}}}}}
----
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {{name: checkout-api}}
-spec:
-  replicas: 3
-  selector: {{matchLabels: {{app: checkout-api}}}}
-  template:
-    metadata:
-      labels: {{app: checkout-api, version: v{v}}}
-    spec:
-      containers: [{{name: app, image: "{image}"}}]
-  strategy:
-    canary:
-      stableService: checkout-api
-      steps: [{{setWeight: 30}}, {{analysis: {{templates: [{{templateName: ok}}]}}}}, {{pause: {{}}}}]
-"#,
-            stable = service_yaml("checkout-api", "{app: checkout-api}"),
-            legacy = service_yaml("checkout-api-legacy", "{app: checkout-api, version: v1}"),
-            v = n + 1,
-            image = image(n),
+        front_door_render(
+            n,
+            "[{setWeight: 30}, {analysis: {templates: [{templateName: ok}]}}, {pause: {}}]",
         )
     };
     c.apply(&ns.name, &render(0));

@@ -1362,6 +1362,18 @@ mod tests {
         snapshot_of(&objects)
     }
 
+    /// The verdict on rollout `bg/app` in `snap`, nothing expected.
+    fn of_rollout(snap: &Snapshot) -> Verdict {
+        verdict(
+            snap,
+            Workload::Rollout,
+            "bg",
+            "app",
+            &Expectations::default(),
+        )
+        .unwrap()
+    }
+
     fn table(v: &Verdict) -> String {
         let mut out = Vec::new();
         print_table(&mut out, "bg/app", &v.2, &v.1, &v.3, &[], v.0, None, None).unwrap();
@@ -1370,14 +1382,7 @@ mod tests {
 
     #[test]
     fn a_blue_green_preview_routed_to_the_new_revision_is_adopted_so_far() {
-        let v = verdict(
-            &blue_green("h2", "h1", "h1", "h2"),
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&blue_green("h2", "h1", "h1", "h2"));
         let out = table(&v);
         assert!(v.0, "{out}");
         assert!(out.contains("blue-green before promotion on h2"), "{out}");
@@ -1393,14 +1398,7 @@ mod tests {
 
     #[test]
     fn a_blue_green_preview_left_on_the_old_revision_is_not_adopted() {
-        let v = verdict(
-            &blue_green("h2", "h1", "h1", "h1"),
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&blue_green("h2", "h1", "h1", "h1"));
         assert!(!v.0, "{}", table(&v));
         assert!(
             v.3.iter().any(|f| f.starts_with(
@@ -1413,14 +1411,7 @@ mod tests {
 
     #[test]
     fn a_promoted_blue_green_whose_active_service_stayed_behind_is_not_adopted() {
-        let v = verdict(
-            &blue_green("h2", "h2", "h1", "h2"),
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&blue_green("h2", "h2", "h1", "h2"));
         let out = table(&v);
         assert!(!v.0, "{out}");
         assert!(out.contains("blue-green promoted on h2"), "{out}");
@@ -1432,14 +1423,7 @@ mod tests {
                         .starts_with("Service app sends no traffic to revision h2")),
             "{out}"
         );
-        let v = verdict(
-            &blue_green("h2", "h2", "h2", "h2"),
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&blue_green("h2", "h2", "h2", "h2"));
         assert!(v.0, "{}", table(&v));
         assert!(table(&v).contains("adopted: the Services route to revision h2"));
     }
@@ -1487,14 +1471,7 @@ mod tests {
             rf_format::api::HTTP_ROUTE.newest(),
             route,
         );
-        let v = verdict(
-            &snap,
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&snap);
         let out = table(&v);
         assert!(
             out.contains(
@@ -1518,14 +1495,7 @@ mod tests {
     fn check_prints_the_front_door_and_fails_when_it_bypasses_the_promoted_revision() {
         // The front door is the active Service: adopted, and the path is printed.
         let snap = with_front_door(blue_green("h2", "h2", "h2", "h2"), "app");
-        let v = verdict(
-            &snap,
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&snap);
         let out = table(&v);
         assert!(v.0, "{out}");
         assert!(
@@ -1535,14 +1505,7 @@ mod tests {
         // The front door is the preview Service, left on the old revision after promotion:
         // customers never reach h2.
         let snap = with_front_door(blue_green("h2", "h2", "h2", "h1"), "app-preview");
-        let v = verdict(
-            &snap,
-            Workload::Rollout,
-            "bg",
-            "app",
-            &Expectations::default(),
-        )
-        .unwrap();
+        let v = of_rollout(&snap);
         let out = table(&v);
         assert!(!v.0, "{out}");
         assert!(
