@@ -570,19 +570,28 @@ impl Kit {
 
     /// Flux HelmRelease `name` (in namespace flux-system) with `status`.
     pub fn helm_release(&mut self, name: &str, status: Value) {
+        self.flux(rf_format::api::HELM_RELEASE, name, status);
+    }
+
+    /// Flux Kustomization `name` (in namespace flux-system) with `status`.
+    pub fn kustomization(&mut self, name: &str, status: Value) {
+        self.flux(rf_format::api::KUSTOMIZATION, name, status);
+    }
+
+    fn flux(&mut self, api: rf_format::api::ApiNames, name: &str, status: Value) {
         self.seq += 1;
         let rec = Record {
             seq: self.seq,
             observed_at: Timestamp::from_unix_seconds(self.t).plus_nanos(self.seq as i64 * 1000),
-            kind: rf_format::api::HELM_RELEASE.newest(),
+            kind: api.newest(),
             op: Op::Modified,
             namespace: "flux-system".to_owned(),
             name: name.to_owned(),
-            uid: format!("uid-hr-{name}"),
+            uid: format!("uid-flux-{name}"),
             resource_version: self.seq.to_string(),
             actor: None,
             object: serde_json::to_vec(&json!({
-                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "apiVersion": api.newest().api_version(), "kind": api.kind,
                 "metadata": {"name": name, "namespace": "flux-system"},
                 "status": status
             }))

@@ -211,6 +211,24 @@ mod tests {
     }
 
     #[test]
+    fn an_inconclusive_analysis_says_the_rollout_waits_for_a_decision() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        run(&mut kit, "Running", json!([]));
+        run(&mut kit, "Inconclusive", json!([{"phase": "Inconclusive", "value": "[0.02]"}]));
+        let f = kit.of_rule(Rule::AnalysisFailed);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("ended Inconclusive: metric error-rate (prometheus: sum(rate(http_errors[1m]))) assessed Inconclusive")
+                && f[0].summary.contains("last Inconclusive ([0.02])")
+                && f[0].summary.ends_with("an inconclusive run pauses the rollout until it is promoted or aborted"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].remedy.decisions, vec!["kubectl argo rollouts promote checkout-api -n payments".to_owned()]);
+    }
+
+    #[test]
     fn a_successful_analysis_or_one_seen_only_ended_is_no_finding() {
         let mut kit = Kit::new();
         kit.release_to_pause("new1", template("app:2", "c0"));

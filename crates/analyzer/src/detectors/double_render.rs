@@ -515,6 +515,32 @@ mod tests {
         );
     }
 
+    /// A Kustomization names no chart: its attempted Git revision at each render.
+    #[test]
+    fn issue_28_a_double_render_names_the_kustomizations_attempted_revisions() {
+        use serde_json::json;
+        let mut kit = Kit::new();
+        kit.label("kustomize.toolkit.fluxcd.io/name", "apps");
+        kit.release_to_pause("a", template("app:2", "c1"));
+        kit.advance(1);
+        kit.kustomization("apps", json!({"lastAttemptedRevision": "main@sha1:3f2a9c1e"}));
+        kit.advance(20);
+        kit.new_revision("b", template("app:2", "c2"));
+        kit.advance(1);
+        kit.kustomization("apps", json!({"lastAttemptedRevision": "main@sha1:9c1e77aa"}));
+        kit.advance(1);
+        kit.step(0);
+        let f = kit.of_rule(Rule::DoubleRender);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains("(Kustomization apps: main@sha1:3f2a9c1e)")
+                && f[0].summary.contains("(Kustomization apps: main@sha1:9c1e77aa)"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].remedy.commands.contains(&"flux -n flux-system get kustomizations apps".to_owned()));
+    }
+
     #[test]
     fn reported_renders_are_remembered_per_rollout_and_only_the_latest() {
         use super::{DoubleRender, KEEP_FIRED};
