@@ -309,17 +309,6 @@ impl DoubleRender {
     }
 }
 
-/// What a template change changed, in words: `metadata.annotations.checksum/config` and the
-/// like, at most four.
-fn paths(before: &str, after: &str) -> (Vec<String>, bool) {
-    let changes = crate::model::diff::diff_json(before, after).unwrap_or_default();
-    let mut words: Vec<String> = changes.iter().take(4).map(|c| c.path.to_string()).collect();
-    if changes.len() > 4 {
-        words.push(format!("{} more", changes.len() - 4));
-    }
-    (words, crate::model::diff::only_annotations(&changes))
-}
-
 impl Detector for DoubleRender {
     fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
         let dep = d.dep;
@@ -332,11 +321,11 @@ impl Detector for DoubleRender {
         if apart > WINDOW_SECONDS * NS || self.fired_deployments.get(&key) == Some(&second.pos.at.0) {
             return;
         }
-        let (second_paths, only) = paths(&second.before, &second.after);
+        let (second_paths, only) = second.paths();
         if !only {
             return;
         }
-        let (first_paths, _) = paths(&first.before, &first.after);
+        let (first_paths, _) = first.paths();
         self.fired_deployments.insert(key, second.pos.at.0);
         let (ns, name) = (&dep.namespace, &dep.name);
         let generation = |g: Option<i64>| g.map_or("?".to_owned(), |g| g.to_string());

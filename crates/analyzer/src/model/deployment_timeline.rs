@@ -72,13 +72,7 @@ impl DeploymentTimeline {
                 }
                 if s.template_changes != now.template_changes {
                     if let Some(c) = change {
-                        let changed =
-                            crate::model::diff::diff_json(&c.before, &c.after).unwrap_or_default();
-                        let mut paths: Vec<String> =
-                            changed.iter().take(4).map(|c| c.path.to_string()).collect();
-                        if changed.len() > 4 {
-                            paths.push(format!("{} more", changed.len() - 4));
-                        }
+                        let (paths, _) = c.paths();
                         words.push(format!("pod template changed: {}", paths.join(", ")));
                     }
                 }

@@ -171,6 +171,19 @@ pub(crate) struct TemplateChange {
     pub after: std::sync::Arc<str>,
 }
 
+impl TemplateChange {
+    /// Where the template changed, in words (at most four paths, then how many more), and
+    /// whether only annotations changed.
+    pub fn paths(&self) -> (Vec<String>, bool) {
+        let changes = crate::model::diff::diff_json(&self.before, &self.after).unwrap_or_default();
+        let mut words: Vec<String> = changes.iter().take(4).map(|c| c.path.to_string()).collect();
+        if changes.len() > 4 {
+            words.push(format!("{} more", changes.len() - 4));
+        }
+        (words, crate::model::diff::only_annotations(&changes))
+    }
+}
+
 impl DeploymentObj {
     /// Its record at `pos`, as evidence showing `detail`.
     pub fn evidence_at(
