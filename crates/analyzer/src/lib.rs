@@ -51,6 +51,7 @@ mod testkit;
 
 pub use analyzer::{Analyzer, Options, Retained, analyze};
 pub use base::HASH_LABEL;
+pub use base::image::image_digest;
 pub use base::time::{human_duration, parse_rfc3339, rfc3339};
 pub use input::prepare::Prepared;
 #[doc(hidden)]

@@ -2,6 +2,7 @@
 //! the maps the analyzer looks things up in. Nothing here knows a view, a rollout or a finding.
 
 pub(crate) mod by_name;
+pub(crate) mod image;
 pub(crate) mod time;
 
 use rf_format::Timestamp;

@@ -88,7 +88,9 @@ impl Detector for AnalysisWithoutTraffic {
         let track = s.track;
         let ns = track.namespace();
         let mut live: BTreeSet<String> = BTreeSet::new();
-        let (services, front_door) = reached(s);
+        // Which Services customers reach is asked only of a rollout that has runs: most
+        // looks are at rollouts without any.
+        let mut reach: Option<(Vec<&str>, bool)> = None;
         for run in s.world.analysis_runs_of(ns, track.name()) {
             live.insert(run.name.clone());
             let Some(hash) = run.hash.as_deref() else {
@@ -98,6 +100,7 @@ impl Detector for AnalysisWithoutTraffic {
                 continue;
             }
             let key = (ns.to_owned(), track.name().to_owned(), run.name.clone());
+            let (services, front_door) = &*reach.get_or_insert_with(|| reached(s));
             let served_now = services
                 .iter()
                 .any(|svc| serves_revision(s.world, track, svc, hash));
@@ -125,10 +128,12 @@ impl Detector for AnalysisWithoutTraffic {
                 continue;
             }
             watch.fired = true;
-            out.push(finding(s, run, hash, watch.since, &services, front_door));
+            out.push(finding(s, run, hash, watch.since, services, *front_door));
         }
-        self.watched
-            .retain(|(n, r, run), _| !(n == ns && r == track.name()) || live.contains(run));
+        if !self.watched.is_empty() {
+            self.watched
+                .retain(|(n, r, run), _| !(n == ns && r == track.name()) || live.contains(run));
+        }
         None
     }
 }

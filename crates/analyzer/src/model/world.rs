@@ -15,6 +15,7 @@ use rf_format::{Kind, Op, Record, Timestamp};
 use crate::base::At;
 use crate::base::HASH_LABEL;
 use crate::base::Str;
+use crate::base::image::image_digest;
 use crate::base::time::parse_rfc3339;
 use crate::input::prepare::Parsed;
 use crate::model::analysis::{RunObj, run_obj};
@@ -750,7 +751,7 @@ impl Namespace {
                     digest: statuses
                         .iter()
                         .find(|s| s.name == c.name)
-                        .and_then(|s| digest_of(&s.image_id)),
+                        .and_then(|s| image_digest(&s.image_id).map(str::to_owned)),
                     container: c.name,
                     image: c.image,
                 })
@@ -912,14 +913,6 @@ impl FluxObj {
 /// A digest cut for words: `sha256:9f2c1b7e`.
 fn short_digest(d: &str) -> &str {
     d.get(..15).unwrap_or(d)
-}
-
-/// The digest part of an `imageID` (`docker-pullable://repo@sha256:...`, `repo@sha256:...`,
-/// or a bare `sha256:...`).
-fn digest_of(image_id: &str) -> Option<String> {
-    let d = image_id.rsplit('@').next().unwrap_or(image_id);
-    let d = d.strip_prefix("docker://").unwrap_or(d);
-    d.starts_with("sha256:").then(|| d.to_owned())
 }
 
 /// The router `rec` holds, its object `parsed`; none when unreadable.
@@ -1410,11 +1403,18 @@ impl World {
         ns: &'a str,
         rollout: &'a str,
     ) -> impl Iterator<Item = &'a RunObj> + 'a {
-        self.analysis_runs
-            .range((ns.to_owned(), String::new())..)
-            .take_while(move |((n, _), _)| n == ns)
-            .map(|(_, r)| r)
-            .filter(move |r| r.rollout.as_deref() == Some(rollout))
+        // Asked at every look at every rollout: most recordings have no run, and the range
+        // bound would cost two allocations.
+        (!self.analysis_runs.is_empty())
+            .then(|| {
+                self.analysis_runs
+                    .range((ns.to_owned(), String::new())..)
+                    .take_while(move |((n, _), _)| n == ns)
+                    .map(|(_, r)| r)
+                    .filter(move |r| r.rollout.as_deref() == Some(rollout))
+            })
+            .into_iter()
+            .flatten()
     }
 
     /// The routers of namespace `ns`: Ingresses, HTTPRoutes, VirtualServices, each by name.

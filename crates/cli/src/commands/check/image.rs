@@ -68,14 +68,6 @@ pub(super) fn repository(reference: &str) -> Option<String> {
     Some(format!("{domain}/{path}"))
 }
 
-/// The digest an `imageID` names (`docker-pullable://repo@sha256:...`, `repo@sha256:...`, or a
-/// bare `sha256:...`), when it names one.
-fn digest_of(image_id: &str) -> Option<&str> {
-    let d = image_id.rsplit('@').next().unwrap_or(image_id);
-    let d = d.strip_prefix("docker://").unwrap_or(d);
-    d.starts_with("sha256:").then_some(d)
-}
-
 /// What one ready pod of the current revision runs of the expected repository.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(super) struct PodImage {
@@ -125,7 +117,7 @@ pub(super) fn pod_image(pod: &Value, expect: &ExpectImage) -> PodImage {
         let digest = status
             .get("imageID")
             .and_then(Value::as_str)
-            .and_then(digest_of)
+            .and_then(rf_analyzer::image_digest)
             .map(str::to_owned);
         return PodImage {
             pod: name,
