@@ -184,6 +184,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
     let expect: &[(&str, &[Rule])] = &[
         ("abort", &[]),
         ("analysis-failed-web", &[Rule::AnalysisFailed]),
+        ("analysis-job-metric", &[Rule::AnalysisFailed]),
         ("analysis-without-traffic", &[Rule::AnalysisWithoutTraffic]),
         (
             "adoption-selector-drift",

@@ -201,7 +201,7 @@ start kube-controller-manager "$bin/kube-controller-manager" \
   --authentication-kubeconfig "$pki/controller-manager.kubeconfig" \
   --authorization-kubeconfig "$pki/controller-manager.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
-  --controllers replicaset,deployment,endpointslice,endpoint,garbagecollector,serviceaccount,serviceaccount-token,namespace \
+  --controllers replicaset,deployment,job,endpointslice,endpoint,garbagecollector,serviceaccount,serviceaccount-token,namespace \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --use-service-account-credentials=true "${kcm_scale[@]}"
 start kube-scheduler "$bin/kube-scheduler" \

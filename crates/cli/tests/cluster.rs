@@ -1630,6 +1630,111 @@ fn issue_28_a_failed_web_analysis_names_its_metric_and_value() {
     );
 }
 
+/// AnalysisTemplate `smoke`: a job metric running `registry.example/smoke:1.IMAGE`; when
+/// `fails`, its Job can be placed on no node and fails at its 3 s deadline.
+fn job_template(image: u8, fails: bool) -> String {
+    let (deadline, place) = if fails {
+        (
+            "\n          activeDeadlineSeconds: 3",
+            "\n              nodeSelector: {rollout-forensics.test/no-such-node: \"true\"}",
+        )
+    } else {
+        ("", "")
+    };
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {{name: smoke}}
+spec:
+  metrics:
+  - name: smoke
+    provider:
+      job:
+        spec:
+          backoffLimit: 0{deadline}
+          template:
+            spec:{place}
+              restartPolicy: Never
+              containers: [{{name: smoke, image: "registry.example/smoke:1.{image}"}}]
+"#
+    )
+}
+
+/// A `job` metric, run by the real Job controller (kwok completes a Job's pod): an analysis of
+/// a web metric and a job metric passes, and the release rolls out; the next release's Job can
+/// be placed on no node and passes its deadline, the Job fails, and the run with it.
+/// `analysis-failed` names the job metric and its Job, with the commands that read the Job.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_a_job_metric_passes_then_fails_and_names_its_job() {
+    let c = cluster();
+    let metric = metric_server(r#"{"ok": true}"#);
+    let ns = Namespace::new(&c, "analysis-job");
+    let file = rec_path(&c, "analysis-job");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    c.apply(&ns.name, &web_template(&metric));
+    c.apply(&ns.name, &job_template(1, false));
+    let steps = "[{setWeight: 20}, {analysis: {templates: [{templateName: ok}, {templateName: smoke}]}}, {setWeight: 60}]";
+    let render = |image| Render {
+        image,
+        steps,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0).yaml());
+    ns.wait_phase(APP, "Healthy");
+    c.apply(&ns.name, &render(1).yaml());
+    ns.wait_status(APP, "the first release rolled out past its analysis", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    let runs = c.get(&ns.name, "analysisruns").unwrap();
+    let first = &runs["items"][0];
+    assert_eq!(first["status"]["phase"], "Successful", "{runs}");
+    let job = first["status"]["metricResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "smoke")
+        .unwrap()["measurements"][0]["metadata"]["job-name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.apply(&ns.name, &job_template(2, true));
+    c.apply(&ns.name, &render(2).yaml());
+    ns.wait_status(APP, "aborted by its job metric", |s| s["abort"] == true);
+    std::thread::sleep(Duration::from_secs(3));
+    let (report, _) = finish(&c, &ns, rec, "analysis-job-metric", &[]);
+    let found = of_rule(&report, "analysis-failed");
+    assert_eq!(found.len(), 1, "{:?}", rules(&report));
+    let summary = found[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "metric smoke (job running registry.example/smoke:1.2) assessed Failed by its Job's end (Complete or Failed); last Failed, job "
+        ) && summary.ends_with("the rollout aborted")
+            && !summary.contains("metric ok"),
+        "{summary}"
+    );
+    let commands: Vec<&str> = found[0]["remedy"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with(&format!("kubectl -n {} logs job/", ns.name))),
+        "{commands:?}"
+    );
+    // The first run's job measurement is on the timeline, naming its Job.
+    let changes = timeline_changes(&c, &file, "AnalysisRun");
+    assert!(
+        changes
+            .iter()
+            .any(|l| l.ends_with(&format!("metric smoke: Successful, job {job}"))),
+        "{changes:?}"
+    );
+}
+
 /// Seed incident 002's analysis: the canary's step analysis passes while the front door
 /// (Ingress `shop`) sends every request to `checkout-api-legacy`, which selects only the old
 /// revision's pods. `analysis-without-traffic` says the analysis measured idle pods.

@@ -5,7 +5,8 @@
 //! An AnalysisRun of a rollout that ended Failed, Error or Inconclusive while it was recorded.
 //! The finding names each metric that decided it, its provider and query, the condition
 //! (`successCondition`, `failureCondition`, `failureLimit`) and its last measurements, and what
-//! the rollout did then (aborted, paused on an inconclusive run).
+//! the rollout did then (aborted, paused on an inconclusive run). A job metric is judged by its
+//! Job's end: the finding names the Job, and how to read its pods' logs.
 //!
 //! # Why it matters
 //! A Failed analysis aborts the rollout; an Inconclusive one pauses it until someone promotes
@@ -26,6 +27,8 @@ use std::collections::BTreeSet;
 use rf_format::Timestamp;
 
 use crate::detectors::{Detector, Facts, Scene, argo};
+use crate::model::analysis::RunObj;
+use crate::model::rollout::RolloutTrack;
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 
 /// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one
@@ -126,10 +129,7 @@ impl Detector for AnalysisFailed {
             .with_evidence([Evidence::of(run.pos, subject, format!("{} {}", run.name, run.phase))])
             .remedy(
                 "Look at what the metric measured before retrying the release.".to_owned(),
-                vec![
-                    format!("kubectl -n {ns} get analysisrun {} -o yaml", run.name),
-                    format!("kubectl argo rollouts get rollout {}", argo(track)),
-                ],
+                look(ns, run, track),
                 "Fix what the metric found, or the metric, and release again.".to_owned(),
             );
             finding = finding.decide(vec![if run.phase == "Inconclusive" {
@@ -151,6 +151,23 @@ impl Detector for AnalysisFailed {
         self.fired.retain(of_track);
         again
     }
+}
+
+/// What to run to see what the run measured: the run, the rollout, and the Job of each
+/// deciding job metric (its pods' logs say why it failed; the controller deletes old Jobs).
+fn look(ns: &str, run: &RunObj, track: &RolloutTrack) -> Vec<String> {
+    let mut cmds = vec![format!("kubectl -n {ns} get analysisrun {} -o yaml", run.name)];
+    let jobs: BTreeSet<(&str, &str)> = run
+        .deciding()
+        .filter_map(|m| m.last.last()?.job.as_ref())
+        .map(|(jns, name)| (jns.as_deref().unwrap_or(ns), name.as_str()))
+        .collect();
+    for (jns, name) in jobs {
+        cmds.push(format!("kubectl -n {jns} describe job {name}"));
+        cmds.push(format!("kubectl -n {jns} logs job/{name} --all-containers"));
+    }
+    cmds.push(format!("kubectl argo rollouts get rollout {}", argo(track)));
+    cmds
 }
 
 #[cfg(test)]
@@ -226,6 +243,44 @@ mod tests {
             f[0].summary
         );
         assert_eq!(f[0].remedy.decisions, vec!["kubectl argo rollouts promote checkout-api -n payments".to_owned()]);
+    }
+
+    #[test]
+    fn a_failed_job_metric_names_its_job_and_how_to_read_it() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template("app:2", "c0"));
+        let job = |phase: &str, measurements: serde_json::Value| {
+            json!({
+                "metadata": {"labels": {"rollouts-pod-template-hash": "new1", "rollout-type": "Step"},
+                    "ownerReferences": [{"kind": "Rollout", "name": NAME, "uid": "uid-checkout-api"}]},
+                "spec": {"metrics": [{"name": "smoke", "provider": {"job": {"spec": {"template": {"spec": {
+                    "containers": [{"name": "smoke", "image": "registry.example/smoke:3"}]}}}}}}]},
+                "status": {"phase": phase, "metricResults": [{"name": "smoke", "phase": phase,
+                    "count": 1, "measurements": measurements}]}
+            })
+        };
+        let meta = json!({"job-name": "0e5a.smoke.1", "job-namespace": "payments"});
+        kit.analysis_run("checkout-api-new1-2-1", job("Running", json!([{"phase": "Running", "metadata": meta}])));
+        kit.analysis_run("checkout-api-new1-2-1", job("Failed", json!([{"phase": "Failed", "metadata": meta}])));
+        kit.advance(1);
+        kit.status(|st| {
+            st.insert("abort".into(), json!(true));
+        });
+        let f = kit.of_rule(Rule::AnalysisFailed);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.contains(
+                "metric smoke (job running registry.example/smoke:3) assessed Failed by its Job's end (Complete or Failed); last Failed, job 0e5a.smoke.1"
+            ),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].remedy.commands.contains(&"kubectl -n payments logs job/0e5a.smoke.1 --all-containers".to_owned())
+                && f[0].remedy.commands.contains(&"kubectl -n payments describe job 0e5a.smoke.1".to_owned()),
+            "{:?}",
+            f[0].remedy.commands
+        );
     }
 
     #[test]

@@ -1426,6 +1426,8 @@ pub(crate) struct MeasurementView {
     pub message: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// What the provider keeps of it: a job metric's `job-name` and `job-namespace`.
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// A Flux HelmRelease or Kustomization: what it last attempted, and a HelmRelease's history of

@@ -21,16 +21,22 @@ pub(crate) struct Measurement {
     pub value: Option<String>,
     pub message: Option<String>,
     pub finished_at: Option<Timestamp>,
+    /// The Job a job metric ran for it: (namespace, name); the namespace is the run's when
+    /// the provider names none.
+    pub job: Option<(Option<String>, String)>,
 }
 
 impl Measurement {
-    /// `Successful (true)`, `Failed (0.042)`, `Error: connection refused`.
+    /// `Successful (true)`, `Failed (0.042)`, `Error: connection refused`, `Failed, job J`.
     pub fn words(&self) -> String {
         let mut w = self.phase.clone();
         if let Some(v) = self.value.as_deref().filter(|v| !v.is_empty()) {
             let cut: String = v.chars().take(VALUE_CHARS).collect();
             let more = if cut.len() < v.len() { "…" } else { "" };
             w.push_str(&format!(" ({cut}{more})"));
+        }
+        if let Some((_, job)) = &self.job {
+            w.push_str(&format!(", job {job}"));
         }
         if let Some(m) = self.message.as_deref().filter(|m| !m.is_empty()) {
             w.push_str(&format!(": {m}"));
@@ -45,6 +51,8 @@ pub(crate) struct Metric {
     pub name: String,
     /// The provider and its query, in words (`prometheus: sum(rate(...))`, `web GET URL`).
     pub query: String,
+    /// A job metric is judged by its Job's end, not by a condition.
+    pub job: bool,
     pub success_condition: Option<String>,
     pub failure_condition: Option<String>,
     pub failure_limit: Option<String>,
@@ -73,7 +81,9 @@ impl Metric {
         if let Some(l) = &self.failure_limit {
             c.push(format!("failureLimit {l}"));
         }
-        if c.is_empty() {
+        if c.is_empty() && self.job {
+            "its Job's end (Complete or Failed)".to_owned()
+        } else if c.is_empty() {
             "no condition (a measurement without error succeeds)".to_owned()
         } else {
             c.join(", ")
@@ -203,6 +213,7 @@ pub(crate) fn run_obj(rec: &Record, v: AnalysisRunView, prev: Option<&RunObj>, p
             Metric {
                 name: m.name.clone(),
                 query: query_words(m.provider.as_ref()),
+                job: m.provider.as_ref().is_some_and(|p| p.get("job").is_some()),
                 success_condition: m.success_condition.clone(),
                 failure_condition: m.failure_condition.clone(),
                 failure_limit: limit_words(m.failure_limit.as_ref()),
@@ -219,6 +230,11 @@ pub(crate) fn run_obj(rec: &Record, v: AnalysisRunView, prev: Option<&RunObj>, p
                         value: m.value.clone(),
                         message: m.message.clone(),
                         finished_at: time(&m.finished_at),
+                        job: m
+                            .metadata
+                            .get("job-name")
+                            .filter(|n| !n.is_empty())
+                            .map(|n| (m.metadata.get("job-namespace").cloned(), n.clone())),
                     })
                     .collect(),
             }
@@ -253,9 +269,21 @@ fn changes(prev: Option<&RunObj>, run: &RunObj) -> Vec<String> {
         ));
     }
     for m in &run.metrics {
-        let before = prev
-            .and_then(|p| p.metrics.iter().find(|o| o.name == m.name))
-            .map_or(0, |o| o.taken);
+        let was = prev.and_then(|p| p.metrics.iter().find(|o| o.name == m.name));
+        let before = was.map_or(0, |o| o.taken);
+        // A provider that takes a while (a job, a Kayenta judgement) writes its measurement
+        // Running and completes that same measurement later: its end is a change too.
+        if let Some(old) = was.and_then(|o| o.last.last()) {
+            let newer = m.taken.saturating_sub(before);
+            let same = m
+                .last
+                .len()
+                .checked_sub(newer + 1)
+                .and_then(|i| m.last.get(i));
+            if let Some(now) = same.filter(|now| *now != old) {
+                c.push(format!("{} metric {}: {}", run.name, m.name, now.words()));
+            }
+        }
         if m.taken > before {
             let new = (m.taken - before).min(m.last.len());
             for x in &m.last[m.last.len() - new..] {
@@ -371,6 +399,37 @@ mod tests {
             ]
         );
         assert!(failed.finished());
+    }
+
+    #[test]
+    fn a_measurement_completed_in_place_is_a_change() {
+        // As the real controller writes a job metric: Running, then the same one Successful.
+        let started = obj(&run("Running", &[("Running", "")]), None);
+        let done = obj(&run("Running", &[("Successful", "")]), Some(&started));
+        assert_eq!(
+            done.changes,
+            vec!["checkout-api-h2-2-1 metric error-rate: Successful"]
+        );
+        // Past the kept window: the one completed is still found, before the new one.
+        let six: Vec<(&str, &str)> = (0..5)
+            .map(|_| ("Successful", "1"))
+            .chain([("Running", "")])
+            .collect();
+        let mut seven = six.clone();
+        seven[5] = ("Successful", "2");
+        seven.push(("Running", ""));
+        let before = obj(&run("Running", &six), None);
+        let after = obj(&run("Running", &seven), Some(&before));
+        assert_eq!(
+            after.changes,
+            vec![
+                "checkout-api-h2-2-1 metric error-rate: Successful (2)",
+                "checkout-api-h2-2-1 metric error-rate: Running"
+            ]
+        );
+        // Nothing changed, nothing said.
+        let again = obj(&run("Running", &seven), Some(&after));
+        assert!(again.changes.is_empty(), "{:?}", again.changes);
     }
 
     #[test]
