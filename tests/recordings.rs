@@ -209,6 +209,10 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
                 Rule::DoubleRender,
             ],
         ),
+        (
+            "deployment-moved-tag",
+            &[Rule::ImageNotPinned, Rule::ImageDigestDrift],
+        ),
         ("ephemeral-metadata", &[]),
         ("experiment-step", &[]),
         ("faults-restart-compaction-stall", &[]),

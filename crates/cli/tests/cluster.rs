@@ -1834,9 +1834,7 @@ fn issue_28_experiment_pods_are_not_the_revisions() {
 /// Seed incident 004 on a plain Deployment: `revisionHistoryLimit: 0`, an image by tag, and a
 /// release rendered twice 5 s apart, the second render changing only `checksum/config`. The
 /// real Deployment controller rolls out both; the findings name the Deployment with its own
-/// commands, and `check deployment/web` verifies it once rolled out. (kwok reports no image
-/// digests, so a moved tag cannot be played here: the unit tests and `check`'s end-to-end
-/// tests hold that case.)
+/// commands, and `check deployment/web` verifies it once rolled out.
 #[test]
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_28_a_plain_deployment_rendered_twice_without_history() {
@@ -1965,6 +1963,140 @@ spec:
         "{}",
         double[0]
     );
+}
+
+/// Seed incident 004's first failure mode on a plain Deployment: the first two pods of
+/// `registry.example/web:1.1` pulled build A; the tag moved; a scale-up pulls build B into the
+/// same ReplicaSet. kwok reports no image digest, so the test writes each pod's `imageID` as a
+/// kubelet would, with a status patch once kwok has made the pod Ready (no kwok stage writes a
+/// Ready pod again). The real ReplicaSet controller scales; `image-digest-drift` names the two
+/// builds within one ReplicaSet, and `check deployment/web --expect-image ...@A` fails naming
+/// the pods that run B.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_28_a_tag_moved_under_a_plain_deployment() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "moved-tag");
+    let file = rec_path(&c, "moved-tag");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    let digest = |build: char| format!("sha256:{}", build.to_string().repeat(64));
+    let deployment = |replicas: u8| {
+        format!(
+            r#"{svc}apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers: [{{name: app, image: "registry.example/web:1.1"}}]
+"#,
+            svc = service_yaml("web", "{app: web}"),
+        )
+    };
+    // Waits for `ready` Ready pods, then writes `build` as the imageID of those that have none.
+    let pull = |ready: usize, build: char| -> Vec<String> {
+        let pods = until(
+            &format!("{ready} pods of web Ready"),
+            real::SETTLE,
+            || {
+                let pods = c.get(&ns.name, "pods")?;
+                let items = pods["items"].as_array()?.clone();
+                let is_ready = |p: &Value| {
+                    p["status"]["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+                };
+                (items.len() == ready && items.iter().all(is_ready)).then_some(items)
+            },
+            || format!("{:?}", c.get(&ns.name, "pods")),
+        );
+        let mut pulled = Vec::new();
+        for p in pods {
+            if p["status"]["containerStatuses"][0]["imageID"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty())
+            {
+                continue;
+            }
+            let name = p["metadata"]["name"].as_str().unwrap().to_owned();
+            let patch = format!(
+                r#"[{{"op": "add", "path": "/status/containerStatuses/0/imageID", "value": "registry.example/web@{}"}}]"#,
+                digest(build)
+            );
+            c.ok(
+                &[
+                    "-n",
+                    &ns.name,
+                    "patch",
+                    "pod",
+                    &name,
+                    "--subresource=status",
+                    "--type=json",
+                    "-p",
+                    &patch,
+                ],
+                None,
+            );
+            pulled.push(name);
+        }
+        pulled
+    };
+    c.apply(&ns.name, &deployment(2));
+    let first = pull(2, 'a');
+    assert_eq!(first.len(), 2);
+    c.apply(&ns.name, &deployment(4));
+    let moved = pull(4, 'b');
+    assert_eq!(moved.len(), 2);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut cmd = c.forensics();
+    cmd.args(["check", "deployment/web", "-n", &ns.name, "--expect-image"])
+        .arg(format!("registry.example/web:1.1@{}", digest('a')));
+    let o = run_bounded(cmd);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", text(&o.stderr));
+    for pod in &moved {
+        assert!(
+            out.contains(&format!(
+                "pod {pod} of the current revision {}: container app runs registry.example/web@{}, not {}",
+                pod.rsplit('-').nth(1).unwrap(),
+                digest('b'),
+                digest('a')
+            )),
+            "{out}"
+        );
+    }
+    for pod in &first {
+        assert!(!out.contains(&format!("pod {pod} ")), "{out}");
+    }
+    rec.stop(&c);
+    keep(&file, "deployment-moved-tag");
+    assert_audit_truth(&c, &ns.name, &file);
+    let (report, _) = analyze(&c, &file);
+    let drift: Vec<&str> = of_rule(&report, "image-digest-drift")
+        .iter()
+        .map(|f| f["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(drift.len(), 1, "{:?}", rules(&report));
+    assert!(
+        drift[0].contains("ran as two digests within ReplicaSet web-")
+            && first
+                .iter()
+                .any(|p| drift[0].contains(&format!("aaaaaaaaaaaa in {p}")))
+            && moved
+                .iter()
+                .any(|p| drift[0].contains(&format!("bbbbbbbbbbbb in {p}"))),
+        "{}",
+        drift[0]
+    );
+    let mut all = rules(&report);
+    all.sort();
+    all.dedup();
+    assert_eq!(all, vec!["image-digest-drift", "image-not-pinned"]);
 }
 
 /// The changes of `rollout-forensics timeline FILE -o json` from `source`, one line each.
