@@ -469,10 +469,14 @@ mod tests {
         use serde_json::json;
         let mut kit = Kit::new();
         kit.label("helm.toolkit.fluxcd.io/name", "checkout-api");
+        // As helm-controller writes it: newest first, the latest and the previous deployed
+        // one; `firstDeployed` is the release name's first install, the same in each.
         let history = |entries: &[(&str, &str, i64, &str)]| {
-            json!({"history": entries.iter().rev().map(|(chart, digest, v, at)| json!({
+            let newest = entries.len() - 1;
+            json!({"history": entries.iter().enumerate().rev().map(|(i, (chart, digest, v, at))| json!({
                 "chartName": "checkout-api", "chartVersion": chart, "configDigest": digest,
-                "version": v, "firstDeployed": at, "lastDeployed": at, "status": "deployed"}))
+                "version": v, "firstDeployed": "2026-01-05T09:00:00Z", "lastDeployed": at,
+                "status": if i == newest { "deployed" } else { "superseded" }}))
                 .collect::<Vec<_>>()})
         };
         let at = |kit: &Kit| crate::base::time::rfc3339(kit.now());
@@ -492,8 +496,8 @@ mod tests {
         let f = kit.of_rule(Rule::DoubleRender);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(
-            f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:aaaa1111 (Helm release 7, deployed))")
-                && f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:bbbb2222 (Helm release 8, deployed))"),
+            f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:aaaa1111 (Helm release 7))")
+                && f[0].summary.contains("(HelmRelease checkout-api: chart 1.4.2, values sha256:bbbb2222 (Helm release 8))"),
             "{}",
             f[0].summary
         );

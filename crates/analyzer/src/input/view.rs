@@ -1456,6 +1456,9 @@ pub(crate) struct FluxSnapshot {
     pub chart_version: Option<String>,
     pub config_digest: Option<String>,
     pub version: Option<i64>,
+    /// When the release name was first deployed: the same for every Helm release of it.
     pub first_deployed: Option<String>,
+    /// When this Helm release was deployed.
+    pub last_deployed: Option<String>,
     pub status: Option<String>,
 }

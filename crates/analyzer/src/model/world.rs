@@ -864,7 +864,7 @@ pub(crate) struct FluxObj {
     pub kind: &'static str,
     pub namespace: String,
     pub name: String,
-    /// Oldest first: a HelmRelease's Helm releases (by their first deploy), else each change
+    /// Oldest first: a HelmRelease's Helm releases (by their deploy time), else each change
     /// of the attempted revision as recorded.
     pub attempts: Vec<Attempt>,
     pub pos: At,
@@ -875,7 +875,10 @@ pub(crate) struct FluxObj {
 pub(crate) struct Attempt {
     /// `chart 1.4.2, values sha256:9f2c1b7e (Helm release 7)`, `main@sha1:3f2a…`.
     pub words: String,
+    /// When it was deployed (a Helm release), or recorded attempted.
     pub at: Timestamp,
+    /// A HelmRelease's Helm release number.
+    pub release: Option<i64>,
 }
 
 impl FluxObj {
@@ -1338,29 +1341,39 @@ impl World {
         obj.pos = pos;
         let st = &v.status;
         if !st.history.is_empty() {
-            // helm-controller v2: the Helm releases themselves, newest first.
-            let mut attempts: Vec<Attempt> = st
-                .history
-                .iter()
-                .take(KEEP_ATTEMPTS)
-                .filter_map(|h| {
-                    let at = crate::base::time::parse_rfc3339(h.first_deployed.as_deref()?)?;
-                    let mut words = format!("chart {}", h.chart_version.as_deref().unwrap_or("?"));
-                    if let Some(d) = &h.config_digest {
-                        words.push_str(&format!(", values {}", short_digest(d)));
+            // helm-controller v2: the Helm releases themselves, newest first, cut to the latest
+            // and the previous deployed one: merged into those seen before, by release number.
+            for h in &st.history {
+                let deployed = h.last_deployed.as_deref().or(h.first_deployed.as_deref());
+                let Some(at) = deployed.and_then(crate::base::time::parse_rfc3339) else {
+                    continue;
+                };
+                let mut words = format!("chart {}", h.chart_version.as_deref().unwrap_or("?"));
+                if let Some(d) = &h.config_digest {
+                    words.push_str(&format!(", values {}", short_digest(d)));
+                }
+                if let Some(v) = h.version {
+                    words.push_str(&format!(" (Helm release {v})"));
+                }
+                match obj
+                    .attempts
+                    .iter_mut()
+                    .find(|a| a.release == h.version && h.version.is_some())
+                {
+                    Some(a) => {
+                        a.words = words;
+                        a.at = at;
                     }
-                    if let Some(v) = h.version {
-                        words.push_str(&format!(" (Helm release {v}"));
-                        if let Some(s) = &h.status {
-                            words.push_str(&format!(", {s}"));
-                        }
-                        words.push(')');
-                    }
-                    Some(Attempt { words, at })
-                })
-                .collect();
-            attempts.reverse();
-            obj.attempts = attempts;
+                    None => obj.attempts.push(Attempt {
+                        words,
+                        at,
+                        release: h.version,
+                    }),
+                }
+            }
+            obj.attempts.sort_by_key(|a| (a.at, a.release));
+            let excess = obj.attempts.len().saturating_sub(KEEP_ATTEMPTS);
+            obj.attempts.drain(..excess);
         } else if let Some(rev) = &st.last_attempted_revision {
             let mut words = rev.clone();
             if let Some(d) = st
@@ -1374,7 +1387,11 @@ impl World {
                 if obj.attempts.len() == KEEP_ATTEMPTS {
                     obj.attempts.remove(0);
                 }
-                obj.attempts.push(Attempt { words, at: pos.at });
+                obj.attempts.push(Attempt {
+                    words,
+                    at: pos.at,
+                    release: None,
+                });
             }
         }
         Some(Touched::Flux)
