@@ -558,6 +558,47 @@ fn the_traffic_scenarios_find_what_they_were_made_for() {
 
 /// A plain Deployment has a timeline of its own: its renders and its ReplicaSets' rolling
 /// update, as the real Deployment controller did them.
+/// Seed 000 under Flux: both Helm releases are named in the double render, by their chart and
+/// values, with Flux's commands; the restart it caused is found as under Argo CD.
+#[test]
+fn issue_28_a_flux_double_render_names_both_helm_releases() {
+    let report = analyze("flux-double-render");
+    let mut found = rules(&report);
+    found.sort();
+    found.dedup();
+    let mut want = vec![
+        Rule::RerenderRestart,
+        Rule::PauseLost,
+        Rule::ConfigOnlyRerender,
+        Rule::DoubleRender,
+    ];
+    want.sort();
+    assert_eq!(found, want);
+    let double = report
+        .findings
+        .iter()
+        .find(|f| f.rule == Rule::DoubleRender)
+        .unwrap();
+    assert!(
+        double
+            .summary
+            .contains("(HelmRelease checkout-api: chart 0.15.0, values sha256:")
+            && double.summary.contains("(Helm release 3))")
+            && double.summary.contains("(Helm release 4))"),
+        "{}",
+        double.summary
+    );
+    assert!(
+        double
+            .remedy
+            .commands
+            .contains(&"flux -n flux-system get helmreleases checkout-api".to_owned()),
+        "{:?}",
+        double.remedy.commands
+    );
+    assert!(double.explanation.contains("written by helm-controller"));
+}
+
 #[test]
 fn issue_28_a_plain_deployment_has_a_timeline() {
     let report = analyze_with_timelines("real/deployment-rendered-twice");

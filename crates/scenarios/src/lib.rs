@@ -39,6 +39,7 @@ mod controller;
 mod deployment;
 mod ephemeral;
 mod export;
+mod flux;
 mod hash;
 mod json;
 mod nginx;

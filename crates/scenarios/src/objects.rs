@@ -28,6 +28,7 @@ pub(crate) mod manager {
     pub const KUBELET: &str = "kubelet";
     pub const ARGOCD_SERVER: &str = "argocd-server";
     pub const ARGOCD_APP_CONTROLLER: &str = "argocd-application-controller";
+    pub const HELM_CONTROLLER: &str = "helm-controller";
 }
 
 /// One entry of `metadata.managedFields`.

@@ -16,7 +16,7 @@ pub struct ScenarioInfo {
     pub summary: &'static str,
 }
 
-static CATALOG: [ScenarioInfo; 20] = [
+static CATALOG: [ScenarioInfo; 21] = [
     ScenarioInfo {
         name: "rerender-race",
         summary: "Two GitOps renders 30 s apart differ only in checksum/config: the canary restarts \
@@ -69,6 +69,12 @@ static CATALOG: [ScenarioInfo; 20] = [
         summary: "Two Argo CD syncs of different commits 20 s apart, the second changing only \
                   checksum/config: the canary restarts at step 0 and the first render's \
                   ReplicaSet is left running.",
+    },
+    ScenarioInfo {
+        name: "flux-double-render",
+        summary: "Seed 000 under Flux: one commit bumps the chart and changes the values, and \
+                  HelmRelease checkout-api upgrades twice 20 s apart, the second changing only \
+                  checksum/config: the canary restarts at step 0.",
     },
     ScenarioInfo {
         name: "moved-tag",
@@ -154,6 +160,7 @@ pub fn generate(name: &str) -> Option<Recording> {
         "hash-only-change" => hash_only_change(),
         "adoption-selector-drift" => adoption_selector_drift(),
         "gitops-double-render" => gitops_double_render(),
+        "flux-double-render" => flux_double_render(),
         "moved-tag" => moved_tag(),
         "no-rollback-history" => no_rollback_history(),
         "blue-green-release" => blue_green_release(),
@@ -368,6 +375,22 @@ fn gitops_double_render() -> Sim {
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(20);
     sim.leak_replaced_canary(true);
+    render_new_image(&mut sim, Some(checksum_b()));
+    sim.run_until_elapsed(360);
+    sim
+}
+
+/// helm-controller upgrades once for the new chart's artifact (its image, the config of the
+/// values it had), then again when the values' new config reaches it: two Helm releases.
+fn flux_double_render() -> Sim {
+    let mut sim = Sim::new(SimConfig {
+        flux: true,
+        ..SimConfig::default()
+    });
+    sim.run_for(5);
+    sim.bump_chart("0.15.0");
+    render_new_image(&mut sim, Some(checksum_a()));
+    sim.run_for(20);
     render_new_image(&mut sim, Some(checksum_b()));
     sim.run_until_elapsed(360);
     sim
@@ -980,6 +1003,7 @@ mod tests {
                 "hash-only-change",
                 "adoption-selector-drift",
                 "gitops-double-render",
+                "flux-double-render",
                 "moved-tag",
                 "no-rollback-history",
                 "blue-green-release",
@@ -1022,6 +1046,8 @@ mod tests {
                 assert!(r.actor.is_none());
                 let namespace = if r.kind == Kind::Application {
                     "argocd"
+                } else if rf_format::api::HELM_RELEASE.is(&r.kind) {
+                    "flux-system"
                 } else {
                     "payments"
                 };

@@ -59,6 +59,8 @@ pub struct Sim {
     /// when).
     pub(crate) slices_observed: Vec<(usize, Vec<Endpoint>, i64)>,
     pub(crate) application: Option<Application>,
+    /// The Flux HelmRelease that installs the Rollout (`SimConfig::flux`).
+    pub(crate) helm_release: Option<crate::flux::HelmRelease>,
     /// The Deployment the Rollout's `workloadRef` names (`SimConfig::workload_ref`).
     pub(crate) deployment: Option<crate::deployment::Deployment>,
     /// A Rollout health the Application does not show yet, and since when.
@@ -104,9 +106,17 @@ impl Sim {
             ),
             ("app.kubernetes.io/managed-by", "Helm".to_owned()),
             ("app.kubernetes.io/name", config.app.clone()),
-            ("helm.sh/chart", format!("{}-0.14.2", config.app)),
+            ("helm.sh/chart", format!("{}-{}", config.app, config.chart)),
         ] {
             meta.labels.insert(k.to_owned(), v);
+        }
+        if config.flux {
+            meta.labels
+                .insert(crate::flux::NAME_LABEL.to_owned(), config.app.clone());
+            meta.labels.insert(
+                crate::flux::NAMESPACE_LABEL.to_owned(),
+                crate::flux::FLUX_NAMESPACE.to_owned(),
+            );
         }
         meta.annotations.insert(REVISION.to_owned(), "2".to_owned());
         if config.application {
@@ -115,9 +125,10 @@ impl Sim {
                 format!("{}:argoproj.io/Rollout:{ns}/{name}", config.app),
             );
         }
+        let (writer, write) = gitops_writer(&config);
         meta.touch(ManagedField {
-            manager: manager::ARGOCD,
-            operation: "Apply",
+            manager: writer,
+            operation: write,
             subresource: None,
             api_version: ROLLOUT_API,
             time: released,
@@ -317,6 +328,7 @@ impl Sim {
             slices: Vec::new(),
             slices_observed: Vec::new(),
             application: None,
+            helm_release: None,
             deployment: None,
             health_seen: None,
             registry,
@@ -372,6 +384,9 @@ impl Sim {
         if sim.config.application {
             sim.seed_application(created, released);
         }
+        if sim.config.flux {
+            sim.seed_helm_release(created, released);
+        }
         if sim.config.workload_ref.is_some() {
             sim.seed_deployment(created, settled, &stable_template);
         }
@@ -408,6 +423,10 @@ impl Sim {
         if let Some(app) = self.application.as_mut() {
             app.meta.resource_version = rv_at(app.reconciled, 2);
         }
+        if let Some(hr) = self.helm_release.as_mut() {
+            let last = hr.history.last().map_or(hr.meta.creation, |r| r.deployed);
+            hr.meta.resource_version = rv_at(last, 1);
+        }
         if let Some(d) = self.deployment.as_mut() {
             let last = d.meta.managed.last().map_or(d.meta.creation, |m| m.time);
             d.meta.resource_version = rv_at(last, 0);
@@ -430,6 +449,7 @@ impl Sim {
             return;
         }
         self.application_sync_started();
+        self.helm_upgrade_started(&template);
         let template_changed = template != self.rollout.template;
         let steps_changed = steps != self.rollout.steps;
         self.rollout.template = template;
@@ -442,10 +462,12 @@ impl Sim {
         }
         if self.deployment.is_none() || steps_changed {
             self.rollout.meta.generation = Some(self.rollout.generation() + 1);
-            self.touch_rollout(manager::ARGOCD, "Apply", None, fields::argocd_rollout());
+            let (writer, write) = gitops_writer(&self.config);
+            self.touch_rollout(writer, write, None, fields::argocd_rollout());
             self.write_rollout(Op::Modified);
         }
         self.application_sync_finished();
+        self.helm_upgrade_finished();
     }
 
     /// Advances simulated time by `seconds`, running at each second the rollouts controller,
@@ -647,6 +669,9 @@ impl Sim {
         if self.config.application {
             namespaces.push(ARGOCD_NAMESPACE.to_owned());
         }
+        if self.config.flux {
+            namespaces.push(crate::flux::FLUX_NAMESPACE.to_owned());
+        }
         let kinds = self.recorded_kinds();
         Recording::new(
             name,
@@ -664,6 +689,10 @@ impl Sim {
             .is_some()
             .then(|| rf_format::api::DEPLOYMENT.newest());
         let ingresses = (!self.ingresses.is_empty()).then(|| rf_format::api::INGRESS.newest());
+        let helm_releases = self
+            .config
+            .flux
+            .then(|| rf_format::api::HELM_RELEASE.newest());
         Kind::KNOWN
             .into_iter()
             .filter(|k| match k {
@@ -673,6 +702,7 @@ impl Sim {
             })
             .chain(deployments)
             .chain(ingresses)
+            .chain(helm_releases)
             .collect()
     }
 
@@ -835,6 +865,13 @@ impl Sim {
                     self.ingresses
                         .iter()
                         .map(|i| listed(&i.meta, i.to_value()))
+                        .collect(),
+                ),
+                ref k if rf_format::api::HELM_RELEASE.is(k) => (
+                    crate::flux::FLUX_NAMESPACE.to_owned(),
+                    self.helm_release
+                        .iter()
+                        .map(|h| listed(&h.meta, h.to_value()))
                         .collect(),
                 ),
                 ref k if rf_format::api::DEPLOYMENT.is(k) => (
@@ -1033,6 +1070,16 @@ impl Sim {
 }
 
 /// Name, uid, resourceVersion and JSON of a listed object.
+/// Who writes the Rollout's spec at a render, and how: helm-controller's Helm upgrade (an
+/// update) under Flux, else Argo CD's server-side apply.
+fn gitops_writer(config: &SimConfig) -> (&'static str, &'static str) {
+    if config.flux {
+        (manager::HELM_CONTROLLER, "Update")
+    } else {
+        (manager::ARGOCD, "Apply")
+    }
+}
+
 fn listed(meta: &Meta, object: Value) -> (String, String, u64, Value) {
     (
         meta.name.clone(),

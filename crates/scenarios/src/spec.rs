@@ -266,6 +266,11 @@ pub struct SimConfig {
     /// An Argo CD Application (namespace `argocd`, named after the rollout) manages the Rollout
     /// and the Services; every [`crate::Sim::render`] is one of its syncs.
     pub application: bool,
+    /// A Flux HelmRelease (`flux-system/<app>`) installs the Rollout instead: each render is one
+    /// of its Helm upgrades, by helm-controller.
+    pub flux: bool,
+    /// The chart version the stable revision was installed from.
+    pub chart: String,
     /// The Services of the namespace (used when `traffic` is on).
     pub services: Vec<ServiceConfig>,
     /// Extra pod-template labels of the stable (and previous) revision, e.g. `version: v417`.
@@ -343,6 +348,8 @@ impl Default for SimConfig {
             start: SIMULATION_START,
             traffic: true,
             application: false,
+            flux: false,
+            chart: "0.14.2".to_owned(),
             services: vec![ServiceConfig::new("checkout-api").with_selector("app", "checkout-api")],
             pod_labels: BTreeMap::new(),
             registry: BTreeMap::new(),

@@ -206,6 +206,13 @@ impl Prepared {
     }
 }
 
+/// True for the kinds read by serde alone, which have no skimming reader: the routers, the
+/// AnalysisRuns and the Flux objects.
+#[cfg(test)]
+pub(crate) fn by_serde_alone(kind: &Kind) -> bool {
+    is_router(kind) || rf_format::api::ANALYSIS_RUN.is(kind) || is_flux(kind)
+}
+
 /// True for Flux's HelmReleases and Kustomizations.
 pub(crate) fn is_flux(kind: &Kind) -> bool {
     rf_format::api::HELM_RELEASE.is(kind) || rf_format::api::KUSTOMIZATION.is(kind)

@@ -1320,8 +1320,8 @@ mod tests {
         // both are serde's view.
         let mut known: std::collections::HashMap<(Kind, String), Known> = Default::default();
         for (kind, text) in &corpus {
-            // The routers (Ingress, HTTPRoute, VirtualService) are read by serde alone.
-            if crate::Prepared::reads(kind) && !crate::input::prepare::is_router(kind) {
+            // The routers, AnalysisRuns and Flux objects are read by serde alone.
+            if crate::Prepared::reads(kind) && !crate::input::prepare::by_serde_alone(kind) {
                 total += 1;
                 read += usize::from(agree(kind, text));
                 let name = serde_json::from_str::<serde_json::Value>(text)
