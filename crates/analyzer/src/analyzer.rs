@@ -657,7 +657,7 @@ impl Analyzer {
                             .and_then(|rs| self.rs_deployment.get(namespace.as_str())?.get(rs))
                             .cloned()
                             .unwrap_or_default();
-                        self.on_plain_deployment(namespace, &dep, Some(name));
+                        self.on_plain_deployment(namespace, &dep, Some(name), pos, false);
                         return;
                     }
                     // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
@@ -784,7 +784,7 @@ impl Analyzer {
                     }
                 }
                 if keys.is_empty() && !self.workload_of_a_rollout(namespace, name) {
-                    self.on_plain_deployment(namespace, name, None);
+                    self.on_plain_deployment(namespace, name, None, pos, false);
                 }
                 keys
             }
@@ -856,15 +856,16 @@ impl Analyzer {
             .any(|t| t.workload().is_some_and(|w| w.deployment == name))
     }
 
-    /// Lets every detector look at plain Deployment `ns`/`name`, as pod `pod` (if any) changed.
-    fn on_plain_deployment(&mut self, ns: &str, name: &str, pod: Option<&str>) {
+    /// Lets every detector look at plain Deployment `ns`/`name`, as pod `pod` (if any) changed
+    /// at `now`, or as the recording ends (`end`).
+    fn on_plain_deployment(&mut self, ns: &str, name: &str, pod: Option<&str>, now: At, end: bool) {
         if self.workload_of_a_rollout(ns, name) {
             return;
         }
         let Some(dep) = self.world.deployment(ns, name) else {
             return;
         };
-        if self.opts.timelines && pod.is_none() {
+        if self.opts.timelines && pod.is_none() && !end {
             self.deployment_timelines
                 .entry((ns.to_owned(), name.to_owned()))
                 .or_default()
@@ -873,6 +874,9 @@ impl Analyzer {
         let scene = crate::detectors::DeploymentScene {
             dep,
             pod: pod.and_then(|p| Some((p, self.world.pod(ns, p)?))),
+            world: &self.world,
+            now,
+            end,
         };
         for d in &mut self.detectors {
             d.on_deployment(&scene, &mut self.findings);
@@ -1057,6 +1061,14 @@ impl Analyzer {
                 .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
                 .collect();
             self.look(&keys, None, end, true);
+            let deployments: Vec<Key> = self
+                .world
+                .deployments()
+                .map(|d| (d.namespace.clone(), d.name.clone()))
+                .collect();
+            for (ns, name) in &deployments {
+                self.on_plain_deployment(ns, name, None, end, true);
+            }
             let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
             let mut undecided = Vec::new();
             for d in &mut self.detectors {

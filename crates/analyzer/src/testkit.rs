@@ -523,10 +523,22 @@ impl Kit {
 
     /// Plain Deployment `name` (no rollout names it) with `spec`, at `generation`.
     pub fn plain_deployment(&mut self, name: &str, generation: i64, spec: Value) {
+        self.plain_deployment_with(name, generation, spec, json!({}), json!({}));
+    }
+
+    /// [`plain_deployment`](Self::plain_deployment) with `labels` and `annotations`.
+    pub fn plain_deployment_with(
+        &mut self,
+        name: &str,
+        generation: i64,
+        spec: Value,
+        labels: Value,
+        annotations: Value,
+    ) {
         let obj = json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
-                "generation": generation,
+                "generation": generation, "labels": labels, "annotations": annotations,
                 "managedFields": [{"manager": "argocd-controller", "operation": "Update",
                     "time": crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t))}]},
             "spec": spec,

@@ -148,3 +148,139 @@ fn issue_28_a_checksum_only_rerender_of_a_deployment_is_a_double_render() {
     kit.plain_deployment("web", 4, spec(&PINNED.replace("1111", "3333"), "c2", None));
     assert!(of(&kit, Rule::DoubleRender).is_empty(), "{:?}", kit.rules());
 }
+
+/// A double render of a Deployment an Argo CD Application tracks: the finding waits for the
+/// Application's history to show the second sync, and names both revisions.
+#[test]
+fn issue_28_a_deployment_double_render_names_the_argocd_syncs() {
+    let render = |kit: &mut Kit, generation: i64, image: &str, checksum: &str| {
+        kit.plain_deployment_with(
+            "web",
+            generation,
+            spec(image, checksum, None),
+            json!({}),
+            json!({"argocd.argoproj.io/tracking-id": "checkout-api:apps/Deployment:payments/web"}),
+        );
+    };
+    let mut kit = Kit::new();
+    kit.app_listing("Synced", "Healthy", &[("r0", 0)], false);
+    render(&mut kit, 1, PINNED, "c0");
+    kit.advance(600);
+    render(&mut kit, 2, &PINNED.replace("1111", "2222"), "c1");
+    kit.app_listing(
+        "Synced",
+        "Healthy",
+        &[("r0", 0), ("rev-one-aaaa", 600)],
+        false,
+    );
+    kit.advance(20);
+    render(&mut kit, 3, &PINNED.replace("1111", "2222"), "c2");
+    assert!(
+        of(&kit, Rule::DoubleRender).is_empty(),
+        "waits for the second sync"
+    );
+    kit.advance(1);
+    kit.app_listing(
+        "Synced",
+        "Healthy",
+        &[("r0", 0), ("rev-one-aaaa", 600), ("rev-two-bbbb", 620)],
+        false,
+    );
+    render(&mut kit, 3, &PINNED.replace("1111", "2222"), "c2");
+    let f = kit.of_rule(Rule::DoubleRender);
+    assert_eq!(f.len(), 1, "{:?}", kit.rules());
+    assert!(
+        f[0].summary.contains(", revision rev-one-")
+            && f[0].summary.contains(", revision rev-two-"),
+        "{}",
+        f[0].summary
+    );
+    assert!(
+        f[0].remedy
+            .commands
+            .contains(&"argocd app history checkout-api".to_owned()),
+        "{:?}",
+        f[0].remedy.commands
+    );
+}
+
+/// A Deployment a Flux HelmRelease applies: its double render names both Helm releases; and
+/// one whose recording ends before the HelmRelease said anything is still reported.
+#[test]
+fn issue_28_a_deployment_double_render_names_the_helm_releases() {
+    let render = |kit: &mut Kit, generation: i64, checksum: &str| {
+        kit.plain_deployment_with(
+            "web",
+            generation,
+            spec(PINNED, checksum, None),
+            json!({"helm.toolkit.fluxcd.io/name": "web"}),
+            json!({}),
+        );
+    };
+    let history = |releases: &[(i64, &str, i64)]| {
+        json!({"history": releases.iter().rev().map(|(v, digest, at)| json!({
+            "chartName": "web", "chartVersion": "2.1.0", "configDigest": digest, "version": v,
+            "firstDeployed": "2026-01-05T09:00:00Z",
+            "lastDeployed": crate::base::time::rfc3339(rf_format::Timestamp::from_unix_seconds(*at)),
+            "status": "deployed"})).collect::<Vec<_>>()})
+    };
+    let mut kit = Kit::new();
+    render(&mut kit, 1, "c0");
+    kit.advance(600);
+    let t1 = kit.now().0 / 1_000_000_000;
+    render(&mut kit, 2, "c1");
+    kit.helm_release("web", history(&[(6, "sha256:aaaa1111aaaa", t1)]));
+    kit.advance(15);
+    let t2 = kit.now().0 / 1_000_000_000;
+    render(&mut kit, 3, "c2");
+    kit.advance(2);
+    kit.helm_release(
+        "web",
+        history(&[
+            (6, "sha256:aaaa1111aaaa", t1),
+            (7, "sha256:bbbb2222bbbb", t2),
+        ]),
+    );
+    render(&mut kit, 3, "c2");
+    let f = kit.of_rule(Rule::DoubleRender);
+    assert_eq!(f.len(), 1, "{:?}", kit.rules());
+    assert!(
+        f[0].summary.contains(", HelmRelease web: chart 2.1.0, values sha256:aaaa1111 (Helm release 6) (")
+            && f[0].summary.contains(", HelmRelease web: chart 2.1.0, values sha256:bbbb2222 (Helm release 7) (annotations only"),
+        "{}",
+        f[0].summary
+    );
+    assert!(
+        f[0].remedy
+            .commands
+            .contains(&"flux -n flux-system get helmreleases web".to_owned())
+    );
+
+    // The recording ends 2 s after the second render: reported at the end, with what is known.
+    let mut kit = Kit::new();
+    render(&mut kit, 1, "c0");
+    kit.advance(600);
+    let t1 = kit.now().0 / 1_000_000_000;
+    render(&mut kit, 2, "c1");
+    kit.helm_release("web", history(&[(6, "sha256:aaaa1111aaaa", t1)]));
+    kit.advance(15);
+    render(&mut kit, 3, "c2");
+    kit.advance(2);
+    assert!(
+        of(&kit, Rule::DoubleRender).is_empty(),
+        "waits for the HelmRelease"
+    );
+    let report = kit.finish();
+    let f: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::DoubleRender)
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", crate::testkit::rules_of(&report));
+    assert!(
+        f[0].summary
+            .starts_with("Deployment web was rendered twice 15s apart"),
+        "{}",
+        f[0].summary
+    );
+}

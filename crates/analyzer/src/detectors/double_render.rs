@@ -13,7 +13,9 @@
 //! object's attempt nearest each render instead: a HelmRelease's Helm releases (chart version,
 //! values digest, release number), a Kustomization's attempted revision.
 //! For a plain Deployment (one no rollout's `workloadRef` names): two changes of its pod
-//! template within 120 s, the second changing only annotations; each restarts every pod.
+//! template within 120 s, the second changing only annotations; each restarts every pod. The
+//! Application or Flux object that applies it is named the same way (its tracking id or
+//! instance label, its Flux labels).
 //!
 //! # Why it matters
 //! These are the two renders of the re-render race: the first starts a canary, the second
@@ -36,7 +38,7 @@ use crate::detectors::{DeploymentScene, Detector, Facts, Scene, argo, revision_w
 use crate::report::finding::{Finding, Rule, Subject};
 use crate::model::rollout::{SpecChange, Transition};
 use crate::base::time::{human_duration, rfc3339};
-use crate::model::world::{AppObj, World};
+use crate::model::world::{AppObj, DeploymentObj, FluxObj, TemplateChange, World};
 
 /// Two renders closer than this are one render too many.
 pub(crate) const WINDOW_SECONDS: i64 = 120;
@@ -45,6 +47,15 @@ pub(crate) const WINDOW_SECONDS: i64 = 120;
 const WAIT_FOR_APP_SECONDS: i64 = 30;
 
 const NS: i64 = 1_000_000_000;
+
+/// A plain Deployment's double render, waiting like a rollout's for what applied it to say so.
+#[derive(Debug)]
+struct PendingDeployment {
+    namespace: String,
+    name: String,
+    first: TemplateChange,
+    second: TemplateChange,
+}
 
 #[derive(Debug)]
 struct Pending {
@@ -80,6 +91,104 @@ pub(crate) struct DoubleRender {
     seen_deployment_renders: HashMap<(String, String), crate::base::At>,
     /// Plain Deployments' second renders reported, by (namespace, name): the last one's time.
     fired_deployments: HashMap<(String, String), i64>,
+    pending_deployments: Vec<PendingDeployment>,
+}
+
+/// What applied an object: the Applications that track it, the Flux objects that apply it.
+struct Appliers<'a> {
+    apps: Vec<&'a AppObj>,
+    flux: Vec<&'a FluxObj>,
+}
+
+impl<'a> Appliers<'a> {
+    fn of_rollout(world: &'a World, track: &'a crate::model::rollout::RolloutTrack) -> Self {
+        Appliers {
+            apps: world.apps_of(track).collect(),
+            flux: track
+                .flux()
+                .map(|(kind, name)| world.flux_named(kind, name).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn of_deployment(world: &'a World, dep: &'a DeploymentObj) -> Self {
+        Appliers {
+            apps: dep
+                .tracked_by
+                .as_deref()
+                .map(|app| world.apps_named(app).collect())
+                .unwrap_or_default(),
+            flux: dep
+                .flux
+                .as_ref()
+                .map(|(kind, name)| world.flux_named(kind, name).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The Argo CD sync's revision nearest `at`, else the Flux attempt nearest it, in words.
+    fn near(&self, at: Timestamp) -> Option<String> {
+        sync_near(&self.apps, at)
+            .map(|(_, r)| format!("revision {}", r.get(..8).unwrap_or(r)))
+            .or_else(|| {
+                self.flux.iter().find_map(|f| {
+                    f.attempt_near(at)
+                        .map(|a| format!("{} {}: {}", f.kind, f.name, a.words))
+                })
+            })
+    }
+
+    /// Whether what applied the second render (at `second`) has said so: a sync or attempt
+    /// near it that is not the one near the first; true when nothing applies it.
+    fn know(&self, first: Timestamp, second: Timestamp) -> bool {
+        // The Flux object writes its attempt once the upgrade is done: after the render.
+        let flux = self.flux.is_empty()
+            || self.flux.iter().any(|f| {
+                f.attempt_near(second)
+                    .is_some_and(|a2| f.attempt_near(first).is_none_or(|a1| a1 != a2))
+            });
+        flux && (self.apps.is_empty()
+            || sync_near(&self.apps, second).is_some_and(|(_, r)| {
+                sync_near(&self.apps, first).is_none_or(|(_, r1)| r1 != r)
+            }))
+    }
+
+    /// Evidence of each: an Application's history, a Flux object's attempts.
+    fn evidence(&self) -> Vec<crate::report::finding::Evidence> {
+        let mut evidence = Vec::new();
+        for app in &self.apps {
+            evidence.push(app.evidence(format!(
+                "history: {}",
+                app.history
+                    .iter()
+                    .map(|h| format!("{} at {}", h.revision, rfc3339(h.deployed_at)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for f in &self.flux {
+            evidence.push(f.evidence(format!(
+                "attempts: {}",
+                f.attempts
+                    .iter()
+                    .map(|a| format!("{} at {}", a.words, rfc3339(a.at)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+        evidence
+    }
+
+    /// The commands that show their history.
+    fn commands(&self) -> Vec<String> {
+        let mut commands: Vec<String> = self
+            .apps
+            .iter()
+            .map(|app| format!("argocd app history {}", app.name))
+            .collect();
+        commands.extend(self.flux.iter().map(|f| f.command()));
+        commands
+    }
 }
 
 /// The Application sync nearest before (or just after) `at`.
@@ -127,23 +236,8 @@ impl DoubleRender {
         track: &crate::model::rollout::RolloutTrack,
         out: &mut Vec<Finding>,
     ) {
-        let apps: Vec<&AppObj> = world.apps_of(track).collect();
-        let flux: Vec<&crate::model::world::FluxObj> = track
-            .flux()
-            .map(|(kind, name)| world.flux_named(kind, name).collect())
-            .unwrap_or_default();
-        // An Argo CD sync's revision, else the Flux attempt nearest the render.
-        let rev = |c: &SpecChange| {
-            sync_near(&apps, c.pos.at)
-                .map(|(_, r)| format!("revision {}", r.get(..8).unwrap_or(r)))
-                .or_else(|| {
-                    flux.iter().find_map(|f| {
-                        f.attempt_near(c.pos.at)
-                            .map(|a| format!("{} {}: {}", f.kind, f.name, a.words))
-                    })
-                })
-        };
-        let (r1, r2) = (rev(&p.first), rev(&p.second));
+        let appliers = Appliers::of_rollout(world, track);
+        let (r1, r2) = (appliers.near(p.first.pos.at), appliers.near(p.second.pos.at));
         let with_rev = |c: &SpecChange, r: &Option<String>| {
             format!(
                 "{} at {}{}",
@@ -194,33 +288,9 @@ impl DoubleRender {
                 ),
             ),
         ];
-        for app in &apps {
-            evidence.push(app.evidence(format!(
-                    "history: {}",
-                    app.history
-                        .iter()
-                        .map(|h| format!("{} at {}", h.revision, rfc3339(h.deployed_at)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-        }
-        for f in &flux {
-            evidence.push(f.evidence(format!(
-                "attempts: {}",
-                f.attempts
-                    .iter()
-                    .map(|a| format!("{} at {}", a.words, rfc3339(a.at)))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )));
-        }
+        evidence.extend(appliers.evidence());
         let mut commands = vec![format!("kubectl argo rollouts get rollout {}", argo(track))];
-        for app in &apps {
-            commands.push(format!("argocd app history {}", app.name));
-        }
-        for f in &flux {
-            commands.push(f.command());
-        }
+        commands.extend(appliers.commands());
         out.push(
             Finding::new(Rule::DoubleRender, track.subject(), track.subject(), p.second.pos.at, summary)
                 .explain(explanation)
@@ -309,60 +379,101 @@ impl DoubleRender {
     }
 }
 
+/// The finding of plain Deployment `d`'s double render `p`.
+fn deployment_finding(d: &DeploymentScene<'_>, p: &PendingDeployment, appliers: &Appliers<'_>) -> Finding {
+    let (first, second) = (&p.first, &p.second);
+    let (first_paths, _) = first.paths();
+    let (second_paths, _) = second.paths();
+    let (ns, name) = (&p.namespace, &p.name);
+    let generation = |g: Option<i64>| g.map_or("?".to_owned(), |g| g.to_string());
+    let by = |a: &Option<crate::base::Str>| a.as_deref().map(|a| format!(" by {a}")).unwrap_or_default();
+    let rev = |c: &TemplateChange| {
+        appliers
+            .near(c.pos.at)
+            .map(|r| format!(", {r}"))
+            .unwrap_or_default()
+    };
+    let mut evidence = vec![
+        crate::report::finding::Evidence::of(first.pos, d.subject(), format!("template change, generation {}{}: {}", generation(first.generation), by(&first.actor), first_paths.join(", "))),
+        crate::report::finding::Evidence::of(second.pos, d.subject(), format!("template change, generation {}{}: {}", generation(second.generation), by(&second.actor), second_paths.join(", "))),
+    ];
+    evidence.extend(appliers.evidence());
+    let mut commands = vec![format!("kubectl -n {ns} rollout history deployment/{name}")];
+    commands.extend(appliers.commands());
+    Finding::new(
+        Rule::DoubleRender,
+        d.subject(),
+        d.subject(),
+        second.pos.at,
+        format!(
+            "Deployment {name} was rendered twice {} apart: generation {} at {}{} ({}) and generation {} at {}{} (annotations only: {}); the second restarted every pod for nothing",
+            human_duration(second.pos.at.0 - first.pos.at.0),
+            generation(first.generation),
+            rfc3339(first.pos.at),
+            rev(first),
+            first_paths.join(", "),
+            generation(second.generation),
+            rfc3339(second.pos.at),
+            rev(second),
+            second_paths.join(", ")
+        ),
+    )
+    .explain(format!(
+        "Two changes of the pod template within {}: the Deployment controller rolls out each one. The second changed only annotations (a config checksum, a timestamp), so it replaced every pod of the first again, and `kubectl rollout undo` now goes back to the first render, not to the release before it.",
+        human_duration(WINDOW_SECONDS * NS)
+    ))
+    .with_evidence(evidence)
+    .remedy(
+        "Nothing to undo: both renders are live. Find what rendered twice.".to_owned(),
+        commands,
+        "Render once per release: commit the values and the config together, or let one pipeline render.".to_owned(),
+    )
+}
+
 impl Detector for DoubleRender {
     fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
         let dep = d.dep;
-        if d.pod.is_some() || dep.template_changes.len() < 2 {
-            return;
-        }
-        let (first, second) = (&dep.template_changes[0], &dep.template_changes[1]);
-        let apart = second.pos.at.0 - first.pos.at.0;
-        let key = (dep.namespace.clone(), dep.name.clone());
-        if apart > WINDOW_SECONDS * NS || self.fired_deployments.get(&key) == Some(&second.pos.at.0) {
-            return;
-        }
-        let (second_paths, only) = second.paths();
-        if !only {
-            return;
-        }
-        let (first_paths, _) = first.paths();
-        self.fired_deployments.insert(key, second.pos.at.0);
         let (ns, name) = (&dep.namespace, &dep.name);
-        let generation = |g: Option<i64>| g.map_or("?".to_owned(), |g| g.to_string());
-        let by = |a: &Option<crate::base::Str>| {
-            a.as_deref().map(|a| format!(" by {a}")).unwrap_or_default()
-        };
-        out.push(
-            Finding::new(
-                Rule::DoubleRender,
-                d.subject(),
-                d.subject(),
-                second.pos.at,
-                format!(
-                    "Deployment {name} was rendered twice {} apart: generation {} at {} ({}) and generation {} at {} (annotations only: {}); the second restarted every pod for nothing",
-                    human_duration(apart),
-                    generation(first.generation),
-                    rfc3339(first.pos.at),
-                    first_paths.join(", "),
-                    generation(second.generation),
-                    rfc3339(second.pos.at),
-                    second_paths.join(", ")
-                ),
-            )
-            .explain(format!(
-                "Two changes of the pod template within {}: the Deployment controller rolls out each one. The second changed only annotations (a config checksum, a timestamp), so it replaced every pod of the first again, and `kubectl rollout undo` now goes back to the first render, not to the release before it.",
-                human_duration(WINDOW_SECONDS * NS)
-            ))
-            .with_evidence([
-                crate::report::finding::Evidence::of(first.pos, d.subject(), format!("template change, generation {}{}: {}", generation(first.generation), by(&first.actor), first_paths.join(", "))),
-                crate::report::finding::Evidence::of(second.pos, d.subject(), format!("template change, generation {}{}: {}", generation(second.generation), by(&second.actor), second_paths.join(", "))),
-            ])
-            .remedy(
-                "Nothing to undo: both renders are live. Find what rendered twice.".to_owned(),
-                vec![format!("kubectl -n {ns} rollout history deployment/{name}")],
-                "Render once per release: commit the values and the config together, or let one pipeline render.".to_owned(),
-            ),
-        );
+        let changes = &dep.template_changes;
+        if let (Some(first), Some(second)) = (
+            changes.len().checked_sub(2).and_then(|i| changes.get(i)),
+            changes.back(),
+        ) {
+            let apart = second.pos.at.0 - first.pos.at.0;
+            let key = (ns.clone(), name.clone());
+            let new = apart <= WINDOW_SECONDS * NS
+                && self.fired_deployments.get(&key) != Some(&second.pos.at.0)
+                && !self.pending_deployments.iter().any(|p| {
+                    p.namespace == *ns && p.name == *name && p.second.pos == second.pos
+                });
+            if new && second.paths().1 {
+                self.pending_deployments.push(PendingDeployment {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                    first: first.clone(),
+                    second: second.clone(),
+                });
+            }
+        }
+        let mut i = 0;
+        while i < self.pending_deployments.len() {
+            let p = &self.pending_deployments[i];
+            if p.namespace != *ns || p.name != *name {
+                i += 1;
+                continue;
+            }
+            let appliers = Appliers::of_deployment(d.world, dep);
+            let known = appliers.know(p.first.pos.at, p.second.pos.at);
+            let waited = d.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
+            if !(known || waited || d.end) {
+                i += 1;
+                continue;
+            }
+            let p = self.pending_deployments.remove(i);
+            self.fired_deployments
+                .insert((ns.clone(), name.clone()), p.second.pos.at.0);
+            out.push(deployment_finding(d, &p, &appliers));
+        }
     }
 
     fn on_transition(&mut self, t: &Transition<'_>, _out: &mut Vec<Finding>) {
@@ -415,23 +526,8 @@ impl Detector for DoubleRender {
                 i += 1;
                 continue;
             }
-            let apps: Vec<&AppObj> = s.world.apps_of(track).collect();
-            let flux: Vec<&crate::model::world::FluxObj> = track
-                .flux()
-                .map(|(kind, name)| s.world.flux_named(kind, name).collect())
-                .unwrap_or_default();
-            // The Flux object writes its attempt once the upgrade is done: after the render.
-            let flux_known = flux.is_empty()
-                || flux.iter().any(|f| {
-                    f.attempt_near(p.second.pos.at).is_some_and(|a2| {
-                        f.attempt_near(p.first.pos.at).is_none_or(|a1| a1 != a2)
-                    })
-                });
-            let known = flux_known
-                && (apps.is_empty()
-                    || sync_near(&apps, p.second.pos.at).is_some_and(|(_, r)| {
-                        sync_near(&apps, p.first.pos.at).is_none_or(|(_, r1)| r1 != r)
-                    }));
+            let known =
+                Appliers::of_rollout(s.world, track).know(p.first.pos.at, p.second.pos.at);
             let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
             if known || waited || s.end || s.snapshot {
                 let p = self.pending.remove(i);

@@ -284,6 +284,11 @@ pub(crate) struct DeploymentScene<'a> {
     pub dep: &'a DeploymentObj,
     /// The pod whose record this is, when it is a pod's.
     pub pod: Option<(&'a str, &'a PodObj)>,
+    pub world: &'a World,
+    /// The record looked at (at the end, the recording's end).
+    pub now: At,
+    /// The recording ended: nothing more will be recorded of it.
+    pub end: bool,
 }
 
 impl DeploymentScene<'_> {

@@ -1023,20 +1023,9 @@ impl RolloutTrack {
             self.uid.clone_from(&view.metadata.uid);
         }
         self.deleted = false;
-        let flux = {
-            use crate::input::view::{FLUX_HELM_LABEL, FLUX_KUSTOMIZE_LABEL};
-            let labels = &view.metadata.labels;
-            labels
-                .get(FLUX_HELM_LABEL)
-                .map(|n| ("HelmRelease", n))
-                .or_else(|| {
-                    labels
-                        .get(FLUX_KUSTOMIZE_LABEL)
-                        .map(|n| ("Kustomization", n))
-                })
-        };
-        if self.flux.as_ref().map(|(k, n)| (*k, n)) != flux {
-            self.flux = flux.map(|(k, n)| (k, n.clone()));
+        let flux = flux_of(&view.metadata);
+        if self.flux.as_ref().map(|(k, n)| (*k, n.as_str())) != flux {
+            self.flux = flux.map(|(k, n)| (k, n.into()));
         }
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
         let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
@@ -1890,6 +1879,21 @@ pub(crate) fn template_images(template: &Value) -> Vec<String> {
         }
     }
     images
+}
+
+/// The Flux object that applied an object, by its labels: (`HelmRelease` or `Kustomization`,
+/// its name).
+pub(crate) fn flux_of<M>(meta: &crate::input::view::Meta<M>) -> Option<(&'static str, &str)> {
+    use crate::input::view::{FLUX_HELM_LABEL, FLUX_KUSTOMIZE_LABEL};
+    let labels = &meta.labels;
+    labels
+        .get(FLUX_HELM_LABEL)
+        .map(|n| ("HelmRelease", n.as_str()))
+        .or_else(|| {
+            labels
+                .get(FLUX_KUSTOMIZE_LABEL)
+                .map(|n| ("Kustomization", n.as_str()))
+        })
 }
 
 /// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`

@@ -157,6 +157,10 @@ pub(crate) struct DeploymentObj {
     /// The last changes of its pod template while recorded, oldest first (at most
     /// [`KEEP_TEMPLATE_CHANGES`]).
     pub template_changes: std::collections::VecDeque<TemplateChange>,
+    /// The Argo CD Application that tracks it (tracking id or instance label), by name.
+    pub tracked_by: Option<Str>,
+    /// The Flux object that applies it, by its labels: (`HelmRelease` or `Kustomization`, name).
+    pub flux: Option<(&'static str, Str)>,
 }
 
 /// Template changes kept per Deployment: two make a double render.
@@ -1230,6 +1234,8 @@ impl World {
                 pos,
                 revision_history_limit: None,
                 template_changes: std::collections::VecDeque::new(),
+                tracked_by: None,
+                flux: None,
             }),
         };
         if replicas != obj.replicas {
@@ -1252,6 +1258,14 @@ impl World {
         obj.generation = v.metadata.generation;
         obj.pos = pos;
         obj.revision_history_limit = v.spec.revision_history_limit;
+        let tracked_by = crate::model::rollout::tracking_app(&v.metadata);
+        if obj.tracked_by.as_deref() != tracked_by {
+            obj.tracked_by = tracked_by.map(Str::new);
+        }
+        let flux = crate::model::rollout::flux_of(&v.metadata);
+        if obj.flux.as_ref().map(|(k, n)| (*k, n.as_str())) != flux {
+            obj.flux = flux.map(|(k, n)| (k, Str::new(n)));
+        }
         let changed = text.is_some_and(|t| obj.template.as_deref() != Some(t));
         if changed {
             let after: std::sync::Arc<str> = std::sync::Arc::from(text.unwrap_or_default());
@@ -1646,6 +1660,20 @@ impl World {
         keys.sort_unstable();
         keys.dedup();
         keys.into_iter().filter_map(|key| self.apps.get(key))
+    }
+
+    /// The Applications named `app` (a tracking id or instance label names no namespace).
+    pub fn apps_named<'a>(&'a self, app: &str) -> impl Iterator<Item = &'a AppObj> + 'a {
+        self.named
+            .get(app)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.apps.get(key))
+    }
+
+    /// The Deployments held, each by (namespace, name).
+    pub fn deployments(&self) -> impl Iterator<Item = &DeploymentObj> {
+        self.deployments.values()
     }
 
     /// Objects held, all kinds.
