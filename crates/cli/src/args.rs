@@ -57,6 +57,10 @@ pub enum Command {
     Convert(crate::commands::convert::ConvertArgs),
     /// The rules the analyzer applies; with an id, what it detects, why it matters, an example.
     Rules(crate::commands::rules::RulesArgs),
+    /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions(crate::commands::shell::CompletionsArgs),
+    /// Print the man page (roff), or write one per command with `--dir`.
+    Man(crate::commands::shell::ManArgs),
 }
 
 /// Output formats of the commands other than `analyze` (each command's `-o` says what its

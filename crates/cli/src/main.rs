@@ -18,7 +18,7 @@ mod timespec;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::args::{Cli, Command};
 use crate::exit::Exit;
@@ -48,6 +48,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Import(a) => commands::import::run(a, out),
         Command::Convert(a) => commands::convert::run(a, out),
         Command::Rules(a) => commands::rules::run(a, out),
+        Command::Completions(a) => commands::shell::completions(a, out),
+        Command::Man(a) => commands::shell::man(a, out),
     }
 }
 
@@ -69,7 +71,12 @@ fn message(e: &anyhow::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // Run as `kubectl-forensics` (kubectl's plugin), help and errors name `kubectl forensics`.
+    let argv0 = std::env::args_os().next();
+    let parsed = commands::shell::command_as_run(argv0.as_deref().and_then(|a| a.to_str()))
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -9,6 +9,7 @@ pub mod inspect;
 pub mod record;
 pub mod rules;
 pub mod serve;
+pub mod shell;
 pub mod simulate;
 pub mod timeline;
 pub mod verify;
