@@ -6,6 +6,7 @@ mod cluster;
 mod commands;
 mod exit;
 mod input;
+mod metrics;
 mod out;
 mod pipeline;
 mod render;

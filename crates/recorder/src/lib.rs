@@ -148,6 +148,10 @@ pub struct Progress {
     pub bytes: u64,
     /// Gaps recorded.
     pub gaps: u64,
+    /// Watches resumed after closing or breaking, without loss.
+    pub resumes: u64,
+    /// Files started (more than one in flight-recorder mode: each rotation starts one).
+    pub files: u64,
 }
 
 /// What was recorded.
@@ -490,6 +494,8 @@ async fn run<D: sink::Destination>(
                     records: sink.written.records.load(Ordering::Relaxed),
                     bytes: sink.written.bytes.load(Ordering::Relaxed),
                     gaps: stats.gaps.load(Ordering::Relaxed),
+                    resumes: stats.resumes.load(Ordering::Relaxed),
+                    files: sink.written.files.load(Ordering::Relaxed),
                 });
             }
         }

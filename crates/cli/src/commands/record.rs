@@ -10,6 +10,9 @@ use clap::Args;
 use rf_analyzer::{Analyzer, FileEnd, Finding, Options};
 use rf_format::{Header, Record, Timestamp};
 use rf_recorder::{Config, Hooks, Progress, Summary, Tap};
+use std::sync::Arc;
+
+use crate::metrics::Metrics;
 
 use crate::exit::Exit;
 use crate::timespec::parse_duration;
@@ -72,6 +75,10 @@ pub struct RecordArgs {
     /// timeoutSeconds asked of each watch (tests).
     #[arg(long, hide = true, value_name = "DURATION")]
     pub watch_timeout: Option<String>,
+    /// Serve `/metrics` (OpenMetrics: findings by rollout and rule, the recorder's health),
+    /// `/healthz` and `/readyz` on ADDR (e.g. `0.0.0.0:9464`), for Prometheus to scrape.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 fn duration(s: &str, flag: &str) -> Result<Duration> {
@@ -188,21 +195,29 @@ async fn stop_signal(limit: Option<Duration>, interrupted: crate::signal::Interr
 }
 
 /// Analyzes records as the writer writes them and prints each finding once, when it becomes
-/// true; at the close, the end-of-recording findings (orphans) follow.
+/// true (with `print`); at the close, the end-of-recording findings (orphans) follow. With
+/// `metrics`, counts each finding and what is written there.
 struct LiveTap {
     analyzer: Option<Analyzer>,
     printed: Vec<(rf_analyzer::Rule, rf_analyzer::Subject, Timestamp)>,
     clear_line: bool,
+    print: bool,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl LiveTap {
     fn print(&mut self, findings: &[Finding]) {
+        let mut new = Vec::new();
         for f in findings {
             let key = (f.rule, f.subject.clone(), f.at);
             if self.printed.contains(&key) {
                 continue;
             }
             self.printed.push(key);
+            new.push(f.clone());
+            if !self.print {
+                continue;
+            }
             let time = rf_analyzer::rfc3339(f.at);
             let run = f
                 .remedy
@@ -221,6 +236,9 @@ impl LiveTap {
                 f.summary
             );
         }
+        if let Some(m) = &self.metrics {
+            m.findings(&new);
+        }
     }
 }
 
@@ -229,9 +247,15 @@ impl Tap for LiveTap {
         let mut analyzer = crate::spill::analyzer(Options::default());
         analyzer.begin_file("(live)", rf_format::FORMAT_VERSION, header);
         self.analyzer = Some(analyzer);
+        if let Some(m) = &self.metrics {
+            m.begin(header);
+        }
     }
 
     fn record(&mut self, record: &Record) {
+        if let Some(m) = &self.metrics {
+            m.record(record, rf_recorder::now());
+        }
         if let Some(a) = self.analyzer.as_mut() {
             let mut found = Vec::new();
             a.push(record, rf_analyzer::Prepared::of(record), &mut found);
@@ -325,6 +349,8 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
         .as_deref()
         .map(|d| duration(d, "--duration"))
         .transpose()?;
+    // Bound before anything is recorded: a port in use is an error now, not a silent recorder.
+    let metrics_listener = args.metrics_listen.map(crate::metrics::bind).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -362,16 +388,34 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
         }
         let interrupted = crate::signal::Interrupt::install()?;
         let status = std::io::stderr().is_terminal();
+        let metrics = match metrics_listener {
+            Some(listener) => {
+                let metrics = Arc::new(Metrics::new());
+                let listener = tokio::net::TcpListener::from_std(listener)
+                    .context("cannot serve --metrics-listen")?;
+                if let Ok(addr) = listener.local_addr() {
+                    eprintln!("metrics: http://{addr}/metrics (and /healthz, /readyz)");
+                }
+                tokio::spawn(crate::metrics::serve(listener, Arc::clone(&metrics)));
+                Some(metrics)
+            }
+            None => None,
+        };
         let hooks = Hooks {
-            tap: live.then(|| {
+            tap: (live || metrics.is_some()).then(|| {
                 Box::new(LiveTap {
                     analyzer: None,
                     printed: Vec::new(),
                     clear_line: status,
+                    print: live,
+                    metrics: metrics.clone(),
                 }) as Box<dyn Tap>
             }),
         };
         let progress = |p: &Progress| {
+            if let Some(m) = &metrics {
+                m.progress(p.bytes, p.resumes, p.files);
+            }
             if status {
                 eprint!("\r\x1b[K{}", status_line(p));
             }
