@@ -104,6 +104,7 @@ pub struct Metrics {
     rotations: Counter,
     newest: Gauge<f64, AtomicU64>,
     lag: Histogram,
+    in_gap: Gauge,
     readiness: Mutex<Readiness>,
     /// What the writer last reported of the counters it keeps itself.
     reported: Mutex<(u64, u64, u64)>,
@@ -185,8 +186,15 @@ impl Metrics {
             "From an event's receipt to its record being written",
             lag.clone(),
         );
+        let in_gap = Gauge::default();
+        registry.register(
+            "targets_in_gap",
+            "Kinds (per namespace) whose watch is in a gap now: events there are not seen until the relist ends",
+            in_gap.clone(),
+        );
         Metrics {
             registry,
+            in_gap,
             findings,
             active,
             events,
@@ -253,6 +261,8 @@ impl Metrics {
                     r.open.remove(&target);
                     r.in_gap.remove(&target);
                     r.listed.insert(target);
+                    self.in_gap
+                        .set(i64::try_from(r.in_gap.len()).unwrap_or(i64::MAX));
                 }
             }
             Op::Gap { reason } => {
@@ -264,6 +274,8 @@ impl Metrics {
                     .inc();
                 if let Ok(mut r) = self.readiness.lock() {
                     r.in_gap.insert(target);
+                    self.in_gap
+                        .set(i64::try_from(r.in_gap.len()).unwrap_or(i64::MAX));
                 }
             }
         }
@@ -524,10 +536,15 @@ mod tests {
         };
         m.record(&marker(Kind::Pod, gap, "a"), Timestamp(0));
         assert_eq!(m.not_ready().as_deref(), Some("in a gap: Pod in a"));
+        assert!(m.encode().contains("rollout_forensics_targets_in_gap 1"));
         m.record(&marker(Kind::Pod, Op::ListBegin, "a"), Timestamp(0));
         m.record(&marker(Kind::Pod, Op::ListEnd, "a"), Timestamp(0));
         assert_eq!(m.not_ready(), None);
         let text = m.encode();
+        assert!(
+            text.contains("rollout_forensics_targets_in_gap 0"),
+            "{text}"
+        );
         assert!(
             text.contains("rollout_forensics_gaps_total{kind=\"Pod\",reason=\"expired\"} 1")
                 && text.contains("rollout_forensics_relists_total{kind=\"Pod\"} 1"),

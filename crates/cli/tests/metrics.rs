@@ -184,6 +184,30 @@ fn prometheus_scrapes_the_findings_that_analyze_finds() {
         metrics.ends_with("# EOF\n"),
         "OpenMetrics text ends with # EOF"
     );
+    // Every metric the shipped alert rules ask for is served.
+    let rules = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/prometheus/rules.yaml"),
+    )
+    .unwrap();
+    let mut asked: Vec<&str> = rules
+        .match_indices("rollout_forensics_")
+        .map(|(i, _)| {
+            let rest = &rules[i..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect();
+    asked.sort_unstable();
+    asked.dedup();
+    assert!(asked.len() >= 4, "{asked:?}");
+    for name in asked {
+        assert!(
+            metrics.lines().any(|l| l.starts_with(name)),
+            "the rules ask for {name}, not served:\n{metrics}"
+        );
+    }
 
     signal(&rec, "-INT");
     let status = wait_bounded(&mut rec, Duration::from_secs(20), "the recorder");
