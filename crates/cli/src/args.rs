@@ -86,6 +86,9 @@ pub enum ReportFormat {
     Markdown,
     /// One self-contained HTML page: a chart per rollout and the findings (docs/reports.md).
     Html,
+    /// One finding per line (JSON), each with the recording's cluster, context and files: for
+    /// log pipelines that collect reports from many clusters.
+    Jsonl,
 }
 
 /// Which findings make the exit code 1.

@@ -610,3 +610,44 @@ fn verify_takes_the_analyze_input_flags() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).lines().any(|l| l.starts_with("+ unexpected")));
 }
+
+/// `-o jsonl`: one line per finding of the JSON report, in its order, each with the
+/// recording's cluster, context and files; a recording without findings gives no line.
+#[test]
+fn jsonl_is_the_json_reports_findings_one_per_line_with_where_they_were_recorded() {
+    let run = |format: &str, file: &Path| {
+        let o = bin()
+            .args(["analyze", "-o", format, "--fail-on", "never"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    let mut lines_seen = 0;
+    for file in committed_recordings() {
+        let report: serde_json::Value = serde_json::from_slice(&run("json", &file)).unwrap();
+        let jsonl = String::from_utf8(run("jsonl", &file)).unwrap();
+        let findings = report["findings"].as_array().unwrap();
+        assert_eq!(jsonl.lines().count(), findings.len(), "{}", file.display());
+        let files = &report["recording"]["files"];
+        for (line, finding) in jsonl.lines().zip(findings) {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let o = v.as_object_mut().unwrap();
+            assert_eq!(o.remove("cluster").unwrap(), files[0]["server"]);
+            assert_eq!(o.remove("context").unwrap(), files[0]["context"]);
+            assert_eq!(
+                o.remove("recording").unwrap(),
+                serde_json::json!([file.to_str().unwrap()])
+            );
+            assert_eq!(&v, finding);
+            lines_seen += 1;
+        }
+    }
+    assert!(lines_seen > 20, "{lines_seen} findings in all");
+}

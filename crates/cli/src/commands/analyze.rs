@@ -117,7 +117,7 @@ fn run_on(args: &AnalyzeArgs, files: &[std::path::PathBuf], out: &mut dyn Write)
     // records can make tens of thousands, and they need not all be decoded at once. The
     // formats for a person hold them (and a person reads far fewer).
     let (report, packed) = match config.format {
-        ReportFormat::Json | ReportFormat::Yaml => {
+        ReportFormat::Json | ReportFormat::Yaml | ReportFormat::Jsonl => {
             let (report, packed) = analyzer.finish_packed();
             (report, Some(packed))
         }

@@ -31,8 +31,58 @@ pub fn report(
         ReportFormat::Yaml => yaml_serde::to_writer(&mut *w, report)?,
         ReportFormat::Markdown => markdown::write(w, report)?,
         ReportFormat::Html => html::write(w, report)?,
+        ReportFormat::Jsonl => {
+            let mut lines = Lines::new(w, report);
+            for f in &report.findings {
+                lines.write(f)?;
+            }
+            lines.finish()?;
+        }
     }
     Ok(())
+}
+
+/// `-o jsonl`: each finding on a line of its own, with where it was recorded.
+struct Lines<'a> {
+    w: io::BufWriter<&'a mut dyn Write>,
+    /// `"cluster":...,"context":...,"recording":[...]` and a comma, put before each finding's own
+    /// fields.
+    prefix: String,
+}
+
+impl<'a> Lines<'a> {
+    fn new(w: &'a mut dyn Write, report: &Report) -> Self {
+        let files = &report.recording.files;
+        let first =
+            |f: fn(&rf_analyzer::FileSummary) -> Option<&String>| files.iter().find_map(f).cloned();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        let prefix = serde_json::json!({
+            "cluster": first(|f| f.server.as_ref()),
+            "context": first(|f| f.context.as_ref()),
+            "recording": names,
+        })
+        .to_string();
+        // `{...}` without its closing brace, then a comma: the finding's fields follow.
+        let prefix = format!("{},", &prefix[..prefix.len() - 1]);
+        Lines {
+            w: io::BufWriter::with_capacity(64 * 1024, w),
+            prefix,
+        }
+    }
+
+    fn write(&mut self, finding: &Finding) -> anyhow::Result<()> {
+        let own = serde_json::to_string(finding)?;
+        // The finding's object without its opening brace.
+        self.w.write_all(self.prefix.as_bytes())?;
+        self.w.write_all(&own.as_bytes()[1..])?;
+        self.w.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.w.flush()?;
+        Ok(())
+    }
 }
 
 /// Findings from which [`packed_report`] decodes on a thread of its own, and how many that
@@ -59,6 +109,23 @@ pub fn packed_report(
         ReportFormat::Table | ReportFormat::Markdown | ReportFormat::Html
     ) {
         anyhow::bail!("internal error: a {format:?} report is written from decoded findings");
+    }
+    if format == ReportFormat::Jsonl {
+        let mut lines = Lines::new(w, report);
+        let mut written = 0;
+        for f in packed.iter() {
+            lines.write(&f)?;
+            written += 1;
+        }
+        lines.finish()?;
+        if written != packed.len() {
+            anyhow::bail!(
+                "internal error: {} of {} findings could not be read back; the report written is incomplete",
+                packed.len().saturating_sub(written),
+                packed.len()
+            );
+        }
+        return Ok(());
     }
     let mut write = |findings: &Counted<'_>| -> anyhow::Result<usize> {
         let full = report.with_findings(findings);
@@ -489,7 +556,7 @@ mod packed_tests {
         for n in [10, DECODE_APART + HANDED * 3 + 5] {
             let (report, all) = findings(n);
             let packed = packed(&all);
-            for format in [ReportFormat::Json, ReportFormat::Yaml] {
+            for format in [ReportFormat::Json, ReportFormat::Yaml, ReportFormat::Jsonl] {
                 let mut streamed = Vec::new();
                 packed_report(&mut streamed, &report, &packed, format).unwrap();
                 let mut holding = report.clone();
