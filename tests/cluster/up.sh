@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tests/cluster/up.sh DIR: a real Kubernetes control plane on loopback for the real-cluster
 # tests: etcd, kube-apiserver (with an audit log of the kinds rollout-forensics records),
-# kube-controller-manager (replicaset, deployment, endpointslice, endpoint, garbage collector),
+# kube-controller-manager (replicaset, deployment, job, endpointslice, endpoint, garbage collector),
 # kube-scheduler, kwok with fake nodes (pods become Running and Ready), and the Argo Rollouts
-# controller with its CRDs. Writes DIR/kubeconfig and DIR/pids; down.sh DIR stops it.
+# controller with its CRDs, and the CRDs of the Istio VirtualService and of the prometheus-
+# operator's ServiceMonitor and PrometheusRule. Writes DIR/kubeconfig and DIR/pids; down.sh DIR
+# stops it.
 #
 # The binaries are built from the Go module proxy by go.mod and kwok/go.mod beside this file,
 # once per set of versions, into $RF_CLUSTER_CACHE (default ~/.cache/rollout-forensics/cluster).
@@ -236,6 +238,14 @@ wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/
 # The Istio VirtualService API, for the controller's Istio traffic routing (no Istio runs).
 kc apply --server-side -f "$here/istio-virtualservice-crd.yaml" >/dev/null
 wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/virtualservices.networking.istio.io
+# The prometheus-operator's ServiceMonitor and PrometheusRule APIs (no operator runs), for
+# deploy/monitoring.yaml: the CRDs as its module ships them.
+promop=$(cd "$dir" && GOFLAGS=-mod=mod go mod download -json github.com/prometheus-operator/prometheus-operator@v0.85.0 \
+  | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+for crd in servicemonitors prometheusrules; do
+  kc apply --server-side -f "$promop/example/prometheus-operator-crd/monitoring.coreos.com_$crd.yaml" >/dev/null
+  wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s "crd/$crd.monitoring.coreos.com"
+done
 start rollouts-controller "$bin/rollouts-controller" --kubeconfig "$pki/rollouts.kubeconfig" \
   --leader-elect=false --healthzPort "$healthz_port" --metricsPort "$metrics_port" "${rollouts_scale[@]}"
 

@@ -2099,6 +2099,66 @@ spec:
     assert_eq!(all, vec!["image-digest-drift", "image-not-pinned"]);
 }
 
+/// What deploy/ ships is accepted by a real API server (server-side dry run, strict field
+/// validation): the recorder's RBAC, the flight recorder with its metrics Service, the
+/// prometheus-operator's ServiceMonitor and PrometheusRule (their CRDs installed by up.sh), and
+/// the PostSync Job with its init container.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_29_the_deploy_manifests_are_accepted_by_a_real_api_server() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "deploy-dry-run");
+    // The namespaces must exist for the dry run of what goes in them: the recorder's, and
+    // Argo CD's (the PostSync Role reads Applications there).
+    for name in ["rollout-forensics", "argocd"] {
+        c.ok(
+            &["apply", "-f", "-"],
+            Some(&format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}}}\n"
+            )),
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let file = |f: &str| root.join(f).to_str().unwrap().to_owned();
+    let out = c.ok(
+        &[
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "-f",
+            &file("deploy/rbac.yaml"),
+            "-f",
+            &file("deploy/flight-recorder.yaml"),
+            "-f",
+            &file("deploy/monitoring.yaml"),
+        ],
+        None,
+    );
+    for made in [
+        "deployment.apps/flight-recorder",
+        "service/flight-recorder-metrics",
+        "servicemonitor.monitoring.coreos.com/rollout-forensics",
+        "prometheusrule.monitoring.coreos.com/rollout-forensics",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(made) && l.ends_with("(server dry run)")),
+            "{made}: {out}"
+        );
+    }
+    // The Job is named by generateName (a hook Argo CD creates per sync): created, not applied.
+    let hook = real::manifests("deploy/check-postsync.yaml", &ns.name, &[]);
+    let out = c.ok(
+        &["create", "--dry-run=server", "--validate=strict", "-f", "-"],
+        Some(&hook),
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("job.batch/") && l.ends_with("(server dry run)")),
+        "{out}"
+    );
+}
+
 /// The changes of `rollout-forensics timeline FILE -o json` from `source`, one line each.
 fn timeline_changes(c: &real::Cluster, file: &std::path::Path, source: &str) -> Vec<String> {
     let mut cmd = c.forensics();

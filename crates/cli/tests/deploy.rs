@@ -145,3 +145,136 @@ fn the_flight_recorders_metrics_port_is_the_one_probed_scraped_and_served() {
         "{err}"
     );
 }
+
+/// The linters of tests/lint (actionlint, BuildKit's Dockerfile checks), built from the Go
+/// module proxy once per version: the directory that holds them.
+fn linters() -> PathBuf {
+    let ok = Command::new("go")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "this test needs Go (the linters are built from the Go module proxy)"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lint/build.sh");
+    let o = Command::new(script).output().unwrap();
+    assert!(
+        o.status.success(),
+        "tests/lint/build.sh: {}",
+        text(&o.stderr)
+    );
+    PathBuf::from(text(&o.stdout).trim())
+}
+
+#[test]
+fn the_dockerfile_and_the_release_workflow_pass_their_linters() {
+    let bin = linters();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new(bin.join("dockerfilelint"))
+        .arg(root.join("Dockerfile"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("2 stages, no warning"),
+        "{}",
+        text(&o.stdout)
+    );
+    // The linter lints: a stage name in capitals is a warning.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("Dockerfile");
+    std::fs::write(&bad, "FROM debian:12 AS Build\nRUN true\n").unwrap();
+    let o = Command::new(bin.join("dockerfilelint"))
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("StageNameCasing"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    let workflows: Vec<PathBuf> = std::fs::read_dir(root.join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!workflows.is_empty());
+    let o = Command::new(bin.join("actionlint"))
+        .args(&workflows)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    // actionlint lints: an undefined matrix property is an error.
+    let release = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    let broken = dir.path().join("release.yml");
+    std::fs::write(
+        &broken,
+        release.replace("matrix.target }}", "matrix.targett }}"),
+    )
+    .unwrap();
+    let o = Command::new(bin.join("actionlint"))
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("\"targett\" is not defined"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// deploy/ runs the image the Dockerfile says to build and push, as the user it runs as, and
+/// the release workflow builds that Dockerfile and packages what the binary generates.
+#[test]
+fn deploy_runs_the_image_the_dockerfile_builds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    let image = dockerfile
+        .lines()
+        .find_map(|l| {
+            l.trim_start_matches("# ")
+                .trim()
+                .strip_prefix("docker build -t ")
+        })
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the Dockerfile says how to build its image");
+    assert!(dockerfile.contains(&format!("docker push {image}")));
+    assert!(dockerfile.contains("USER 65532:65532"));
+    let mut images = 0;
+    for file in ["flight-recorder.yaml", "check-postsync.yaml"] {
+        for doc in documents(&deploy().join(file)) {
+            let spec = &doc["spec"]["template"]["spec"];
+            let containers = spec["containers"]
+                .as_array()
+                .into_iter()
+                .chain(spec["initContainers"].as_array())
+                .flatten();
+            for c in containers {
+                assert_eq!(c["image"], image, "{file}: {c}");
+                assert!(
+                    c["command"].is_null(),
+                    "{file}: the image has no shell: {c}"
+                );
+                images += 1;
+            }
+            if spec.is_object() {
+                assert_eq!(spec["securityContext"]["runAsUser"], 65532, "{file}");
+            }
+        }
+    }
+    assert_eq!(images, 3);
+    let release = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    for needed in [
+        "completions \"$shell\"",
+        "man --dir",
+        "docker/build-push-action",
+        "context: .",
+    ] {
+        assert!(release.contains(needed), "release.yml lacks {needed}");
+    }
+}
