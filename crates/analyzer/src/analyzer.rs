@@ -430,6 +430,26 @@ impl Analyzer {
         self.hand_over(before, sink);
     }
 
+    /// A recording that goes on is at `now` (a live recorder's clock, at most every few
+    /// seconds): the end-of-recording checks that are decided already (a ReplicaSet orphaned
+    /// for longer than its grace period) report now, once, rather than when recording stops,
+    /// which for a flight recorder is never. The findings go to `sink`.
+    pub fn live_checks(&mut self, now: Timestamp, sink: &mut dyn FindingSink) {
+        let Some(last) = self.last_pos else {
+            return;
+        };
+        if now < last.at || self.opts.until.is_some_and(|u| now > u) {
+            return;
+        }
+        let before = self.findings.len();
+        let at = At { at: now, ..last };
+        let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
+        for d in &mut self.detectors {
+            d.on_live(&tracks, &self.world, at, &mut self.findings);
+        }
+        self.hand_over(before, sink);
+    }
+
     fn wanted(&self, f: &Finding) -> bool {
         self.opts.since.is_none_or(|s| f.at >= s)
             && selects(

@@ -201,6 +201,12 @@ impl Kit {
         });
     }
 
+    /// A live recorder's check at the kit's time (`Analyzer::live_checks`).
+    pub fn live(&mut self) {
+        let now = Timestamp::from_unix_seconds(self.t);
+        self.analyzer.live_checks(now, &mut self.found);
+    }
+
     pub fn step(&mut self, index: i64) {
         self.status(|s| {
             s.insert("currentStepIndex".into(), json!(index));

@@ -335,6 +335,16 @@ pub(crate) trait Detector: Debug + Send {
         _undecided: &mut Vec<(Subject, String)>,
     ) {
     }
+    /// A recording that goes on (a live recorder) is at `now`: what [`on_end`](Self::on_end)
+    /// would find at this time that is decided already, reported once, and not again at the end.
+    fn on_live(
+        &mut self,
+        _tracks: &[&RolloutTrack],
+        _world: &World,
+        _now: At,
+        _findings: &mut Vec<Finding>,
+    ) {
+    }
     /// Something around a rollout changed (a Service, its endpoints, a Pod, an Application),
     /// or the rollout itself, or a re-check it asked for is due, or the analysis ends. Returns
     /// when it wants to look again even if nothing changes.

@@ -50,13 +50,19 @@ pub(crate) const GRACE_SECONDS: i64 = 30;
 
 /// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(snapshot: bool) -> Box<dyn crate::detectors::Detector> {
-    Box::new(OrphanedReplicaSet { snapshot })
+    Box::new(OrphanedReplicaSet {
+        snapshot,
+        live: std::collections::BTreeSet::new(),
+    })
 }
 
 #[derive(Debug)]
 pub(crate) struct OrphanedReplicaSet {
     /// The records are one snapshot: a ReplicaSet up now counts without waiting.
     pub snapshot: bool,
+    /// (namespace, ReplicaSet) reported by a live check and orphaned since: not reported again
+    /// (a live recorder looks every few seconds, and once more at its end).
+    live: std::collections::BTreeSet<(String, String)>,
 }
 
 fn belongs(track: &RolloutTrack, rs: &RsTrack) -> bool {
@@ -285,8 +291,37 @@ impl Detector for OrphanedReplicaSet {
             for rs in track.replicasets().values() {
                 match check(track, world, rs, end, self.snapshot) {
                     None => {}
+                    Some(Verdict::Orphan(_))
+                        if self
+                            .live
+                            .contains(&(track.namespace().to_owned(), rs.name.to_string())) => {}
                     Some(Verdict::Orphan(f)) => findings.push(*f),
                     Some(Verdict::TooSoon(note)) => undecided.push((track.subject(), note)),
+                }
+            }
+        }
+    }
+
+    fn on_live(
+        &mut self,
+        tracks: &[&RolloutTrack],
+        world: &World,
+        now: At,
+        findings: &mut Vec<Finding>,
+    ) {
+        for track in tracks {
+            for rs in track.replicasets().values() {
+                let key = (track.namespace().to_owned(), rs.name.to_string());
+                match check(track, world, rs, now, self.snapshot) {
+                    Some(Verdict::Orphan(f)) => {
+                        if self.live.insert(key) {
+                            findings.push(*f);
+                        }
+                    }
+                    // Scaled down, deleted, current again: a later orphaning is news.
+                    _ => {
+                        self.live.remove(&key);
+                    }
                 }
             }
         }
@@ -315,6 +350,40 @@ mod tests {
             kit.replicaset_with_deadline("h1", keep_h1, tpl, deadline);
         }
         kit
+    }
+
+    /// A live recorder (which never ends) reports the orphan once its grace period is over,
+    /// once, and not again at its end; scaled down and left running again, it is news again.
+    #[test]
+    fn a_live_recorder_reports_an_orphan_once_when_its_grace_is_over() {
+        let mut kit = race(1, Some(""));
+        kit.advance(10);
+        kit.live();
+        assert!(kit.of_rule(Rule::OrphanedReplicaSet).is_empty(), "within its grace period");
+        kit.advance(40);
+        kit.live();
+        kit.advance(5);
+        kit.live();
+        assert_eq!(kit.of_rule(Rule::OrphanedReplicaSet).len(), 1, "{:?}", kit.rules());
+        kit.advance(5);
+        let report = kit.finish();
+        let at_end: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::OrphanedReplicaSet)
+            .collect();
+        assert_eq!(at_end.len(), 1, "the live one, not a second at the end");
+
+        let mut kit = race(1, Some(""));
+        kit.advance(60);
+        kit.live();
+        kit.scale("h1", 0, template("app:2", "c1"));
+        kit.advance(1);
+        kit.live();
+        kit.scale("h1", 1, template("app:2", "c1"));
+        kit.advance(60);
+        kit.live();
+        assert_eq!(kit.of_rule(Rule::OrphanedReplicaSet).len(), 2, "{:?}", kit.rules());
     }
 
     #[test]

@@ -203,7 +203,13 @@ struct LiveTap {
     clear_line: bool,
     print: bool,
     metrics: Option<Arc<Metrics>>,
+    /// When the end-of-recording checks last ran live (a flight recorder never ends).
+    last_live_check: Option<Timestamp>,
 }
+
+/// How often a recording that goes on asks the end-of-recording checks (an orphaned
+/// ReplicaSet) what they decide already.
+const LIVE_CHECK_NANOS: i64 = 5_000_000_000;
 
 impl LiveTap {
     fn print(&mut self, findings: &[Finding]) {
@@ -267,6 +273,13 @@ impl Tap for LiveTap {
         if let Some(a) = self.analyzer.as_mut() {
             let mut found = Vec::new();
             a.advance_to(now, &mut found);
+            if self
+                .last_live_check
+                .is_none_or(|t| now.0 - t.0 >= LIVE_CHECK_NANOS)
+            {
+                a.live_checks(now, &mut found);
+                self.last_live_check = Some(now);
+            }
             self.print(&found);
         }
     }
@@ -409,6 +422,7 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
                     clear_line: status,
                     print: live,
                     metrics: metrics.clone(),
+                    last_live_check: None,
                 }) as Box<dyn Tap>
             }),
         };
