@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{bin, text};
+use common::{bin, need, text};
 use serde_json::Value;
 
 fn deploy() -> PathBuf {
@@ -33,13 +33,7 @@ fn of_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
 
 #[test]
 fn the_alert_rules_pass_promtool_check_and_their_tests() {
-    let ok = Command::new("promtool")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "this test needs promtool: apt-get install prometheus");
+    need("promtool", "apt-get install prometheus");
     let dir = deploy().join("prometheus");
     for args in [
         &["check", "rules", "rules.yaml"][..],

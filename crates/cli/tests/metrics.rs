@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Killed, bin, recording, serve, signal, text, wait_bounded};
+use common::{Killed, bin, need, recording, serve, signal, text, wait_bounded};
 use serde_json::Value;
 
 /// One HTTP/1.0 GET on loopback: (status, body).
@@ -71,16 +71,6 @@ fn recorder(home: &Path, kubeconfig: &Path, out: &Path) -> (Killed, String) {
     (child, addr)
 }
 
-fn need_prometheus() {
-    let ok = Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "this test needs Prometheus: apt-get install prometheus");
-}
-
 /// The (rule, namespace, name, kind, severity) of each finding of a `analyze -o json` report.
 fn analyzed(file: &Path) -> Vec<(String, String, String, String, String)> {
     let o = bin(file.parent().unwrap())
@@ -111,7 +101,7 @@ fn analyzed(file: &Path) -> Vec<(String, String, String, String, String)> {
 
 #[test]
 fn prometheus_scrapes_the_findings_that_analyze_finds() {
-    need_prometheus();
+    need("prometheus", "apt-get install prometheus");
     let s = serve(&recording("moved-tag"), &["--speed", "max"]);
     let home = s.dir.path();
     let out = home.join("recorded.rfr");

@@ -9,24 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{bin, text};
-
-/// `tool --version` runs: the test needs it, and says how to install it (.ci/run does).
-fn need(tool: &str, package: &str) {
-    // kubectl says its version with a subcommand.
-    let version: &[&str] = if tool == "kubectl" {
-        &["version", "--client"]
-    } else {
-        &["--version"]
-    };
-    let ok = Command::new(tool)
-        .args(version)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "this test needs {tool}: apt-get install {package}");
-}
+use common::{bin, need, text};
 
 fn run(cmd: &mut Command) -> Output {
     let o = cmd.output().unwrap();
@@ -78,8 +61,8 @@ echo "flags: ${{COMPREPLY[*]}}"
 
 #[test]
 fn zsh_and_fish_completions_parse_in_their_shells() {
-    need("zsh", "zsh");
-    need("fish", "fish");
+    need("zsh", "apt-get install zsh");
+    need("fish", "apt-get install fish");
     let dir = tempfile::tempdir().unwrap();
     let zsh = completions(dir.path(), "zsh");
     assert!(zsh.starts_with("#compdef rollout-forensics"), "{zsh}");
@@ -124,7 +107,7 @@ fn an_unknown_shell_is_an_error_that_names_the_shells() {
 /// formats without a warning, named as `man` looks it up.
 #[test]
 fn man_pages_format_cleanly_one_per_command() {
-    need("groff", "groff-base");
+    need("groff", "apt-get install groff-base");
     let dir = tempfile::tempdir().unwrap();
     let main = text(&run(bin(dir.path()).arg("man")).stdout);
     assert!(main.contains(".TH rollout-forensics 1"), "{main}");
@@ -175,7 +158,7 @@ fn man_pages_format_cleanly_one_per_command() {
 /// the user typed.
 #[test]
 fn kubectl_runs_the_binary_as_its_forensics_plugin() {
-    need("kubectl", "kubernetes-client");
+    need("kubectl", "apt-get install kubernetes-client");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bin");
     std::fs::create_dir(&path).unwrap();

@@ -162,3 +162,21 @@ pub fn serve(file: &Path, extra: &[&str]) -> Served {
         dir,
     }
 }
+
+/// A tool a test needs runs (`tool --version`; kubectl and go say it with a subcommand): it
+/// fails saying how to install it otherwise (.ci/run installs them all).
+#[allow(dead_code)]
+pub fn need(tool: &str, install: &str) {
+    let version: &[&str] = match tool {
+        "kubectl" => &["version", "--client"],
+        "go" => &["version"],
+        _ => &["--version"],
+    };
+    let ok = Command::new(tool)
+        .args(version)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "this test needs {tool}: {install}");
+}
