@@ -93,6 +93,9 @@ pub struct Options {
     /// The records are one snapshot of the cluster (a list at one moment, as `check` takes):
     /// what holds at the end is judged settled, without waiting for grace periods to pass.
     pub snapshot: bool,
+    /// Hand the sink each reported condition that stops holding or holds again
+    /// ([`FindingSink::condition`](crate::FindingSink::condition)): for a live caller.
+    pub conditions: bool,
 }
 
 type Key = (String, String);
@@ -411,6 +414,21 @@ impl Analyzer {
                 sink.finding(f);
             }
         }
+        if self.opts.conditions {
+            let mut changes = Vec::new();
+            for d in &mut self.detectors {
+                d.take_changes(&mut changes);
+            }
+            for c in &changes {
+                if selects(
+                    self.opts.rollout.as_ref(),
+                    &c.rollout.namespace,
+                    &c.rollout.name,
+                ) {
+                    sink.condition(c);
+                }
+            }
+        }
         self.pack_if_full();
     }
 
@@ -552,7 +570,7 @@ impl Analyzer {
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
-        let now = crate::model::rollout::tracking_app(&view.metadata);
+        let now = crate::input::view::tracking_app(&view.metadata);
         if track.tracked_by() == now {
             return;
         }

@@ -60,7 +60,7 @@ pub use model::diff::{Change, Path, Segment, only_annotations, string_values, te
 pub use model::revisions::{HashChange, Revisions};
 pub use model::rollout::RevisionClass;
 pub use model::world::{RouterPath, router_paths};
-pub use report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
+pub use report::finding::{ConditionChange, Evidence, Finding, Remedy, Rule, Severity, Subject};
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};
 pub use report::timeline::{

@@ -46,6 +46,8 @@ pub(crate) fn template_unpinned(image: &str, checksum: &str) -> Value {
 pub(crate) struct Kit {
     pub analyzer: Analyzer,
     pub found: Vec<Finding>,
+    /// With `Options::conditions`: the reported conditions that stopped or hold again.
+    pub changes: Vec<crate::ConditionChange>,
     seq: u64,
     t: i64,
     pub rollout: Value,
@@ -73,6 +75,7 @@ impl Kit {
         let mut kit = Kit {
             analyzer,
             found: Vec::new(),
+            changes: Vec::new(),
             seq: 0,
             t: T0,
             rollout,
@@ -102,8 +105,11 @@ impl Kit {
             actor: None,
             object: serde_json::to_vec(&obj).unwrap(),
         };
-        self.analyzer
-            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
+        self.analyzer.push(
+            &rec,
+            crate::Prepared::of(&rec),
+            &mut Both(&mut self.found, &mut self.changes),
+        );
     }
 
     /// A status write by the controller (or a user, with `manager`).
@@ -165,8 +171,11 @@ impl Kit {
             actor: None,
             object: Vec::new(),
         };
-        self.analyzer
-            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
+        self.analyzer.push(
+            &rec,
+            crate::Prepared::of(&rec),
+            &mut Both(&mut self.found, &mut self.changes),
+        );
     }
 
     /// The controller's reaction to a new template `hash`: RS created, then status reset.
@@ -204,7 +213,8 @@ impl Kit {
     /// A live recorder's check at the kit's time (`Analyzer::live_checks`).
     pub fn live(&mut self) {
         let now = Timestamp::from_unix_seconds(self.t);
-        self.analyzer.live_checks(now, &mut self.found);
+        self.analyzer
+            .live_checks(now, &mut Both(&mut self.found, &mut self.changes));
     }
 
     pub fn step(&mut self, index: i64) {
@@ -615,8 +625,11 @@ impl Kit {
             }))
             .unwrap(),
         };
-        self.analyzer
-            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
+        self.analyzer.push(
+            &rec,
+            crate::Prepared::of(&rec),
+            &mut Both(&mut self.found, &mut self.changes),
+        );
     }
 
     /// AnalysisRun `name` with `object` (metadata name and namespace filled in).
@@ -708,7 +721,23 @@ impl Kit {
             actor: None,
             object: serde_json::to_vec(&obj).unwrap(),
         };
-        self.analyzer
-            .push(&rec, crate::Prepared::of(&rec), &mut self.found);
+        self.analyzer.push(
+            &rec,
+            crate::Prepared::of(&rec),
+            &mut Both(&mut self.found, &mut self.changes),
+        );
+    }
+}
+
+/// The kit's sink: findings and condition changes.
+struct Both<'a>(&'a mut Vec<Finding>, &'a mut Vec<crate::ConditionChange>);
+
+impl crate::FindingSink for Both<'_> {
+    fn finding(&mut self, finding: &Finding) {
+        self.0.push(finding.clone());
+    }
+
+    fn condition(&mut self, change: &crate::ConditionChange) {
+        self.1.push(change.clone());
     }
 }

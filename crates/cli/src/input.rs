@@ -468,6 +468,7 @@ pub fn options(
         until,
         timelines,
         snapshot: false,
+        conditions: false,
     })
 }
 

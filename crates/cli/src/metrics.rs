@@ -111,6 +111,16 @@ pub struct Metrics {
     /// Per rollout (namespace, name, kind): the generation of its spec last recorded, and the
     /// findings active on it with the generation they were made at.
     live: Mutex<BTreeMap<(String, String, String), Live>>,
+    /// Per rollout and rule whose findings are conditions the analyzer follows (a Service's
+    /// selector, the canary in the endpoints): the conditions holding now, and the series of
+    /// that rollout and rule (one per severity seen).
+    conditions: Mutex<BTreeMap<(String, String, String), Held>>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    holding: BTreeSet<String>,
+    series: BTreeSet<FindingLabels>,
 }
 
 /// A rollout's spec generation last recorded, and its active findings.
@@ -139,7 +149,7 @@ impl Metrics {
         let active = Family::<FindingLabels, Gauge>::default();
         registry.register(
             "finding_active",
-            "1 from a finding until the rollout's spec changes again (a new render, release or rollback: a new generation) or the rollout is deleted",
+            "1 while the condition a finding reported holds (a Service's selector, the canary in the endpoints, a router's weight: until the analyzer sees it end); for a finding of an event (a restart, a render), until the rollout's spec changes again (a new generation) or the rollout is deleted",
             active.clone(),
         );
         let events = Family::<KindLabels, Counter>::default();
@@ -208,6 +218,7 @@ impl Metrics {
             readiness: Mutex::new(Readiness::default()),
             reported: Mutex::new((0, 0, 1)),
             live: Mutex::new(BTreeMap::new()),
+            conditions: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -294,7 +305,7 @@ impl Metrics {
 
     /// Findings made: counted, and active.
     pub fn findings(&self, findings: &[Finding]) {
-        let Ok(mut live) = self.live.lock() else {
+        let (Ok(mut held), Ok(mut live)) = (self.conditions.lock(), self.live.lock()) else {
             return;
         };
         for f in findings {
@@ -307,6 +318,15 @@ impl Metrics {
             };
             self.findings.get_or_create(&labels).inc();
             self.active.get_or_create(&labels).set(1);
+            let condition = (
+                labels.namespace.clone(),
+                labels.name.clone(),
+                labels.rule.clone(),
+            );
+            if let Some(h) = held.get_mut(&condition) {
+                h.series.insert(labels);
+                continue;
+            }
             let key = (
                 labels.namespace.clone(),
                 labels.name.clone(),
@@ -315,6 +335,47 @@ impl Metrics {
             let entry = live.entry(key).or_default();
             let at = entry.generation;
             entry.active.insert(labels, at);
+        }
+    }
+
+    /// Reported conditions that stopped holding, or hold again: a rule whose findings come
+    /// with them is followed by them from then on, not by the rollout's generation.
+    pub fn conditions(&self, changes: &[rf_analyzer::ConditionChange]) {
+        let (Ok(mut held), Ok(mut live)) = (self.conditions.lock(), self.live.lock()) else {
+            return;
+        };
+        for c in changes {
+            let rule = c.rule.id();
+            let rollout = (
+                c.rollout.namespace.clone(),
+                c.rollout.name.clone(),
+                c.rollout.kind.name().to_owned(),
+            );
+            let h = held
+                .entry((rollout.0.clone(), rollout.1.clone(), rule.to_owned()))
+                .or_default();
+            // The series of this rule on this rollout leave the generation's care.
+            if let Some(l) = live.get_mut(&rollout) {
+                let mine: Vec<FindingLabels> = l
+                    .active
+                    .keys()
+                    .filter(|k| k.rule == rule)
+                    .cloned()
+                    .collect();
+                for k in mine {
+                    l.active.remove(&k);
+                    h.series.insert(k);
+                }
+            }
+            if c.holds {
+                h.holding.insert(c.condition.clone());
+            } else {
+                h.holding.remove(&c.condition);
+            }
+            let value = i64::from(!h.holding.is_empty());
+            for s in &h.series {
+                self.active.get_or_create(s).set(value);
+            }
         }
     }
 
@@ -629,6 +690,70 @@ mod tests {
             Timestamp(0),
         );
         assert_eq!(active(&m), 0);
+    }
+
+    /// A finding of a condition the analyzer follows is active while it holds: cleared when it
+    /// stops, not by a new render, and set again when it holds again.
+    #[test]
+    fn a_condition_is_active_while_it_holds() {
+        let m = Metrics::new();
+        let rollout = |generation: i64| serde_json::json!({"metadata": {"generation": generation}});
+        m.record(
+            &rec(Kind::Rollout, Op::Modified, "shop", "web", &rollout(4)),
+            Timestamp(0),
+        );
+        let subject = rf_analyzer::Subject::new(Kind::Rollout, "shop", "web");
+        let Some(recording) = rf_scenarios::generate("adoption-selector-drift") else {
+            panic!("the adoption-selector-drift scenario");
+        };
+        let mut a = rf_analyzer::Analyzer::new(rf_analyzer::Options::default());
+        a.begin_file("memory", rf_format::FORMAT_VERSION, &recording.header);
+        for r in &recording.records {
+            a.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
+        }
+        a.end_file(
+            rf_analyzer::FileEnd::Closed,
+            Some(recording.closed_at),
+            None,
+        );
+        let report = a.finish();
+        let Some(mut finding) = report
+            .findings
+            .into_iter()
+            .find(|f| f.rule == rf_analyzer::Rule::ServiceSelectorMismatch)
+        else {
+            panic!("the scenario's selector mismatch");
+        };
+        finding.rollout = subject.clone();
+        let change = |holds: bool| rf_analyzer::ConditionChange {
+            rule: rf_analyzer::Rule::ServiceSelectorMismatch,
+            rollout: subject.clone(),
+            condition: "checkout-api".to_owned(),
+            holds,
+            at: Timestamp(0),
+        };
+        let active = |m: &Metrics| {
+            m.encode()
+                .lines()
+                .find(|l| {
+                    l.starts_with("rollout_forensics_finding_active{")
+                        && l.contains("rule=\"service-selector-mismatch\"")
+                })
+                .map(|l| l.ends_with(" 1"))
+        };
+        m.findings(std::slice::from_ref(&finding));
+        m.conditions(&[change(true)]);
+        assert_eq!(active(&m), Some(true));
+        // A new render: the condition still holds, so it stays active.
+        m.record(
+            &rec(Kind::Rollout, Op::Modified, "shop", "web", &rollout(5)),
+            Timestamp(0),
+        );
+        assert_eq!(active(&m), Some(true));
+        m.conditions(&[change(false)]);
+        assert_eq!(active(&m), Some(false));
+        m.conditions(&[change(true)]);
+        assert_eq!(active(&m), Some(true));
     }
 
     #[test]

@@ -201,6 +201,11 @@ fn describe(by: &BTreeMap<String, Vec<String>>, track: &RolloutTrack) -> String 
 }
 
 impl Detector for CanaryNotInEndpoints {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::CanaryNotInEndpoints, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn facts(&self) -> FactsUse {
         FactsUse::Writes
     }
@@ -215,7 +220,7 @@ impl Detector for CanaryNotInEndpoints {
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
         let cur = track.last()?;
-        self.settling.begin();
+        self.settling.begin(s.now);
         let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {
             self.settling.end(mine);
             facts
@@ -271,7 +276,7 @@ impl Detector for CanaryNotInEndpoints {
             if !self.settling.settled(s, since, SETTLE_SECONDS) {
                 continue;
             }
-            self.settling.fire(key);
+            self.settling.fire(key, s.now);
             let ready = ready_pods(s.world, track, hash);
             let by = membership(s.world, track, service);
             let subject = Subject::new(Kind::Service, ns, service);

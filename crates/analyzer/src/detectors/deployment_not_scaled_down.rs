@@ -52,6 +52,11 @@ pub(crate) struct DeploymentNotScaledDown {
 }
 
 impl Detector for DeploymentNotScaledDown {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::DeploymentNotScaledDown, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
@@ -61,7 +66,7 @@ impl Detector for DeploymentNotScaledDown {
         let track = s.track;
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
-        self.settling.begin();
+        self.settling.begin(s.now);
         let (Some(workload), Some(cur)) = (track.workload(), track.last()) else {
             return self.settling.end(mine);
         };

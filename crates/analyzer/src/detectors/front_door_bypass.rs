@@ -49,6 +49,11 @@ pub(crate) struct FrontDoorBypass {
 }
 
 impl Detector for FrontDoorBypass {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::FrontDoorBypass, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
@@ -58,7 +63,7 @@ impl Detector for FrontDoorBypass {
         let track = s.track;
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
-        self.settling.begin();
+        self.settling.begin(s.now);
         let (Some(stable_service), Some(cur)) = (track.stable_service(), track.last()) else {
             return self.settling.end(mine);
         };

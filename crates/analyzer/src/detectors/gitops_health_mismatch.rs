@@ -49,6 +49,11 @@ pub(crate) struct GitopsHealthMismatch {
 }
 
 impl Detector for GitopsHealthMismatch {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::GitopsHealthMismatch, |k: &Key| (k.2.as_str(), k.3.as_str()), out);
+    }
+
     fn facts(&self) -> FactsUse {
         FactsUse::Reads
     }
@@ -63,7 +68,7 @@ impl Detector for GitopsHealthMismatch {
         let cur = track.last()?;
         // Copied only into the keys of an Application that mismatches (this runs on every look).
         let hash = cur.pod_hash.as_deref().unwrap_or_default();
-        self.settling.begin();
+        self.settling.begin(s.now);
         for app in s.world.apps_of(track) {
             let health = app.health.as_deref().unwrap_or("");
             let sync = app.sync.as_deref().unwrap_or("");
@@ -102,7 +107,7 @@ impl Detector for GitopsHealthMismatch {
             if kind != "red-while-paused" && !self.settling.settled(s, since, SETTLE_SECONDS) {
                 continue;
             }
-            self.settling.fire(key);
+            self.settling.fire(key, s.now);
             let subject = Subject::new(Kind::Application, &app.namespace, &app.name);
             let app_state = format!(
                 "health {health}, sync {sync}{}",

@@ -11,7 +11,7 @@ use crate::base::At;
 use crate::model::rollout::{RolloutTrack, Transition};
 use crate::model::traffic::Routed;
 use crate::model::world::{DeploymentObj, PodObj, Touched, World};
-use crate::report::finding::{Finding, Rule, Subject};
+use crate::report::finding::{ConditionChange, Finding, Rule, Subject};
 
 /// Makes the detector modules of the registry's lines (`crate::report::rules`), the constructor of every
 /// detector, and each rule's documentation (its detector module's).
@@ -121,7 +121,18 @@ pub(crate) struct Settling<K> {
     /// The conditions seen true during this look.
     seen: BTreeSet<K>,
     due: Option<Timestamp>,
+    /// Reported conditions holding now.
+    active: BTreeSet<K>,
+    /// The time of this look.
+    now: Option<At>,
+    /// Reported conditions that started or stopped holding since they were last taken (at most
+    /// [`KEEP_CHANGES`]: only a live caller takes them).
+    changes: std::collections::VecDeque<(K, bool, At)>,
 }
+
+/// Condition changes kept untaken per detector (a caller that does not take them loses the
+/// oldest).
+const KEEP_CHANGES: usize = 256;
 
 impl<K> Default for Settling<K> {
     fn default() -> Self {
@@ -130,21 +141,29 @@ impl<K> Default for Settling<K> {
             fired: BTreeSet::new(),
             seen: BTreeSet::new(),
             due: None,
+            active: BTreeSet::new(),
+            now: None,
+            changes: std::collections::VecDeque::new(),
         }
     }
 }
 
 impl<K: Ord + Clone> Settling<K> {
-    /// Starts a look: nothing seen true yet.
-    pub fn begin(&mut self) {
+    /// Starts a look at `now`: nothing seen true yet.
+    pub fn begin(&mut self, now: At) {
         self.seen.clear();
         self.due = None;
+        self.now = Some(now);
     }
 
     /// `key` holds now. Returns since when it has held, or `None` when it was reported already.
     pub fn holds(&mut self, key: &K, now: At) -> Option<At> {
         self.seen.insert(key.clone());
         if self.fired.contains(key) {
+            // Reported, stopped holding, and holds again.
+            if self.active.insert(key.clone()) {
+                self.change(key.clone(), true, now);
+            }
             return None;
         }
         Some(*self.pending.entry(key.clone()).or_insert(now))
@@ -169,14 +188,45 @@ impl<K: Ord + Clone> Settling<K> {
         if !self.settled(scene, since, secs) {
             return None;
         }
-        self.fire(key);
+        self.fire(key, scene.now);
         Some(since)
     }
 
     /// `key` is reported now: never again.
-    pub fn fire(&mut self, key: K) {
+    pub fn fire(&mut self, key: K, now: At) {
         self.pending.remove(&key);
+        self.active.insert(key.clone());
+        self.change(key.clone(), true, now);
         self.fired.insert(key);
+    }
+
+    fn change(&mut self, key: K, holds: bool, at: At) {
+        if self.changes.len() == KEEP_CHANGES {
+            self.changes.pop_front();
+        }
+        self.changes.push_back((key, holds, at));
+    }
+
+    /// The reported conditions that started or stopped holding since last asked, each as
+    /// (`rule`, the rollout `of` its key names, the key's name, holds, when).
+    pub fn take_changes(
+        &mut self,
+        rule: Rule,
+        of: impl Fn(&K) -> (&str, &str),
+        out: &mut Vec<ConditionChange>,
+    ) where
+        K: std::fmt::Debug,
+    {
+        for (key, holds, at) in self.changes.drain(..) {
+            let (ns, name) = of(&key);
+            out.push(ConditionChange {
+                rule,
+                rollout: Subject::new(rf_format::Kind::Rollout, ns, name),
+                condition: format!("{key:?}"),
+                holds,
+                at: at.at,
+            });
+        }
     }
 
     /// True when nothing was seen true during this look.
@@ -189,6 +239,21 @@ impl<K: Ord + Clone> Settling<K> {
     pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
         let seen = &self.seen;
         self.pending.retain(|k, _| !mine(k) || seen.contains(k));
+        if !self.active.is_empty() {
+            let gone: Vec<K> = self
+                .active
+                .iter()
+                .filter(|k| mine(k) && !self.seen.contains(*k))
+                .cloned()
+                .collect();
+            for k in gone {
+                self.active.remove(&k);
+                // It stopped holding by this look.
+                if let Some(at) = self.now {
+                    self.change(k, false, at);
+                }
+            }
+        }
         self.due
     }
 }
@@ -335,6 +400,9 @@ pub(crate) trait Detector: Debug + Send {
         _undecided: &mut Vec<(Subject, String)>,
     ) {
     }
+    /// The reported conditions that stopped holding or hold again since last asked (the
+    /// detectors that keep their conditions in a [`Settling`]).
+    fn take_changes(&mut self, _out: &mut Vec<ConditionChange>) {}
     /// A recording that goes on (a live recorder) is at `now`: what [`on_end`](Self::on_end)
     /// would find at this time that is decided already, reported once, and not again at the end.
     fn on_live(

@@ -56,6 +56,11 @@ fn pointer_segment(key: &str) -> String {
 }
 
 impl Detector for ServiceSelectorMismatch {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::ServiceSelectorMismatch, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
@@ -67,7 +72,7 @@ impl Detector for ServiceSelectorMismatch {
         let hash = cur.pod_hash.as_deref()?;
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
-        self.settling.begin();
+        self.settling.begin(s.now);
         let Some(rs) = track
             .rs_by_hash(hash)
             .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
@@ -232,6 +237,47 @@ mod tests {
             "the patch sends the revision traffic: a decision"
         );
         assert!(f[0].remedy.commands.iter().all(|c| !c.contains(" patch ")));
+    }
+
+    /// For a live caller: the mismatch reported holds until the Service is fixed, then says
+    /// it stopped; broken again, it holds again (with no second finding).
+    #[test]
+    fn a_fixed_selector_is_a_condition_that_stopped_holding() {
+        let mut kit = Kit::with_options(crate::Options {
+            conditions: true,
+            ..crate::Options::default()
+        });
+        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(SETTLE);
+        kit.step(1);
+        let holds = |kit: &Kit| -> Vec<bool> {
+            kit.changes
+                .iter()
+                .filter(|c| c.rule == Rule::ServiceSelectorMismatch)
+                .map(|c| c.holds)
+                .collect()
+        };
+        assert_eq!(holds(&kit), vec![true], "reported: holds");
+        assert_eq!(kit.changes[0].rollout.name, NAME);
+        kit.advance(5);
+        kit.service("checkout-api", json!({"app": NAME}));
+        assert_eq!(holds(&kit), vec![true, false], "fixed: stopped");
+        kit.advance(5);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        assert_eq!(holds(&kit), vec![true, false, true], "broken again: holds again");
+        assert_eq!(kit.of_rule(Rule::ServiceSelectorMismatch).len(), 1);
+
+        // Without the option, nothing is handed over.
+        let mut kit = Kit::new();
+        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
+        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
+        kit.release_to_pause("new1", labelled("v418"));
+        kit.advance(SETTLE);
+        kit.step(1);
+        kit.service("checkout-api", json!({"app": NAME}));
+        assert!(kit.changes.is_empty());
     }
 
     #[test]

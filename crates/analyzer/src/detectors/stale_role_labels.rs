@@ -59,6 +59,11 @@ pub(crate) struct StaleRoleLabels {
 type Stale = (String, Vec<(String, Option<String>, Option<String>)>);
 
 impl Detector for StaleRoleLabels {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::StaleRoleLabels, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
@@ -68,7 +73,7 @@ impl Detector for StaleRoleLabels {
         let track = s.track;
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
-        self.settling.begin();
+        self.settling.begin(s.now);
         let (canary, stable) = track.ephemeral_labels();
         if canary.is_empty() && stable.is_empty() {
             return self.settling.end(mine);

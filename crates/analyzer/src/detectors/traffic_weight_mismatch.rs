@@ -251,6 +251,11 @@ fn set_rules<'a>(split: &Split, obj: &'a RouterObj) -> Vec<(usize, &'a RuleObj)>
 }
 
 impl Detector for TrafficWeightMismatch {
+    fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
+        self.settling
+            .take_changes(Rule::TrafficWeightMismatch, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
@@ -260,7 +265,7 @@ impl Detector for TrafficWeightMismatch {
         let track = s.track;
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
-        self.settling.begin();
+        self.settling.begin(s.now);
         let Some(cur) = track.last() else {
             return self.settling.end(mine);
         };

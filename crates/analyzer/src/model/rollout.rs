@@ -1023,7 +1023,7 @@ impl RolloutTrack {
             self.uid.clone_from(&view.metadata.uid);
         }
         self.deleted = false;
-        let flux = flux_of(&view.metadata);
+        let flux = crate::input::view::flux_of(&view.metadata);
         if self.flux.as_ref().map(|(k, n)| (*k, n.as_str())) != flux {
             self.flux = flux.map(|(k, n)| (k, n.into()));
         }
@@ -1879,39 +1879,6 @@ pub(crate) fn template_images(template: &Value) -> Vec<String> {
         }
     }
     images
-}
-
-/// The Flux object that applied an object, by its labels: (`HelmRelease` or `Kustomization`,
-/// its name).
-pub(crate) fn flux_of<M>(meta: &crate::input::view::Meta<M>) -> Option<(&'static str, &str)> {
-    use crate::input::view::{FLUX_HELM_LABEL, FLUX_KUSTOMIZE_LABEL};
-    let labels = &meta.labels;
-    labels
-        .get(FLUX_HELM_LABEL)
-        .map(|n| ("HelmRelease", n.as_str()))
-        .or_else(|| {
-            labels
-                .get(FLUX_KUSTOMIZE_LABEL)
-                .map(|n| ("Kustomization", n.as_str()))
-        })
-}
-
-/// The Argo CD Application that tracks an object: the `argocd.argoproj.io/tracking-id`
-/// annotation (`<app>:<group>/<kind>:<ns>/<name>`), else the `app.kubernetes.io/instance` label
-/// (Argo CD's default label tracking).
-pub(crate) fn tracking_app<M>(meta: &crate::input::view::Meta<M>) -> Option<&str> {
-    if let Some(id) = meta.annotations.get("argocd.argoproj.io/tracking-id") {
-        if let Some((app, _)) = id.split_once(':') {
-            if !app.is_empty() {
-                // `<namespace>_<name>` when apps live outside the control-plane namespace.
-                return Some(app.rsplit('_').next().unwrap_or(app));
-            }
-        }
-    }
-    meta.labels
-        .get("app.kubernetes.io/instance")
-        .map(Str::as_str)
-        .filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]

@@ -1258,11 +1258,11 @@ impl World {
         obj.generation = v.metadata.generation;
         obj.pos = pos;
         obj.revision_history_limit = v.spec.revision_history_limit;
-        let tracked_by = crate::model::rollout::tracking_app(&v.metadata);
+        let tracked_by = crate::input::view::tracking_app(&v.metadata);
         if obj.tracked_by.as_deref() != tracked_by {
             obj.tracked_by = tracked_by.map(Str::new);
         }
-        let flux = crate::model::rollout::flux_of(&v.metadata);
+        let flux = crate::input::view::flux_of(&v.metadata);
         if obj.flux.as_ref().map(|(k, n)| (*k, n.as_str())) != flux {
             obj.flux = flux.map(|(k, n)| (k, Str::new(n)));
         }

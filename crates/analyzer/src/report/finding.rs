@@ -199,6 +199,20 @@ pub struct Finding {
     pub remedy: Remedy,
 }
 
+/// A condition a finding reported that stopped holding (`holds: false`: the Service was fixed,
+/// the canary joined the endpoints), or that holds again after it stopped (`holds: true`). The
+/// report has no place for them; a live caller (metrics) clears what is no longer true.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConditionChange {
+    pub rule: Rule,
+    /// The rollout it concerns.
+    pub rollout: Subject,
+    /// Which condition of that rule and rollout (a Service, a revision...), as an opaque name.
+    pub condition: String,
+    pub holds: bool,
+    pub at: Timestamp,
+}
+
 pub(crate) fn serialize_time<S: serde::Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*t))
 }

@@ -2,12 +2,15 @@
 //! engine hands each finding a record makes true to the caller's sink, by reference, and keeps
 //! its own copy for the report.
 
-use crate::report::finding::Finding;
+use crate::report::finding::{ConditionChange, Finding};
 
 /// Takes the findings the analyzer makes, in the order found.
 pub trait FindingSink {
     /// One finding, just made true.
     fn finding(&mut self, finding: &Finding);
+    /// A reported condition stopped holding, or holds again (with
+    /// [`Options::conditions`](crate::Options::conditions) only).
+    fn condition(&mut self, _change: &ConditionChange) {}
 }
 
 /// Collects copies: for a caller that shows findings as they come.

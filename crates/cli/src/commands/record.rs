@@ -211,7 +211,32 @@ struct LiveTap {
 /// ReplicaSet) what they decide already.
 const LIVE_CHECK_NANOS: i64 = 5_000_000_000;
 
+/// What the analyzer hands the live tap: findings, and the conditions they reported that
+/// stopped holding or hold again.
+#[derive(Default)]
+struct Found {
+    findings: Vec<Finding>,
+    changes: Vec<rf_analyzer::ConditionChange>,
+}
+
+impl rf_analyzer::FindingSink for Found {
+    fn finding(&mut self, finding: &Finding) {
+        self.findings.push(finding.clone());
+    }
+
+    fn condition(&mut self, change: &rf_analyzer::ConditionChange) {
+        self.changes.push(change.clone());
+    }
+}
+
 impl LiveTap {
+    fn take(&mut self, found: &Found) {
+        self.print(&found.findings);
+        if let Some(m) = &self.metrics {
+            m.conditions(&found.changes);
+        }
+    }
+
     fn print(&mut self, findings: &[Finding]) {
         let mut new = Vec::new();
         for f in findings {
@@ -250,7 +275,12 @@ impl LiveTap {
 
 impl Tap for LiveTap {
     fn begin(&mut self, header: &Header) {
-        let mut analyzer = crate::spill::analyzer(Options::default());
+        // With metrics, the conditions the findings reported are followed as they end.
+        let options = Options {
+            conditions: self.metrics.is_some(),
+            ..Options::default()
+        };
+        let mut analyzer = crate::spill::analyzer(options);
         analyzer.begin_file("(live)", rf_format::FORMAT_VERSION, header);
         self.analyzer = Some(analyzer);
         if let Some(m) = &self.metrics {
@@ -263,15 +293,15 @@ impl Tap for LiveTap {
             m.record(record, rf_recorder::now());
         }
         if let Some(a) = self.analyzer.as_mut() {
-            let mut found = Vec::new();
+            let mut found = Found::default();
             a.push(record, rf_analyzer::Prepared::of(record), &mut found);
-            self.print(&found);
+            self.take(&found);
         }
     }
 
     fn tick(&mut self, now: Timestamp) {
         if let Some(a) = self.analyzer.as_mut() {
-            let mut found = Vec::new();
+            let mut found = Found::default();
             a.advance_to(now, &mut found);
             if self
                 .last_live_check
@@ -280,7 +310,7 @@ impl Tap for LiveTap {
                 a.live_checks(now, &mut found);
                 self.last_live_check = Some(now);
             }
-            self.print(&found);
+            self.take(&found);
         }
     }
 
