@@ -2146,11 +2146,31 @@ fn issue_29_the_deploy_manifests_are_accepted_by_a_real_api_server() {
             "{made}: {out}"
         );
     }
-    // The Job is named by generateName (a hook Argo CD creates per sync): created, not applied.
-    let hook = real::manifests("deploy/check-postsync.yaml", &ns.name, &[]);
+    // Its RBAC applied (another test may have made the Role in argocd already); the Job,
+    // named by generateName (a hook Argo CD creates per sync), created.
+    let rbac = real::manifests("deploy/check-postsync.yaml", &ns.name, &["Job"]);
+    let out = c.ok(
+        &["apply", "--dry-run=server", "--validate=strict", "-f", "-"],
+        Some(&rbac),
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("role.rbac.authorization.k8s.io/")
+                && l.ends_with("(server dry run)")),
+        "{out}"
+    );
+    let job = real::manifests(
+        "deploy/check-postsync.yaml",
+        &ns.name,
+        &["ServiceAccount", "Role", "RoleBinding"],
+    );
+    assert!(
+        job.contains("kind: Job") && !job.contains("kind: Role"),
+        "{job}"
+    );
     let out = c.ok(
         &["create", "--dry-run=server", "--validate=strict", "-f", "-"],
-        Some(&hook),
+        Some(&job),
     );
     assert!(
         out.lines()
