@@ -304,7 +304,7 @@ impl Metrics {
     }
 
     /// Findings made: counted, and active.
-    pub fn findings(&self, findings: &[Finding]) {
+    pub fn findings<'a>(&self, findings: impl IntoIterator<Item = &'a Finding>) {
         let (Ok(mut held), Ok(mut live)) = (self.conditions.lock(), self.live.lock()) else {
             return;
         };

@@ -208,14 +208,21 @@ mod tests {
         t
     }
 
-    #[test]
-    fn a_selector_pinned_to_the_old_version_is_reported_with_key_and_values() {
-        let mut kit = Kit::new();
+    /// A release moves the pods to `version: v418` while Service `checkout-api` selects
+    /// `v417`, past the settle time.
+    fn pinned_to_the_old_version(options: crate::Options) -> Kit {
+        let mut kit = Kit::with_options(options);
         kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
         kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
         kit.release_to_pause("new1", labelled("v418"));
         kit.advance(SETTLE);
         kit.step(1);
+        kit
+    }
+
+    #[test]
+    fn a_selector_pinned_to_the_old_version_is_reported_with_key_and_values() {
+        let kit = pinned_to_the_old_version(crate::Options::default());
         let f: Vec<_> = kit
             .found
             .iter()
@@ -243,15 +250,10 @@ mod tests {
     /// it stopped; broken again, it holds again (with no second finding).
     #[test]
     fn a_fixed_selector_is_a_condition_that_stopped_holding() {
-        let mut kit = Kit::with_options(crate::Options {
+        let mut kit = pinned_to_the_old_version(crate::Options {
             conditions: true,
             ..crate::Options::default()
         });
-        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
-        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
-        kit.release_to_pause("new1", labelled("v418"));
-        kit.advance(SETTLE);
-        kit.step(1);
         let holds = |kit: &Kit| -> Vec<bool> {
             kit.changes
                 .iter()
@@ -270,12 +272,7 @@ mod tests {
         assert_eq!(kit.of_rule(Rule::ServiceSelectorMismatch).len(), 1);
 
         // Without the option, nothing is handed over.
-        let mut kit = Kit::new();
-        kit.replicaset("stable0", 5, labelled("v417"), rf_format::Op::Modified);
-        kit.service("checkout-api", json!({"app": NAME, "version": "v417"}));
-        kit.release_to_pause("new1", labelled("v418"));
-        kit.advance(SETTLE);
-        kit.step(1);
+        let mut kit = pinned_to_the_old_version(crate::Options::default());
         kit.service("checkout-api", json!({"app": NAME}));
         assert!(kit.changes.is_empty());
     }

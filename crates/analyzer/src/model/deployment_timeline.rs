@@ -95,7 +95,6 @@ impl DeploymentTimeline {
     }
 
     /// A record of ReplicaSet `name` of the Deployment (`None`: deleted).
-    #[allow(clippy::too_many_arguments)]
     pub fn observe_replicaset(
         &mut self,
         dep: &DeploymentObj,
@@ -103,31 +102,17 @@ impl DeploymentTimeline {
         name: &str,
         state: Option<(Str, Option<i64>, i64, i64)>,
     ) {
-        let before = self.replicasets.get(name).cloned();
+        let before = self.replicasets.get(name);
         let mut words = Vec::new();
-        match (&before, &state) {
-            (None, Some((hash, revision, replicas, _))) => {
-                self.replicasets.insert(
-                    name.to_owned(),
-                    Rs {
-                        hash: hash.clone(),
-                        revision: *revision,
-                        replicas: *replicas,
-                        ready: 0,
-                    },
-                );
-                words.push(format!(
-                    "rs {name} created{} (replicas {replicas})",
-                    revision
-                        .map(|r| format!(", revision {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-            (Some(_), None) => {
-                self.replicasets.remove(name);
-                words.push(format!("rs {name} deleted"));
-            }
-            (Some(b), Some((hash, revision, replicas, ready))) => {
+        match (before, &state) {
+            (None, Some((_, revision, replicas, _))) => words.push(format!(
+                "rs {name} created{} (replicas {replicas})",
+                revision
+                    .map(|r| format!(", revision {r}"))
+                    .unwrap_or_default()
+            )),
+            (Some(_), None) => words.push(format!("rs {name} deleted")),
+            (Some(b), Some((_, revision, replicas, ready))) => {
                 if b.replicas != *replicas {
                     words.push(format!("rs {name} replicas {} -> {replicas}", b.replicas));
                 }
@@ -141,17 +126,26 @@ impl DeploymentTimeline {
                         revision.map_or("-".to_owned(), |r| r.to_string())
                     ));
                 }
+            }
+            (None, None) => {}
+        }
+        let created = before.is_none();
+        match state {
+            // A ReplicaSet first seen counts no ready pod yet: its pods coming up are changes.
+            Some((hash, revision, replicas, ready)) => {
                 self.replicasets.insert(
                     name.to_owned(),
                     Rs {
-                        hash: hash.clone(),
-                        revision: *revision,
-                        replicas: *replicas,
-                        ready: *ready,
+                        hash,
+                        revision,
+                        replicas,
+                        ready: if created { 0 } else { ready },
                     },
                 );
             }
-            (None, None) => {}
+            None => {
+                self.replicasets.remove(name);
+            }
         }
         if !words.is_empty() {
             self.push(dep, pos, "ReplicaSet", words, None);

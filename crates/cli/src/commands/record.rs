@@ -12,9 +12,8 @@ use rf_format::{Header, Record, Timestamp};
 use rf_recorder::{Config, Hooks, Progress, Summary, Tap};
 use std::sync::Arc;
 
-use crate::metrics::Metrics;
-
 use crate::exit::Exit;
+use crate::metrics::Metrics;
 use crate::timespec::parse_duration;
 
 #[derive(Debug, Args)]
@@ -237,15 +236,16 @@ impl LiveTap {
         }
     }
 
+    /// Prints (with `print`) and counts (with `metrics`) each finding not seen before.
     fn print(&mut self, findings: &[Finding]) {
-        let mut new = Vec::new();
+        let mut new: Vec<&Finding> = Vec::new();
         for f in findings {
             let key = (f.rule, f.subject.clone(), f.at);
             if self.printed.contains(&key) {
                 continue;
             }
             self.printed.push(key);
-            new.push(f.clone());
+            new.push(f);
             if !self.print {
                 continue;
             }
@@ -268,7 +268,7 @@ impl LiveTap {
             );
         }
         if let Some(m) = &self.metrics {
-            m.findings(&new);
+            m.findings(new);
         }
     }
 }
