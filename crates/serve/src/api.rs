@@ -507,7 +507,7 @@ fn get(shared: &Shared, kind_index: usize, namespace: &str, name: &str, p: &Para
             let meta = json!({"resourceVersion": v.meta.resource_version});
             http::json_bytes(
                 StatusCode::OK,
-                table::table(k.resource(), [&**v], &meta, p.include, shared.clock.now(tl)),
+                table::table(k.resource(), [&*v], &meta, p.include, shared.clock.now(tl)),
             )
         }
         Some(v) => http::json_bytes(StatusCode::OK, v.json.bytes().into_owned()),
@@ -618,7 +618,7 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
     let mut items = k
         .list(position, after.as_ref())
         .filter(|(_, v)| p.matches(namespace, v));
-    let mut page: Vec<(&ObjectKey, &Arc<Version>)> = Vec::new();
+    let mut page: Vec<(&ObjectKey, Arc<Version>)> = Vec::new();
     let limit = if p.limit == 0 { usize::MAX } else { p.limit };
     for item in items.by_ref() {
         if page.len() == limit {
@@ -648,7 +648,7 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
             StatusCode::OK,
             table::table(
                 r,
-                page.iter().map(|(_, v)| &***v),
+                page.iter().map(|(_, v)| &**v),
                 &meta,
                 p.include,
                 shared.clock.now(tl),

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use rf_format::{DeltaEncoder, apply_delta};
 
+use crate::spill::Spill;
+
 /// A version this many steps from a whole one is kept whole.
 const KEYFRAME: u8 = 16;
 
@@ -19,27 +21,93 @@ const KEYFRAME: u8 = 16;
 pub struct Json(Arc<Node>);
 
 enum Node {
-    Whole(Box<[u8]>),
+    Whole(Stored),
     /// `len` bytes, rebuilt by applying `pieces` to `base`'s bytes.
     Delta {
         base: Json,
-        pieces: Box<[u8]>,
+        pieces: Stored,
         depth: u8,
         len: usize,
     },
 }
 
-/// What makes the pieces of a delta, with its buffers.
+/// Bytes, in memory or in a [`Spill`] file.
+enum Stored {
+    Memory(Box<[u8]>),
+    Spilled {
+        spill: Arc<Spill>,
+        at: u64,
+        len: u32,
+    },
+}
+
+impl Stored {
+    fn len(&self) -> usize {
+        match self {
+            Stored::Memory(b) => b.len(),
+            Stored::Spilled { len, .. } => *len as usize,
+        }
+    }
+
+    fn get(&self) -> Cow<'_, [u8]> {
+        match self {
+            Stored::Memory(b) => Cow::Borrowed(b),
+            Stored::Spilled { spill, at, len } => {
+                let mut out = Vec::new();
+                if let Err(e) = spill.read(*at, *len as usize, &mut out) {
+                    // The server's own scratch file, written before any request: losing it
+                    // (a full or removed temp directory) leaves nothing true to answer.
+                    panic!("internal error: the server's spill file cannot be read: {e}");
+                }
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
+/// What makes the pieces of a delta, with its buffers, and where it keeps what it makes.
 #[derive(Debug, Default)]
 pub struct Encoder {
     encoder: DeltaEncoder,
     pieces: Vec<u8>,
+    /// Where kept bytes go: memory when `None`.
+    spill: Option<Arc<Spill>>,
+}
+
+impl Encoder {
+    /// An encoder that keeps what it makes in `spill`.
+    pub fn spilling(spill: Arc<Spill>) -> Encoder {
+        Encoder {
+            spill: Some(spill),
+            ..Encoder::default()
+        }
+    }
+
+    fn store(&self, bytes: &[u8]) -> Stored {
+        if let (Some(spill), Ok(len)) = (&self.spill, u32::try_from(bytes.len())) {
+            if !bytes.is_empty() {
+                if let Ok(at) = spill.append(bytes) {
+                    return Stored::Spilled {
+                        spill: Arc::clone(spill),
+                        at,
+                        len,
+                    };
+                }
+            }
+        }
+        Stored::Memory(bytes.into())
+    }
+
+    /// `bytes`, kept whole where this encoder keeps what it makes.
+    pub fn whole(&self, bytes: &[u8]) -> Json {
+        Json(Arc::new(Node::Whole(self.store(bytes))))
+    }
 }
 
 impl Json {
     /// `bytes`, kept whole.
     pub fn whole(bytes: &[u8]) -> Json {
-        Json(Arc::new(Node::Whole(bytes.into())))
+        Json(Arc::new(Node::Whole(Stored::Memory(bytes.into()))))
     }
 
     /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
@@ -47,16 +115,17 @@ impl Json {
     pub fn after(base: &Json, base_bytes: &[u8], target: &[u8], encoder: &mut Encoder) -> Json {
         let depth = base.depth() + 1;
         if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
-            return Json::whole(target);
+            return encoder.whole(target);
         }
-        let pieces = &mut encoder.pieces;
-        encoder.encoder.encode(base_bytes, target, pieces);
-        if pieces.len() > target.len() / 2 {
-            return Json::whole(target);
+        encoder
+            .encoder
+            .encode(base_bytes, target, &mut encoder.pieces);
+        if encoder.pieces.len() > target.len() / 2 {
+            return encoder.whole(target);
         }
         Json(Arc::new(Node::Delta {
             base: base.clone(),
-            pieces: pieces.as_slice().into(),
+            pieces: encoder.store(&encoder.pieces),
             depth,
             len: target.len(),
         }))
@@ -86,7 +155,7 @@ impl Json {
     /// Its bytes: borrowed when kept whole, else rebuilt.
     pub fn bytes(&self) -> Cow<'_, [u8]> {
         match &*self.0 {
-            Node::Whole(b) => Cow::Borrowed(b),
+            Node::Whole(b) => b.get(),
             Node::Delta { .. } => Cow::Owned(self.rebuild()),
         }
     }
@@ -98,7 +167,7 @@ impl Json {
         match &*self.0 {
             Node::Delta {
                 base: own, pieces, ..
-            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, pieces),
+            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, &pieces.get()),
             _ => self.bytes().into_owned(),
         }
     }
@@ -110,11 +179,11 @@ impl Json {
 
     fn rebuild(&self) -> Vec<u8> {
         // The chain from this version back to its whole one, at most KEYFRAME long.
-        let mut chain: Vec<&[u8]> = Vec::with_capacity(usize::from(KEYFRAME));
+        let mut chain: Vec<&Stored> = Vec::with_capacity(usize::from(KEYFRAME));
         let mut at = self;
         let whole = loop {
             match &*at.0 {
-                Node::Whole(b) => break b,
+                Node::Whole(b) => break b.get(),
                 Node::Delta { base, pieces, .. } => {
                     chain.push(pieces);
                     at = base;
@@ -124,9 +193,9 @@ impl Json {
         // The first delta applied to the whole version where it is, not to a copy.
         let mut bytes: Option<Vec<u8>> = None;
         for pieces in chain.iter().rev() {
-            bytes = Some(apply(bytes.as_deref().unwrap_or(whole), pieces));
+            bytes = Some(apply(bytes.as_deref().unwrap_or(&whole), &pieces.get()));
         }
-        bytes.unwrap_or_else(|| whole.to_vec())
+        bytes.unwrap_or_else(|| whole.into_owned())
     }
 }
 
@@ -149,7 +218,7 @@ impl Rebuilt {
             return;
         };
         let bytes = match self.by_version.remove(&address(base)) {
-            Some((_, base_bytes)) => apply(&base_bytes, pieces),
+            Some((_, base_bytes)) => apply(&base_bytes, &pieces.get()),
             None => json.rebuild(),
         };
         out.extend_from_slice(&bytes);

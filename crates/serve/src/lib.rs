@@ -114,6 +114,7 @@ mod options;
 mod resource;
 mod selector;
 mod server;
+mod spill;
 mod table;
 mod timeline;
 mod watch;

@@ -13,6 +13,7 @@ use rf_format::{Header, Kind, Op, Reader, Record, Timestamp, Trailer};
 use crate::body::{Encoder, Json};
 use crate::json::{self, Meta};
 use crate::resource::Resource;
+use crate::spill::Spill;
 
 /// An object's identity within its kind.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -93,15 +94,82 @@ pub struct TooOld {
     pub oldest: u64,
 }
 
+/// A resourceVersion as recorded: most are decimal integers, kept as one (`Num` only when its
+/// decimal is the same string, so that equal strings are equal values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Rv {
+    Num(u64),
+    Text(Box<str>),
+}
+
+impl Rv {
+    fn new(s: &str) -> Rv {
+        let canonical = !s.starts_with('+') && (s == "0" || !s.starts_with('0'));
+        match s.parse::<u64>() {
+            Ok(n) if canonical => Rv::Num(n),
+            _ => Rv::Text(s.into()),
+        }
+    }
+
+    /// The decimal integer it is, as `str::parse` reads it.
+    fn parse(&self) -> Result<u64, String> {
+        match self {
+            Rv::Num(n) => Ok(*n),
+            Rv::Text(t) => t
+                .parse::<u64>()
+                .map_err(|_| format!("{t:?} is not a decimal integer")),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Rv::Text(t) if t.is_empty())
+    }
+}
+
+impl std::fmt::Display for Rv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rv::Num(n) => write!(f, "{n}"),
+            Rv::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// No version (a step where the object is deleted; an event without a version before it).
+const NONE: u32 = u32::MAX;
+
+/// One served version, as kept: its [`Version`] is made when asked for.
 #[derive(Clone, Debug)]
+struct Slot {
+    json: Json,
+    /// Its metadata, but for the resourceVersion (so that versions share it).
+    meta: Arc<Meta>,
+    rv: Rv,
+    index: u32,
+}
+
+/// One event, as kept: its [`Event`] is made when asked for.
+#[derive(Clone, Copy, Debug)]
+struct Ev {
+    rv: u64,
+    index: u32,
+    object: u32,
+    previous: u32,
+    kind: EventType,
+}
+
+#[derive(Clone, Copy, Debug)]
 struct Step {
     /// How many of the kind's events were applied when this state took effect (0: the base).
-    applied: usize,
-    /// The state; `None` once deleted.
-    version: Option<Arc<Version>>,
+    applied: u32,
+    /// The state (a slot); [`NONE`] once deleted.
+    version: u32,
 }
 
 /// Every served state of one kind.
+///
+/// Kept compactly (about 140 bytes an event besides the bytes of its object, which are in the
+/// server's scratch file): the [`Version`]s and [`Event`]s a request needs are made from it.
 #[derive(Clone, Debug)]
 pub struct KindTimeline {
     resource: Resource,
@@ -110,7 +178,8 @@ pub struct KindTimeline {
     base_position: usize,
     base_rv: u64,
     objects: BTreeMap<ObjectKey, Vec<Step>>,
-    events: Vec<Event>,
+    slots: Vec<Slot>,
+    events: Vec<Ev>,
 }
 
 impl KindTimeline {
@@ -134,15 +203,52 @@ impl KindTimeline {
         self.base_rv
     }
 
-    /// Every event after the base, in record order.
-    pub fn events(&self) -> &[Event] {
-        &self.events
+    fn version(&self, slot: u32) -> Option<Arc<Version>> {
+        let s = self.slots.get(slot as usize)?;
+        let mut meta = Meta::clone(&s.meta);
+        meta.resource_version = s.rv.to_string();
+        Some(Arc::new(Version {
+            json: s.json.clone(),
+            meta,
+            index: s.index as usize,
+        }))
+    }
+
+    /// How many events follow the base.
+    pub fn event_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The record index of event `i` (see [`Event::index`]).
+    pub fn event_index(&self, i: usize) -> Option<usize> {
+        self.events.get(i).map(|e| e.index as usize)
+    }
+
+    /// Event `i` after the base, in record order.
+    pub fn event(&self, i: usize) -> Option<Event> {
+        let e = self.events.get(i)?;
+        Some(Event {
+            index: e.index as usize,
+            kind: e.kind,
+            rv: e.rv,
+            object: self.version(e.object)?,
+            previous: self.version(e.previous),
+        })
+    }
+
+    /// Every event after the base, in record order, made at once ([`KindTimeline::event`]
+    /// makes one).
+    pub fn events(&self) -> Vec<Event> {
+        (0..self.events.len())
+            .filter_map(|i| self.event(i))
+            .collect()
     }
 
     /// How many events are part of the state at `position`; also the index of the first event a
     /// watch starting at `position` sends.
     pub fn applied_at(&self, position: usize) -> usize {
-        self.events.partition_point(|e| e.index < position)
+        self.events
+            .partition_point(|e| (e.index as usize) < position)
     }
 
     /// The resourceVersion of the state at `position`.
@@ -173,24 +279,25 @@ impl KindTimeline {
                 .max(self.base_position),
             RvMode::Recorded => match self.events.partition_point(|e| e.rv <= rv) {
                 0 => self.base_position,
-                j => self.events[j - 1].index + 1,
+                j => self.events[j - 1].index as usize + 1,
             },
         })
     }
 
-    fn version_at(steps: &[Step], applied: usize) -> Option<&Arc<Version>> {
-        let i = steps.partition_point(|s| s.applied <= applied);
-        steps.get(i.checked_sub(1)?)?.version.as_ref()
+    fn version_at(steps: &[Step], applied: usize) -> Option<u32> {
+        let i = steps.partition_point(|s| (s.applied as usize) <= applied);
+        let version = steps.get(i.checked_sub(1)?)?.version;
+        (version != NONE).then_some(version)
     }
 
     /// The object `namespace/name` at `position`, if it exists then.
-    pub fn get(&self, position: usize, namespace: &str, name: &str) -> Option<&Arc<Version>> {
+    pub fn get(&self, position: usize, namespace: &str, name: &str) -> Option<Arc<Version>> {
         let key = ObjectKey {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         };
         let steps = self.objects.get(&key)?;
-        Self::version_at(steps, self.applied_at(position))
+        self.version(Self::version_at(steps, self.applied_at(position))?)
     }
 
     /// Every object at `position` in key order (namespace, then name), starting after `after`.
@@ -198,7 +305,7 @@ impl KindTimeline {
         &'a self,
         position: usize,
         after: Option<&ObjectKey>,
-    ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Version>)> + 'a {
+    ) -> impl Iterator<Item = (&'a ObjectKey, Arc<Version>)> + 'a {
         let applied = self.applied_at(position);
         let range = match after {
             Some(k) => self.objects.range((
@@ -207,7 +314,9 @@ impl KindTimeline {
             )),
             None => self.objects.range(..),
         };
-        range.filter_map(move |(k, steps)| Some((k, Self::version_at(steps, applied)?)))
+        range.filter_map(move |(k, steps)| {
+            Some((k, self.version(Self::version_at(steps, applied)?)?))
+        })
     }
 }
 
@@ -318,13 +427,45 @@ impl Timeline {
 /// A record as kept until its kind is indexed: its object against the last one of the same
 /// object ([`Json`]).
 struct Kept {
+    index: u32,
+    /// The record's namespace and name ([`Keys`]).
+    key: u32,
     seq: u64,
     op: Op,
-    namespace: String,
-    name: String,
-    resource_version: String,
+    resource_version: Rv,
     object: Json,
 }
+
+/// The namespace and name of every object of a kind, each kept once.
+#[derive(Default)]
+struct Keys {
+    ids: HashMap<Box<[u8]>, u32>,
+    names: Vec<(Box<str>, Box<str>)>,
+    key: Vec<u8>,
+}
+
+impl Keys {
+    fn id(&mut self, namespace: &str, name: &str) -> u32 {
+        self.key.clear();
+        rf_format::push_object_key(&mut self.key, namespace, name);
+        if let Some(&id) = self.ids.get(self.key.as_slice()) {
+            return id;
+        }
+        let id = u32::try_from(self.names.len()).unwrap_or(NONE);
+        self.ids.insert(self.key.as_slice().into(), id);
+        self.names.push((namespace.into(), name.into()));
+        id
+    }
+
+    fn get(&self, id: u32) -> (&str, &str) {
+        self.names
+            .get(id as usize)
+            .map_or(("", ""), |(ns, n)| (&**ns, &**n))
+    }
+}
+
+/// The most records served: record indexes, events and versions are kept as `u32`.
+const MAX_RECORDS: usize = (u32::MAX - 1) as usize;
 
 /// The bytes of the last version of each live object, by [`rf_format::push_object_key`], and the
 /// [`Json`] they are: what the next version is kept or rebuilt against. Live objects only.
@@ -357,7 +498,7 @@ impl Recent {
         self.key_of(namespace, name);
         let json = match self.by_key.get(self.key.as_slice()) {
             Some((base, base_bytes)) => Json::after(base, base_bytes, &bytes, encoder),
-            None => Json::whole(&bytes),
+            None => encoder.whole(&bytes),
         };
         self.set(json.clone(), bytes);
         json
@@ -391,8 +532,13 @@ pub struct Indexing {
     first_list_end: BTreeMap<Kind, usize>,
     namespaces: Vec<String>,
     seen_namespaces: HashSet<String>,
-    by_kind: BTreeMap<Kind, (Vec<(usize, Kept)>, Recent)>,
+    by_kind: BTreeMap<Kind, (Vec<Kept>, Recent, Keys)>,
     encoder: Encoder,
+    /// Where the versions' bytes are kept (memory, if no spill file could be made).
+    spill: Option<Arc<Spill>>,
+    warnings: Vec<String>,
+    /// Records past [`MAX_RECORDS`] were left out.
+    overflow: bool,
 }
 
 impl std::fmt::Debug for Indexing {
@@ -406,6 +552,17 @@ impl std::fmt::Debug for Indexing {
 impl Indexing {
     /// Starts indexing the recording that `header` begins.
     pub fn new(header: &Header) -> Indexing {
+        let mut warnings = Vec::new();
+        let spill = match Spill::create() {
+            Ok(spill) => Some(spill),
+            Err(e) => {
+                warnings.push(format!(
+                    "no scratch file in {} ({e}): every version is kept in memory",
+                    std::env::temp_dir().display()
+                ));
+                None
+            }
+        };
         Indexing {
             times: Vec::new(),
             latest: header.started_at,
@@ -413,7 +570,10 @@ impl Indexing {
             namespaces: header.source.namespaces.clone(),
             seen_namespaces: header.source.namespaces.iter().cloned().collect(),
             by_kind: BTreeMap::new(),
-            encoder: Encoder::default(),
+            encoder: spill.clone().map(Encoder::spilling).unwrap_or_default(),
+            spill,
+            warnings,
+            overflow: false,
         }
     }
 
@@ -427,9 +587,20 @@ impl Indexing {
         self.times.is_empty()
     }
 
-    /// Indexes the next record.
+    /// Indexes the next record. Past 4,294,967,294 records the rest are not served, with a
+    /// warning.
     pub fn push(&mut self, r: Record) {
         let index = self.times.len();
+        if index >= MAX_RECORDS {
+            if !self.overflow {
+                self.overflow = true;
+                self.warnings.push(format!(
+                    "only the first {MAX_RECORDS} records are served; record {} and later are not",
+                    r.seq
+                ));
+            }
+            return;
+        }
         self.latest = self.latest.max(r.observed_at);
         self.times.push(self.latest);
         if r.op == Op::ListEnd && !self.first_list_end.contains_key(&r.kind) {
@@ -439,7 +610,7 @@ impl Indexing {
             self.seen_namespaces.insert(r.namespace.clone());
             self.namespaces.push(r.namespace.clone());
         }
-        let (records, recent) = match self.by_kind.get_mut(&r.kind) {
+        let (records, recent, keys) = match self.by_kind.get_mut(&r.kind) {
             Some(kind) => kind,
             None => self.by_kind.entry(r.kind.clone()).or_default(),
         };
@@ -451,17 +622,21 @@ impl Indexing {
         if matches!(r.op, Op::Deleted { .. }) {
             recent.forget(&r.namespace, &r.name);
         }
-        records.push((
-            index,
-            Kept {
-                seq: r.seq,
-                op: r.op,
-                namespace: r.namespace,
-                name: r.name,
-                resource_version: r.resource_version,
-                object,
+        let op = match r.op {
+            // Its reason is not served.
+            Op::Gap { .. } => Op::Gap {
+                reason: String::new(),
             },
-        ));
+            op => op,
+        };
+        records.push(Kept {
+            index: index as u32,
+            key: keys.id(&r.namespace, &r.name),
+            seq: r.seq,
+            op,
+            resource_version: Rv::new(&r.resource_version),
+            object,
+        });
     }
 
     /// The timeline of the records indexed, `header` and `trailer` those of their recording.
@@ -472,6 +647,8 @@ impl Indexing {
             first_list_end,
             namespaces,
             mut by_kind,
+            spill,
+            mut warnings,
             ..
         } = self;
         let end = trailer.map_or(latest, |t| t.closed_at.max(latest));
@@ -482,14 +659,21 @@ impl Indexing {
         kinds.sort();
         kinds.dedup();
         // Kind by kind, each kind's records dropped as its builder takes what it serves.
-        let mut warnings = Vec::new();
         let kinds = kinds
             .into_iter()
             .map(|kind| {
-                let own = by_kind.remove(&kind).map(|(r, _)| r).unwrap_or_default();
-                build_kind(&kind, own, base, &mut warnings)
+                let (own, keys) = by_kind
+                    .remove(&kind)
+                    .map(|(r, _, keys)| (r, keys))
+                    .unwrap_or_default();
+                build_kind(&kind, own, &keys, base, spill.as_ref(), &mut warnings)
             })
             .collect();
+        if let Some(spill) = &spill {
+            if let Err(e) = spill.flush() {
+                warnings.push(format!("the scratch file could not be written: {e}"));
+            }
+        }
         Timeline {
             header,
             end,
@@ -503,88 +687,98 @@ impl Indexing {
 }
 
 /// A record's object after validation.
+#[derive(Clone)]
 struct Obj {
-    key: ObjectKey,
+    /// Its namespace and name, from its metadata ([`Keys`] of the kind's objects).
+    key: u32,
     json: Json,
-    meta: Meta,
-    index: usize,
+    /// Its metadata but for the resourceVersion, shared with its version before when the same.
+    meta: Arc<Meta>,
+    /// `metadata.resourceVersion`.
+    rv: Rv,
+    index: u32,
 }
 
 struct RawEvent {
     obj: Obj,
     kind: EventType,
-    record_rv: String,
+    record_rv: Rv,
     /// Whether the object came from this record (not the last known state).
     from_record: bool,
     inferred: bool,
-    group: Option<usize>,
+    /// The relist it is part of, or [`NONE`].
+    group: u32,
 }
 
 enum Item {
-    Event(Box<RawEvent>),
-    ListEnd(String),
+    Event(RawEvent),
+    ListEnd(Rv),
 }
 
-fn object_of(r: &Kept, bytes: &[u8], index: usize) -> Result<Obj, String> {
+fn object_of(
+    r: &Kept,
+    (namespace, name): (&str, &str),
+    bytes: &[u8],
+    objects: &mut Keys,
+) -> Result<Obj, String> {
     let mut meta = json::meta(bytes)?;
     if meta.name.is_empty() {
-        meta.name = Arc::from(r.name.as_str());
+        meta.name = Arc::from(name);
     }
     if meta.namespace.is_empty() {
-        meta.namespace = Arc::from(r.namespace.as_str());
+        meta.namespace = Arc::from(namespace);
     }
+    let rv = Rv::new(&std::mem::take(&mut meta.resource_version));
     Ok(Obj {
-        key: ObjectKey {
-            namespace: meta.namespace.to_string(),
-            name: meta.name.to_string(),
-        },
+        key: objects.id(&meta.namespace, &meta.name),
         json: r.object.clone(),
-        meta,
-        index,
+        meta: Arc::new(meta),
+        rv,
+        index: r.index,
     })
+}
+
+/// `meta`, or `earlier`'s when they are the same; else `meta` with what it has of `earlier`
+/// shared.
+fn share(meta: Arc<Meta>, earlier: &Arc<Meta>) -> Arc<Meta> {
+    if *meta == **earlier {
+        return Arc::clone(earlier);
+    }
+    let mut meta = Arc::unwrap_or_clone(meta);
+    meta.share_with(earlier);
+    Arc::new(meta)
 }
 
 fn build_kind(
     kind: &Kind,
-    records: Vec<(usize, Kept)>,
+    records: Vec<Kept>,
+    keys: &Keys,
     base: usize,
+    spill: Option<&Arc<Spill>>,
     warnings: &mut Vec<String>,
 ) -> KindTimeline {
     let resource = Resource::for_kind(kind);
     let has_records = !records.is_empty();
-    let mut world: BTreeMap<ObjectKey, Obj> = BTreeMap::new();
-    let mut pre_rvs: Vec<String> = Vec::new();
+    // The objects' namespaces and names, from their metadata.
+    let mut objects_keys = Keys::default();
+    let mut world: HashMap<u32, Obj> = HashMap::new();
+    let mut pre_rvs: Vec<Rv> = Vec::new();
     let mut items: Vec<Item> = Vec::new();
     // Relists after the base: their ListEnd resourceVersion, once seen.
-    let mut groups: Vec<Option<String>> = Vec::new();
+    let mut groups: Vec<Option<Rv>> = Vec::new();
     let mut open_group: Option<usize> = None;
     let mut skipped = 0usize;
-    let mut base_world: Option<BTreeMap<ObjectKey, Obj>> = None;
+    let mut base_world: Option<Vec<Obj>> = None;
     // The bytes of each live object's last recorded version, to rebuild the next from.
     let mut recent = Recent::default();
 
-    let snapshot = |world: &BTreeMap<ObjectKey, Obj>| {
-        world
-            .iter()
-            .map(|(k, o)| {
-                (
-                    k.clone(),
-                    Obj {
-                        key: o.key.clone(),
-                        json: o.json.clone(),
-                        meta: o.meta.clone(),
-                        index: o.index,
-                    },
-                )
-            })
-            .collect::<BTreeMap<_, _>>()
-    };
-
     // By value: each record (and its object) is freed once its `Obj` holds what is served.
-    for (index, r) in records {
+    for r in records {
         let r = &r;
+        let index = r.index as usize;
+        let (namespace, name) = keys.get(r.key);
         if index >= base && base_world.is_none() {
-            base_world = Some(snapshot(&world));
+            base_world = Some(world.values().cloned().collect());
         }
         let before_base = index < base;
         if before_base && !matches!(r.op, Op::ListBegin | Op::Gap { .. }) {
@@ -610,28 +804,23 @@ fn build_kind(
                 let deleted = matches!(r.op, Op::Deleted { .. });
                 let inferred = matches!(r.op, Op::Deleted { inferred: true });
                 let parsed = if deleted && r.object.is_empty() {
-                    let key = ObjectKey {
-                        namespace: r.namespace.clone(),
-                        name: r.name.clone(),
-                    };
+                    let key = objects_keys.id(namespace, name);
                     match world.get(&key) {
                         Some(o) => Ok((
                             Obj {
-                                key: o.key.clone(),
-                                json: o.json.clone(),
-                                meta: o.meta.clone(),
-                                index,
+                                index: r.index,
+                                ..o.clone()
                             },
                             false,
                         )),
                         None => continue,
                     }
                 } else {
-                    let bytes = recent.rebuild(&r.namespace, &r.name, &r.object);
-                    object_of(r, bytes, index).map(|o| (o, true))
+                    let bytes = recent.rebuild(namespace, name, &r.object);
+                    object_of(r, (namespace, name), bytes, &mut objects_keys).map(|o| (o, true))
                 };
                 if deleted {
-                    recent.forget(&r.namespace, &r.name);
+                    recent.forget(namespace, name);
                 }
                 let (mut obj, from_record) = match parsed {
                     Ok(x) => x,
@@ -639,8 +828,8 @@ fn build_kind(
                         skipped += 1;
                         if skipped <= 3 {
                             warnings.push(format!(
-                                "{kind} record {} ({}/{}) skipped: {e}",
-                                r.seq, r.namespace, r.name
+                                "{kind} record {} ({namespace}/{name}) skipped: {e}",
+                                r.seq
                             ));
                         }
                         continue;
@@ -649,14 +838,21 @@ fn build_kind(
                 let existing = world.get(&obj.key);
                 // Every version is kept: what it has of its predecessor's metadata is theirs.
                 if let Some(o) = existing {
-                    obj.meta.share_with(&o.meta);
+                    obj.meta = share(obj.meta, &o.meta);
                 }
                 let event = if deleted {
                     existing.map(|_| EventType::Deleted)
                 } else {
                     match existing {
                         None => Some(EventType::Added),
-                        Some(o) if r.op == Op::Listed && o.json == obj.json => None,
+                        Some(o)
+                            if r.op == Op::Listed
+                                && o.rv == obj.rv
+                                && o.meta == obj.meta
+                                && o.json == obj.json =>
+                        {
+                            None
+                        }
                         Some(_) => Some(EventType::Modified),
                     }
                 };
@@ -664,26 +860,22 @@ fn build_kind(
                 if deleted {
                     world.remove(&obj.key);
                 } else {
-                    world.insert(
-                        obj.key.clone(),
-                        Obj {
-                            key: obj.key.clone(),
-                            json: obj.json.clone(),
-                            meta: obj.meta.clone(),
-                            index,
-                        },
-                    );
+                    world.insert(obj.key, obj.clone());
                 }
                 if !before_base {
                     let relisted = matches!(r.op, Op::Listed | Op::Deleted { inferred: true });
-                    items.push(Item::Event(Box::new(RawEvent {
+                    let group = match open_group {
+                        Some(g) if relisted => u32::try_from(g).unwrap_or(NONE),
+                        _ => NONE,
+                    };
+                    items.push(Item::Event(RawEvent {
                         obj,
                         kind: event,
                         record_rv: r.resource_version.clone(),
                         from_record,
                         inferred,
-                        group: if relisted { open_group } else { None },
-                    })));
+                        group,
+                    }));
                 }
             }
         }
@@ -691,17 +883,19 @@ fn build_kind(
     if skipped > 3 {
         warnings.push(format!("{kind}: {} more records skipped", skipped - 3));
     }
-    let base_world = base_world.unwrap_or_else(|| snapshot(&world));
+    let base_world = base_world.unwrap_or_else(|| world.values().cloned().collect());
+    drop(world);
     // A relist that never ended is no relist: its events stand alone.
     for item in &mut items {
         if let Item::Event(e) = item {
-            if e.group.is_some_and(|g| groups[g].is_none()) {
-                e.group = None;
+            if e.group != NONE && groups[e.group as usize].is_none() {
+                e.group = NONE;
             }
         }
     }
 
     let recorded = recorded_rvs(&pre_rvs, &items, &groups);
+    drop(pre_rvs);
     let (rv_mode, rv_note, base_rv, rvs) = match recorded {
         Ok((base_rv, rvs)) => (RvMode::Recorded, None, base_rv, rvs),
         Err(why) => {
@@ -713,7 +907,7 @@ fn build_kind(
             let rvs = items
                 .iter()
                 .filter_map(|i| match i {
-                    Item::Event(e) => Some(e.obj.index as u64 + 2),
+                    Item::Event(e) => Some(u64::from(e.obj.index) + 2),
                     Item::ListEnd(_) => None,
                 })
                 .collect();
@@ -721,16 +915,21 @@ fn build_kind(
         }
     };
 
-    let mut serving = Serving::default();
-    let mut objects: BTreeMap<ObjectKey, Vec<Step>> = BTreeMap::new();
-    for (key, obj) in base_world {
-        let rewrite = (rv_mode == RvMode::Counter).then_some(obj.index as u64 + 2);
-        let version = serving.version(obj, rewrite);
-        objects.insert(
+    let mut serving = Serving {
+        encoder: spill.cloned().map(Encoder::spilling).unwrap_or_default(),
+        ..Serving::default()
+    };
+    // Each object's steps, by its key.
+    let mut steps_of: HashMap<u32, Vec<Step>> = HashMap::new();
+    for obj in base_world {
+        let rewrite = (rv_mode == RvMode::Counter).then_some(u64::from(obj.index) + 2);
+        let key = obj.key;
+        let version = serving.version(obj, &objects_keys, rewrite);
+        steps_of.insert(
             key,
             vec![Step {
                 applied: 0,
-                version: Some(version),
+                version,
             }],
         );
     }
@@ -740,32 +939,52 @@ fn build_kind(
         Item::ListEnd(_) => None,
     });
     for (e, rv) in raw_events.zip(rvs) {
-        let e = *e;
         let rewrite = match rv_mode {
             RvMode::Counter => Some(rv),
             RvMode::Recorded if e.inferred || !e.from_record => Some(rv),
             RvMode::Recorded => None,
         };
-        let key = e.obj.key.clone();
+        let key = e.obj.key;
         let index = e.obj.index;
-        let version = serving.version(e.obj, rewrite);
+        let version = serving.version(e.obj, &objects_keys, rewrite);
         if e.kind == EventType::Deleted {
-            serving.forget(&key);
+            serving.forget(objects_keys.get(key));
         }
-        let steps = objects.entry(key).or_default();
-        let previous = steps.last().and_then(|s| s.version.clone());
-        events.push(Event {
-            index,
-            kind: e.kind,
+        let steps = steps_of.entry(key).or_default();
+        let previous = steps.last().map_or(NONE, |s| s.version);
+        events.push(Ev {
             rv,
-            object: version.clone(),
+            index,
+            object: version,
             previous,
+            kind: e.kind,
         });
         steps.push(Step {
-            applied: events.len(),
-            version: (e.kind != EventType::Deleted).then_some(version),
+            applied: u32::try_from(events.len()).unwrap_or(NONE),
+            version: if e.kind == EventType::Deleted {
+                NONE
+            } else {
+                version
+            },
         });
     }
+    let objects = steps_of
+        .into_iter()
+        .map(|(key, mut steps)| {
+            steps.shrink_to_fit();
+            let (namespace, name) = objects_keys.get(key);
+            (
+                ObjectKey {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                },
+                steps,
+            )
+        })
+        .collect();
+    let mut slots = serving.slots;
+    slots.shrink_to_fit();
+    events.shrink_to_fit();
     KindTimeline {
         resource,
         rv_mode,
@@ -773,6 +992,7 @@ fn build_kind(
         base_position: base,
         base_rv,
         objects,
+        slots,
         events,
     }
 }
@@ -787,38 +1007,48 @@ struct Serving {
     /// The last served bytes of each object whose served versions are rewritten.
     served: Recent,
     encoder: Encoder,
+    slots: Vec<Slot>,
 }
 
 impl Serving {
-    fn version(&mut self, obj: Obj, rewrite_to: Option<u64>) -> Arc<Version> {
+    /// Keeps the served version of `obj`; returns its slot.
+    fn version(&mut self, obj: Obj, keys: &Keys, rewrite_to: Option<u64>) -> u32 {
         let Obj {
             key,
             json: recorded,
-            mut meta,
+            meta,
+            mut rv,
             index,
         } = obj;
+        let (namespace, name) = keys.get(key);
         let json = match rewrite_to {
-            Some(rv) => {
-                let rv = rv.to_string();
-                let bytes = self.recorded.rebuild(&key.namespace, &key.name, &recorded);
-                match json::with_resource_version(bytes, &rv) {
+            Some(to) => {
+                let text = to.to_string();
+                let bytes = self.recorded.rebuild(namespace, name, &recorded);
+                match json::with_resource_version(bytes, &text) {
                     Ok(bytes) => {
-                        meta.resource_version = rv;
-                        self.served
-                            .keep(&key.namespace, &key.name, bytes, &mut self.encoder)
+                        rv = Rv::Num(to);
+                        self.served.keep(namespace, name, bytes, &mut self.encoder)
                     }
                     Err(_) => recorded,
                 }
             }
             None => recorded,
         };
-        Arc::new(Version { json, meta, index })
+        let slot = u32::try_from(self.slots.len()).unwrap_or(NONE);
+        self.slots.push(Slot {
+            json,
+            meta,
+            rv,
+            index,
+        });
+        slot
     }
 
     /// The object was deleted: its versions end.
-    fn forget(&mut self, key: &ObjectKey) {
-        self.recorded.forget(&key.namespace, &key.name);
-        self.served.forget(&key.namespace, &key.name);
+    fn forget(&mut self, (namespace, name): (&str, &str)) {
+        self.recorded.forget(namespace, name);
+        self.served.forget(namespace, name);
     }
 }
 
@@ -826,14 +1056,11 @@ impl Serving {
 /// be served: decimal integers, each event's above every earlier record's, a relist's events at
 /// their list's version.
 fn recorded_rvs(
-    pre_rvs: &[String],
+    pre_rvs: &[Rv],
     items: &[Item],
-    groups: &[Option<String>],
+    groups: &[Option<Rv>],
 ) -> Result<(u64, Vec<u64>), String> {
-    let parse = |s: &str| {
-        s.parse::<u64>()
-            .map_err(|_| format!("{s:?} is not a decimal integer"))
-    };
+    let parse = Rv::parse;
     let mut base_rv = 0u64;
     for s in pre_rvs {
         if !s.is_empty() {
@@ -855,7 +1082,7 @@ fn recorded_rvs(
     }
     let group_rvs = groups
         .iter()
-        .map(|g| g.as_deref().map(parse).transpose())
+        .map(|g| g.as_ref().map(parse).transpose())
         .collect::<Result<Vec<_>, _>>()?;
     let mut max = base_rv;
     let mut rvs = Vec::new();
@@ -874,13 +1101,14 @@ fn recorded_rvs(
                 } else {
                     Some(parse(&e.record_rv)?)
                 };
-                if e.from_record && !e.inferred && e.obj.meta.resource_version != e.record_rv {
+                if e.from_record && !e.inferred && e.obj.rv != e.record_rv {
                     return Err(format!(
                         "record resourceVersion {:?} differs from the object's {:?}",
-                        e.record_rv, e.obj.meta.resource_version
+                        e.record_rv.to_string(),
+                        e.obj.rv.to_string()
                     ));
                 }
-                match e.group.and_then(|g| group_rvs.get(g).copied().flatten()) {
+                match group_rvs.get(e.group as usize).copied().flatten() {
                     Some(list_rv) => {
                         if list_rv <= max {
                             return Err(format!("a relist at {list_rv} after version {max}"));
@@ -1011,8 +1239,8 @@ mod tests {
             );
         let t = r.timeline();
         let k = &t.kinds()[0];
-        let ev: Vec<_> = k
-            .events()
+        let events = k.events();
+        let ev: Vec<_> = events
             .iter()
             .map(|e| (e.kind, &*e.object.meta.name, e.rv))
             .collect();
@@ -1054,9 +1282,11 @@ mod tests {
             .push(Op::Modified, "a", "103", obj("a", "103", "4"));
         let t = r.timeline();
         let k = &t.kinds()[0];
+        let events = k.events();
         let labels: Vec<&Arc<BTreeMap<String, String>>> =
-            k.events().iter().map(|e| &e.object.meta.labels).collect();
-        let base = &k.get(t.base_position(), "ns", "a").unwrap().meta.labels;
+            events.iter().map(|e| &e.object.meta.labels).collect();
+        let a = k.get(t.base_position(), "ns", "a").unwrap();
+        let base = &a.meta.labels;
         assert!(Arc::ptr_eq(base, labels[0]), "the same labels: shared");
         assert!(!Arc::ptr_eq(labels[0], labels[1]), "new labels: their own");
         assert_eq!(labels[1].get("tier").map(String::as_str), Some("1"));
@@ -1067,7 +1297,8 @@ mod tests {
             "back to the first ones, by value"
         );
         // Other objects with equal labels keep their own: only versions of one object share.
-        let b = &k.get(t.base_position(), "ns", "b").unwrap().meta.labels;
+        let b = k.get(t.base_position(), "ns", "b").unwrap();
+        let b = &b.meta.labels;
         assert_eq!(b, base);
         assert!(!Arc::ptr_eq(b, base));
     }
@@ -1148,8 +1379,8 @@ mod tests {
         let t = r.timeline();
         let k = &t.kinds()[0];
         assert_eq!(k.rv_mode(), RvMode::Recorded, "{:?}", k.rv_note());
-        let ev: Vec<_> = k
-            .events()
+        let events = k.events();
+        let ev: Vec<_> = events
             .iter()
             .map(|e| (e.kind, &*e.object.meta.name, e.rv))
             .collect();

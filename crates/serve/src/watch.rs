@@ -264,7 +264,6 @@ impl Stream {
 async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
     let tl = shared.timeline.clone();
     let k = &tl.kinds()[w.scope.0];
-    let events = k.events();
     let p = &w.params;
     let interval = shared
         .options
@@ -283,7 +282,7 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             let ns = w.scope.1.as_deref();
             for (_, v) in k.list(position, None).filter(|(_, v)| p.matches(ns, v)) {
                 match s
-                    .send_event(|out| event_line(out, &mut rebuilt, &shared, k, "ADDED", v, p))
+                    .send_event(|out| event_line(out, &mut rebuilt, &shared, k, "ADDED", &v, p))
                     .await
                 {
                     After::Go => {}
@@ -305,7 +304,8 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             break;
         }
         let released = shared.clock.released(&tl);
-        if let Some(e) = events.get(next).filter(|e| e.index < released) {
+        let due = k.event_index(next).filter(|&index| index < released);
+        if let Some(e) = due.and_then(|_| k.event(next)) {
             next += 1;
             last_rv = last_rv.max(e.rv);
             dirty = true;
@@ -336,8 +336,8 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
         if let (true, Some(t)) = (p.bookmarks, last_bookmark) {
             wake = wake.min(t + interval);
         }
-        if let Some(e) = events.get(next) {
-            if let Some(d) = shared.clock.wait_for(&tl, e.index) {
+        if let Some(index) = k.event_index(next) {
+            if let Some(d) = shared.clock.wait_for(&tl, index) {
                 wake = wake.min(Instant::now() + d.max(Duration::from_millis(1)));
             }
         }

@@ -1186,3 +1186,181 @@ fn stopping_the_server_ends_open_watches() {
     assert!(w.elapsed < Duration::from_secs(10), "{:?}", w.elapsed);
     assert_eq!(w.events().len(), recorded_rs_events().len());
 }
+
+/// FNV-1a, 64 bits: a digest of a response for the golden file.
+fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// What the server answers, for every request a client makes of a served recording: discovery;
+/// per kind a list, its pages, its Table, one object, a label and a field selector, lists at the
+/// base and mid-recording versions; watches from the base, from mid-recording and from before
+/// the base (410). One line per request, with the response's status, length and digest.
+fn answers(name: &str, tl: Arc<Timeline>, pace: Pace, tag: &str) -> Vec<String> {
+    let server = serve_with(tl.clone(), pace, Faults::default());
+    let addr = server.local_addr();
+    let mut paths: Vec<(String, &str)> =
+        ["/version", "/api", "/api/v1", "/apis", "/api/v1/namespaces"]
+            .iter()
+            .map(|p| (p.to_string(), "application/json"))
+            .collect();
+    let mut watches = Vec::new();
+    for k in tl.kinds() {
+        let r = k.resource();
+        let root = if r.group.is_empty() {
+            format!("/api/{}", r.version)
+        } else {
+            format!("/apis/{}/{}", r.group, r.version)
+        };
+        paths.push((root.clone(), "application/json"));
+        let all = format!("{root}/{}", r.plural);
+        let listed = get(addr, &all);
+        let items = listed.json()["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        paths.push((all.clone(), "application/json"));
+        paths.push((all.clone(), TABLE));
+        if let Some(first) = items.first() {
+            let m = &first["metadata"];
+            let (ns, n) = (
+                m["namespace"].as_str().unwrap_or(""),
+                m["name"].as_str().unwrap(),
+            );
+            let one = format!("{root}/namespaces/{ns}/{}/{n}", r.plural);
+            paths.push((one.clone(), "application/json"));
+            paths.push((one, TABLE));
+            paths.push((
+                format!("{root}/namespaces/{ns}/{}", r.plural),
+                "application/json",
+            ));
+            paths.push((
+                format!("{all}?fieldSelector=metadata.name%3D{n}"),
+                "application/json",
+            ));
+            if let Some((key, value)) = m["labels"].as_object().and_then(|l| l.iter().next()) {
+                let value = value.as_str().unwrap_or("");
+                paths.push((
+                    format!("{all}?labelSelector={key}%3D{value}"),
+                    "application/json",
+                ));
+                paths.push((
+                    format!("{all}?labelSelector={key}%3D{value}&watch=1&timeoutSeconds=1"),
+                    "application/json",
+                ));
+            }
+        }
+        let mid = k.list_rv(tl.len() / 2);
+        for rv in [k.base_rv().saturating_sub(1), k.base_rv(), mid] {
+            paths.push((
+                format!("{all}?resourceVersion={rv}&resourceVersionMatch=Exact"),
+                "application/json",
+            ));
+        }
+        for rv in [k.base_rv().saturating_sub(1), k.base_rv(), mid] {
+            watches.push(format!(
+                "{all}?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+            ));
+        }
+        watches.push(format!("{all}?watch=1&timeoutSeconds=1"));
+        // Pages of two, following each continue token.
+        let mut next = format!("{all}?limit=2");
+        for _ in 0..40 {
+            paths.push((next.clone(), "application/json"));
+            let page = get(addr, &next).json();
+            match page["metadata"]["continue"].as_str() {
+                Some(token) if !token.is_empty() => {
+                    next = format!("{all}?limit=2&continue={token}")
+                }
+                _ => break,
+            }
+        }
+    }
+    for w in &watches {
+        paths.push((w.clone(), "application/json"));
+        paths.push((w.clone(), TABLE));
+    }
+    // Each watch lasts its timeout: all at once.
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .iter()
+            .map(|(path, accept)| {
+                s.spawn(move || {
+                    let mut r = request_with(addr, "GET", path, accept);
+                    // The one thing that differs between runs: the server's port.
+                    let text = String::from_utf8_lossy(&r.body).replace(&addr.to_string(), "ADDR");
+                    r.body = text.into_bytes();
+                    let kind = if *accept == TABLE { "table" } else { "json" };
+                    format!(
+                        "{name} {tag} {kind} {path} {} {} {:016x}",
+                        r.status,
+                        r.body.len(),
+                        digest(&r.body)
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Every answer the server gives over the bundled recordings (simulated and from the real
+/// controller), at the end and mid-recording, against the answers of the server as it was
+/// first written: a change to how versions are kept must not change one byte of what is served.
+/// `RF_UPDATE_GOLDEN=1` rewrites the file (only for a change that means to change answers).
+#[test]
+fn every_answer_over_the_bundled_recordings_is_byte_identical_to_the_golden_file() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../recordings");
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for dir in [root.to_owned(), format!("{root}/real")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "rfr") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 40, "{} recordings", files.len());
+    let mut lines = Vec::new();
+    // A few recordings at a time: each answer set waits a second for its watches to end.
+    for group in files.chunks(8) {
+        let answered: Vec<Vec<String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = group
+                .iter()
+                .map(|f| {
+                    s.spawn(move || {
+                        let tl = Arc::new(Timeline::read(std::fs::File::open(f).unwrap()).unwrap());
+                        let name = f.strip_prefix(root).unwrap().display().to_string();
+                        let mid = tl.time_at(tl.len() / 2);
+                        let mut lines = answers(&name, tl.clone(), Pace::At(tl.end()), "end");
+                        lines.extend(answers(&name, tl.clone(), Pace::At(mid), "mid"));
+                        lines
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        lines.extend(answered.into_iter().flatten());
+    }
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/answers.golden");
+    let text = lines.join("\n") + "\n";
+    if std::env::var_os("RF_UPDATE_GOLDEN").is_some() {
+        std::fs::write(golden, &text).unwrap();
+    }
+    let want = std::fs::read_to_string(golden).unwrap();
+    let (want, got): (Vec<&str>, Vec<&str>) = (want.lines().collect(), text.lines().collect());
+    let differ: Vec<_> = want
+        .iter()
+        .zip(&got)
+        .filter(|(w, g)| w != g)
+        .take(10)
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "answers differ from the golden file:\n{differ:#?}"
+    );
+    assert_eq!(want.len(), got.len(), "as many answers as the golden file");
+}
