@@ -655,8 +655,12 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
             ),
         );
     }
-    let mut out =
-        Vec::with_capacity(64 + page.iter().map(|(_, v)| v.json.len() + 1).sum::<usize>());
+    let mut out = Vec::with_capacity(
+        64 + page
+            .iter()
+            .map(|(_, v)| v.json.len_hint() + 1)
+            .sum::<usize>(),
+    );
     out.extend_from_slice(b"{\"kind\":");
     out.extend_from_slice(crate::json::json_string(&format!("{}List", r.kind_name())).as_bytes());
     out.extend_from_slice(b",\"apiVersion\":");

@@ -29,6 +29,12 @@ enum Node {
         depth: u8,
         len: usize,
     },
+    /// `of` with its `metadata.resourceVersion` set to `rv` (as [`crate::json::with_resource_version`]
+    /// does), made when served.
+    Rewritten {
+        of: Json,
+        rv: u64,
+    },
 }
 
 /// Bytes, in memory or in a [`Spill`] file.
@@ -134,7 +140,7 @@ impl Json {
     /// How many deltas separate it from a whole version.
     fn depth(&self) -> u8 {
         match &*self.0 {
-            Node::Whole(_) => 0,
+            Node::Whole(_) | Node::Rewritten { .. } => 0,
             Node::Delta { depth, .. } => *depth,
         }
     }
@@ -144,6 +150,7 @@ impl Json {
         match &*self.0 {
             Node::Whole(b) => b.len(),
             Node::Delta { len, .. } => *len,
+            Node::Rewritten { .. } => self.bytes().len(),
         }
     }
 
@@ -157,6 +164,7 @@ impl Json {
         match &*self.0 {
             Node::Whole(b) => b.get(),
             Node::Delta { .. } => Cow::Owned(self.rebuild()),
+            Node::Rewritten { of, rv } => Cow::Owned(rewrite(&of.bytes(), *rv)),
         }
     }
 
@@ -172,6 +180,22 @@ impl Json {
         }
     }
 
+    /// These bytes with `metadata.resourceVersion` set to `rv`, when they are read.
+    pub fn rewritten(&self, rv: u64) -> Json {
+        Json(Arc::new(Node::Rewritten {
+            of: self.clone(),
+            rv,
+        }))
+    }
+
+    /// The length it has, or about (a rewritten version's is not worked out).
+    pub fn len_hint(&self) -> usize {
+        match &*self.0 {
+            Node::Rewritten { of, .. } => of.len_hint() + 8,
+            _ => self.len(),
+        }
+    }
+
     /// True when both are the same kept version (not only the same bytes).
     pub fn same(&self, other: &Json) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
@@ -183,6 +207,7 @@ impl Json {
         let mut at = self;
         let whole = loop {
             match &*at.0 {
+                Node::Rewritten { .. } => break Cow::Owned(at.bytes().into_owned()),
                 Node::Whole(b) => break b.get(),
                 Node::Delta { base, pieces, .. } => {
                     chain.push(pieces);
@@ -213,6 +238,12 @@ const REBUILT_OBJECTS: usize = 4096;
 impl Rebuilt {
     /// Appends the bytes of `json` to `out`.
     pub fn write(&mut self, json: &Json, out: &mut Vec<u8>) {
+        if let Node::Rewritten { of, rv } = &*json.0 {
+            let mut recorded = Vec::new();
+            self.write(of, &mut recorded);
+            out.extend_from_slice(&rewrite(&recorded, *rv));
+            return;
+        }
         let Node::Delta { base, pieces, .. } = &*json.0 else {
             out.extend_from_slice(&json.bytes());
             return;
@@ -231,6 +262,12 @@ impl Rebuilt {
 
 fn address(json: &Json) -> usize {
     Arc::as_ptr(&json.0) as usize
+}
+
+/// `bytes` with `metadata.resourceVersion` set to `rv`; as they are if it cannot be (the server
+/// rewrites only versions it checked it can rewrite).
+fn rewrite(bytes: &[u8], rv: u64) -> Vec<u8> {
+    crate::json::with_resource_version(bytes, &rv.to_string()).unwrap_or_else(|_| bytes.to_vec())
 }
 
 /// Applies pieces this server encoded: they rebuild their target from its base exactly

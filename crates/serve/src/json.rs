@@ -168,6 +168,12 @@ pub fn with_resource_version(object: &[u8], rv: &str) -> Result<Vec<u8>, String>
     rewritten_resource_version(object, rv)
 }
 
+/// Whether [`with_resource_version`] can set the object's `metadata.resourceVersion` (it cannot
+/// in what is not a JSON object, or whose metadata is not one).
+pub fn can_set_resource_version(object: &[u8]) -> bool {
+    compact_rv_span(object).is_some() || rewritten_resource_version(object, "1").is_ok()
+}
+
 /// Where the string of the first `metadata.resourceVersion` of the first `metadata` is (quotes
 /// included), when the object is written as the API server writes it: no whitespace between the
 /// tokens of the object and of its metadata, and no escape in their keys. Those are what

@@ -94,82 +94,124 @@ pub struct TooOld {
     pub oldest: u64,
 }
 
-/// A resourceVersion as recorded: most are decimal integers, kept as one (`Num` only when its
-/// decimal is the same string, so that equal strings are equal values).
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Rv {
-    Num(u64),
-    Text(Box<str>),
+/// A resourceVersion as kept: a decimal integer as itself when its decimal is the same string
+/// (so equal strings are equal values), else an index into its kind's texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rv {
+    value: u64,
+    text: bool,
 }
 
-impl Rv {
-    fn new(s: &str) -> Rv {
+/// The resourceVersions of a kind that are not kept as integers, each once.
+#[derive(Clone, Debug, Default)]
+struct Texts {
+    all: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, u64>,
+}
+
+impl Texts {
+    fn rv(&mut self, s: &str) -> Rv {
         let canonical = !s.starts_with('+') && (s == "0" || !s.starts_with('0'));
         match s.parse::<u64>() {
-            Ok(n) if canonical => Rv::Num(n),
-            _ => Rv::Text(s.into()),
+            Ok(value) if canonical => Rv { value, text: false },
+            _ => {
+                let value = match self.ids.get(s) {
+                    Some(&id) => id,
+                    None => {
+                        let text: Arc<str> = Arc::from(s);
+                        let id = self.all.len() as u64;
+                        self.all.push(Arc::clone(&text));
+                        self.ids.insert(text, id);
+                        id
+                    }
+                };
+                Rv { value, text: true }
+            }
+        }
+    }
+
+    fn get(&self, rv: Rv) -> Option<&str> {
+        rv.text
+            .then(|| self.all.get(rv.value as usize).map_or("", |t| &**t))
+    }
+
+    fn string(&self, rv: Rv) -> String {
+        match self.get(rv) {
+            Some(t) => t.to_owned(),
+            None => rv.value.to_string(),
         }
     }
 
     /// The decimal integer it is, as `str::parse` reads it.
-    fn parse(&self) -> Result<u64, String> {
-        match self {
-            Rv::Num(n) => Ok(*n),
-            Rv::Text(t) => t
+    fn parse(&self, rv: Rv) -> Result<u64, String> {
+        match self.get(rv) {
+            None => Ok(rv.value),
+            Some(t) => t
                 .parse::<u64>()
                 .map_err(|_| format!("{t:?} is not a decimal integer")),
         }
     }
 
-    fn is_empty(&self) -> bool {
-        matches!(self, Rv::Text(t) if t.is_empty())
+    fn is_empty(&self, rv: Rv) -> bool {
+        self.get(rv) == Some("")
     }
-}
 
-impl std::fmt::Display for Rv {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Rv::Num(n) => write!(f, "{n}"),
-            Rv::Text(t) => f.write_str(t),
+    /// Whether both are the same string.
+    fn same(&self, a: Rv, b: Rv) -> bool {
+        match (self.get(a), self.get(b)) {
+            (None, None) => a.value == b.value,
+            (Some(x), Some(y)) => x == y,
+            _ => false,
         }
     }
 }
 
-/// No version (a step where the object is deleted; an event without a version before it).
+/// No version or event.
 const NONE: u32 = u32::MAX;
 
-/// One served version, as kept: its [`Version`] is made when asked for.
+/// One version of an object: the object of one event (before the base too), as kept. Its
+/// [`Version`] is made when asked for.
 #[derive(Clone, Debug)]
 struct Slot {
+    /// The recorded object.
     json: Json,
-    /// Its metadata, but for the resourceVersion (so that versions share it).
+    /// Its metadata but for the resourceVersion, shared with its version before when the same.
     meta: Arc<Meta>,
-    rv: Rv,
+    /// Its recorded `metadata.resourceVersion`.
+    own: Rv,
+    /// The resourceVersion it is served with, written into its bytes (0: as recorded).
+    rewrite: u64,
     index: u32,
+    /// Whether `metadata.resourceVersion` can be written into its bytes.
+    rewritable: bool,
 }
 
-/// One event, as kept: its [`Event`] is made when asked for.
+/// One event of the kind (before the base too): event `i` made slot `i`.
 #[derive(Clone, Copy, Debug)]
 struct Ev {
+    /// While building, the recorded resourceVersion ([`Rv`]); then the served one.
     rv: u64,
     index: u32,
-    object: u32,
+    /// The slot of the object's version before, or [`NONE`].
     previous: u32,
+    /// The relist it is part of ([`Building::groups`]), or [`NONE`].
+    group: u32,
     kind: EventType,
+    flags: u8,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    /// How many of the kind's events were applied when this state took effect (0: the base).
-    applied: u32,
-    /// The state (a slot); [`NONE`] once deleted.
-    version: u32,
-}
+/// [`Ev::flags`]: the record's resourceVersion is a text ([`Rv::text`]).
+const RV_TEXT: u8 = 1;
+/// [`Ev::flags`]: the object came from this record (not the last known state).
+const FROM_RECORD: u8 = 2;
+/// [`Ev::flags`]: an inferred deletion.
+const INFERRED: u8 = 4;
 
 /// Every served state of one kind.
 ///
-/// Kept compactly (about 140 bytes an event besides the bytes of its object, which are in the
-/// server's scratch file): the [`Version`]s and [`Event`]s a request needs are made from it.
+/// Kept compactly (a little over 130 bytes an event besides the bytes of its object, which are
+/// in the server's scratch file): the [`Version`]s and [`Event`]s a request needs are made from
+/// it.
 #[derive(Clone, Debug)]
 pub struct KindTimeline {
     resource: Resource,
@@ -177,9 +219,14 @@ pub struct KindTimeline {
     rv_note: Option<String>,
     base_position: usize,
     base_rv: u64,
-    objects: BTreeMap<ObjectKey, Vec<Step>>,
+    /// The events (slots) of each object, in order.
+    objects: BTreeMap<ObjectKey, Vec<u32>>,
     slots: Vec<Slot>,
+    texts: Texts,
+    /// Every event, from before the base.
     events: Vec<Ev>,
+    /// How many events are before the base.
+    before_base: usize,
 }
 
 impl KindTimeline {
@@ -203,12 +250,22 @@ impl KindTimeline {
         self.base_rv
     }
 
+    fn served(&self) -> &[Ev] {
+        self.events.get(self.before_base..).unwrap_or_default()
+    }
+
     fn version(&self, slot: u32) -> Option<Arc<Version>> {
         let s = self.slots.get(slot as usize)?;
         let mut meta = Meta::clone(&s.meta);
-        meta.resource_version = s.rv.to_string();
+        let json = if s.rewrite != 0 && s.rewritable {
+            meta.resource_version = s.rewrite.to_string();
+            s.json.rewritten(s.rewrite)
+        } else {
+            meta.resource_version = self.texts.string(s.own);
+            s.json.clone()
+        };
         Some(Arc::new(Version {
-            json: s.json.clone(),
+            json,
             meta,
             index: s.index as usize,
         }))
@@ -216,22 +273,23 @@ impl KindTimeline {
 
     /// How many events follow the base.
     pub fn event_count(&self) -> usize {
-        self.events.len()
+        self.served().len()
     }
 
     /// The record index of event `i` (see [`Event::index`]).
     pub fn event_index(&self, i: usize) -> Option<usize> {
-        self.events.get(i).map(|e| e.index as usize)
+        self.served().get(i).map(|e| e.index as usize)
     }
 
     /// Event `i` after the base, in record order.
     pub fn event(&self, i: usize) -> Option<Event> {
-        let e = self.events.get(i)?;
+        let e = self.served().get(i)?;
+        let slot = u32::try_from(self.before_base + i).ok()?;
         Some(Event {
             index: e.index as usize,
             kind: e.kind,
             rv: e.rv,
-            object: self.version(e.object)?,
+            object: self.version(slot)?,
             previous: self.version(e.previous),
         })
     }
@@ -239,7 +297,7 @@ impl KindTimeline {
     /// Every event after the base, in record order, made at once ([`KindTimeline::event`]
     /// makes one).
     pub fn events(&self) -> Vec<Event> {
-        (0..self.events.len())
+        (0..self.event_count())
             .filter_map(|i| self.event(i))
             .collect()
     }
@@ -247,7 +305,7 @@ impl KindTimeline {
     /// How many events are part of the state at `position`; also the index of the first event a
     /// watch starting at `position` sends.
     pub fn applied_at(&self, position: usize) -> usize {
-        self.events
+        self.served()
             .partition_point(|e| (e.index as usize) < position)
     }
 
@@ -258,7 +316,7 @@ impl KindTimeline {
             RvMode::Counter => (position as u64).saturating_add(1),
             RvMode::Recorded => match self.applied_at(position) {
                 0 => self.base_rv,
-                j => self.events[j - 1].rv,
+                j => self.served()[j - 1].rv,
             },
         }
     }
@@ -277,17 +335,18 @@ impl KindTimeline {
             RvMode::Counter => usize::try_from(rv - 1)
                 .unwrap_or(usize::MAX)
                 .max(self.base_position),
-            RvMode::Recorded => match self.events.partition_point(|e| e.rv <= rv) {
+            RvMode::Recorded => match self.served().partition_point(|e| e.rv <= rv) {
                 0 => self.base_position,
-                j => self.events[j - 1].index as usize + 1,
+                j => self.served()[j - 1].index as usize + 1,
             },
         })
     }
 
-    fn version_at(steps: &[Step], applied: usize) -> Option<u32> {
-        let i = steps.partition_point(|s| (s.applied as usize) <= applied);
-        let version = steps.get(i.checked_sub(1)?)?.version;
-        (version != NONE).then_some(version)
+    /// The object's version once the first `applied` events (of all) took effect.
+    fn version_at(&self, steps: &[u32], applied: usize) -> Option<u32> {
+        let i = steps.partition_point(|&e| (e as usize) < applied);
+        let e = *steps.get(i.checked_sub(1)?)?;
+        (self.events.get(e as usize)?.kind != EventType::Deleted).then_some(e)
     }
 
     /// The object `namespace/name` at `position`, if it exists then.
@@ -297,7 +356,8 @@ impl KindTimeline {
             name: name.to_owned(),
         };
         let steps = self.objects.get(&key)?;
-        self.version(Self::version_at(steps, self.applied_at(position))?)
+        let applied = self.before_base + self.applied_at(position);
+        self.version(self.version_at(steps, applied)?)
     }
 
     /// Every object at `position` in key order (namespace, then name), starting after `after`.
@@ -306,7 +366,7 @@ impl KindTimeline {
         position: usize,
         after: Option<&ObjectKey>,
     ) -> impl Iterator<Item = (&'a ObjectKey, Arc<Version>)> + 'a {
-        let applied = self.applied_at(position);
+        let applied = self.before_base + self.applied_at(position);
         let range = match after {
             Some(k) => self.objects.range((
                 std::ops::Bound::Excluded(k.clone()),
@@ -315,7 +375,7 @@ impl KindTimeline {
             None => self.objects.range(..),
         };
         range.filter_map(move |(k, steps)| {
-            Some((k, self.version(Self::version_at(steps, applied)?)?))
+            Some((k, self.version(self.version_at(steps, applied)?)?))
         })
     }
 }
@@ -424,16 +484,44 @@ impl Timeline {
     }
 }
 
-/// A record as kept until its kind is indexed: its object against the last one of the same
-/// object ([`Json`]).
-struct Kept {
-    index: u32,
-    /// The record's namespace and name ([`Keys`]).
-    key: u32,
-    seq: u64,
-    op: Op,
-    resource_version: Rv,
-    object: Json,
+/// The bytes of the last version of each live object, by [`rf_format::push_object_key`], and the
+/// [`Json`] they are: what the next version is kept against. Live objects only.
+#[derive(Default)]
+struct Recent {
+    by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
+    key: Vec<u8>,
+}
+
+impl Recent {
+    fn key_of(&mut self, namespace: &str, name: &str) {
+        self.key.clear();
+        rf_format::push_object_key(&mut self.key, namespace, name);
+    }
+
+    /// `bytes` kept against the last version of the object, if any; they become the last
+    /// version's.
+    fn keep(&mut self, namespace: &str, name: &str, bytes: Vec<u8>, encoder: &mut Encoder) -> Json {
+        self.key_of(namespace, name);
+        match self.by_key.get_mut(self.key.as_slice()) {
+            Some((base, base_bytes)) => {
+                let json = Json::after(base, base_bytes, &bytes, encoder);
+                *base = json.clone();
+                *base_bytes = bytes;
+                json
+            }
+            None => {
+                let json = encoder.whole(&bytes);
+                self.by_key
+                    .insert(self.key.as_slice().into(), (json.clone(), bytes));
+                json
+            }
+        }
+    }
+
+    fn forget(&mut self, namespace: &str, name: &str) {
+        self.key_of(namespace, name);
+        self.by_key.remove(self.key.as_slice());
+    }
 }
 
 /// The namespace and name of every object of a kind, each kept once.
@@ -467,72 +555,55 @@ impl Keys {
 /// The most records served: record indexes, events and versions are kept as `u32`.
 const MAX_RECORDS: usize = (u32::MAX - 1) as usize;
 
-/// The bytes of the last version of each live object, by [`rf_format::push_object_key`], and the
-/// [`Json`] they are: what the next version is kept or rebuilt against. Live objects only.
-#[derive(Default)]
-struct Recent {
-    by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
-    key: Vec<u8>,
+/// The resourceVersions of a kind's records so far (but list beginnings and gaps): the base's
+/// is the highest of those before the base.
+#[derive(Clone, Debug, Default)]
+struct Before {
+    highest: u64,
+    /// The first that is not a decimal integer.
+    error: Option<String>,
 }
 
-impl Recent {
-    fn key_of(&mut self, namespace: &str, name: &str) {
-        self.key.clear();
-        rf_format::push_object_key(&mut self.key, namespace, name);
-    }
-
-    /// `json`'s bytes, rebuilt against the last version of the object when it is kept against
-    /// it; they become the last version's.
-    fn rebuild(&mut self, namespace: &str, name: &str, json: &Json) -> &[u8] {
-        self.key_of(namespace, name);
-        let bytes = match self.by_key.get(self.key.as_slice()) {
-            Some((base, base_bytes)) => json.bytes_after(base, base_bytes),
-            None => json.bytes().into_owned(),
-        };
-        self.set(json.clone(), bytes)
-    }
-
-    /// `bytes` kept against the last version of the object, if any; they become the last
-    /// version's.
-    fn keep(&mut self, namespace: &str, name: &str, bytes: Vec<u8>, encoder: &mut Encoder) -> Json {
-        self.key_of(namespace, name);
-        let json = match self.by_key.get(self.key.as_slice()) {
-            Some((base, base_bytes)) => Json::after(base, base_bytes, &bytes, encoder),
-            None => encoder.whole(&bytes),
-        };
-        self.set(json.clone(), bytes);
-        json
-    }
-
-    /// Sets the last version of the object whose key was made last.
-    fn set(&mut self, json: Json, bytes: Vec<u8>) -> &[u8] {
-        let key = self.key.as_slice();
-        match self.by_key.get_mut(key) {
-            Some(slot) => *slot = (json, bytes),
-            None => {
-                self.by_key.insert(key.into(), (json, bytes));
-            }
-        }
-        self.by_key.get(key).map_or(&[], |(_, b)| b.as_slice())
-    }
-
-    fn forget(&mut self, namespace: &str, name: &str) {
-        self.key_of(namespace, name);
-        self.by_key.remove(self.key.as_slice());
-    }
+/// One kind's timeline as its records are read: every event, from the first record (where the
+/// base is, the end decides).
+#[derive(Default)]
+struct Building {
+    /// The objects' recorded bytes, by the records' namespace and name.
+    recent: Recent,
+    /// The objects' namespaces and names, from their metadata.
+    keys: Keys,
+    /// The slot of each live object's last version, by its key.
+    live: HashMap<u32, u32>,
+    slots: Vec<Slot>,
+    events: Vec<Ev>,
+    /// The events of each object.
+    steps: HashMap<u32, Vec<u32>>,
+    texts: Texts,
+    /// Every ListEnd: its record and resourceVersion.
+    list_ends: Vec<(u32, Rv)>,
+    /// Every list: where it began, and its resourceVersion once it ended.
+    groups: Vec<(u32, Option<Rv>)>,
+    open_group: Option<u32>,
+    before: Before,
+    skipped: usize,
+    has_records: bool,
 }
 
 /// A recording being indexed as it is read, one record at a time: what [`Timeline::read`] does,
-/// for a caller that reads the recording itself (and decides what to do with damage). Only the
-/// records' objects as kept ([`Json`]) are held, never the recording decoded.
+/// for a caller that reads the recording itself (and decides what to do with damage). Each
+/// record is taken into its kind's timeline as it comes; only what is served is kept, and the
+/// objects' bytes go to the scratch file.
 pub struct Indexing {
     times: Vec<Timestamp>,
     latest: Timestamp,
     /// Each kind's first ListEnd.
     first_list_end: BTreeMap<Kind, usize>,
+    /// At each kind's first ListEnd, which may be where the base is: that position, and every
+    /// kind's [`Before`] then.
+    cuts: Vec<(usize, Vec<(Kind, Before)>)>,
     namespaces: Vec<String>,
     seen_namespaces: HashSet<String>,
-    by_kind: BTreeMap<Kind, (Vec<Kept>, Recent, Keys)>,
+    kinds: BTreeMap<Kind, Building>,
     encoder: Encoder,
     /// Where the versions' bytes are kept (memory, if no spill file could be made).
     spill: Option<Arc<Spill>>,
@@ -567,9 +638,10 @@ impl Indexing {
             times: Vec::new(),
             latest: header.started_at,
             first_list_end: BTreeMap::new(),
+            cuts: Vec::new(),
             namespaces: header.source.namespaces.clone(),
             seen_namespaces: header.source.namespaces.iter().cloned().collect(),
-            by_kind: BTreeMap::new(),
+            kinds: BTreeMap::new(),
             encoder: spill.clone().map(Encoder::spilling).unwrap_or_default(),
             spill,
             warnings,
@@ -603,40 +675,49 @@ impl Indexing {
         }
         self.latest = self.latest.max(r.observed_at);
         self.times.push(self.latest);
-        if r.op == Op::ListEnd && !self.first_list_end.contains_key(&r.kind) {
-            self.first_list_end.insert(r.kind.clone(), index);
-        }
         if !r.namespace.is_empty() && !self.seen_namespaces.contains(&r.namespace) {
             self.seen_namespaces.insert(r.namespace.clone());
             self.namespaces.push(r.namespace.clone());
         }
-        let (records, recent, keys) = match self.by_kind.get_mut(&r.kind) {
-            Some(kind) => kind,
-            None => self.by_kind.entry(r.kind.clone()).or_default(),
-        };
-        let object = if r.object.is_empty() {
-            Json::whole(&[])
-        } else {
-            recent.keep(&r.namespace, &r.name, r.object, &mut self.encoder)
-        };
-        if matches!(r.op, Op::Deleted { .. }) {
-            recent.forget(&r.namespace, &r.name);
-        }
-        let op = match r.op {
-            // Its reason is not served.
-            Op::Gap { .. } => Op::Gap {
-                reason: String::new(),
-            },
-            op => op,
-        };
-        records.push(Kept {
-            index: index as u32,
-            key: keys.id(&r.namespace, &r.name),
-            seq: r.seq,
+        let Record {
+            seq,
+            kind,
             op,
-            resource_version: Rv::new(&r.resource_version),
+            namespace,
+            name,
+            resource_version,
             object,
-        });
+            ..
+        } = r;
+        let list_end = op == Op::ListEnd;
+        let b = match self.kinds.get_mut(&kind) {
+            Some(b) => b,
+            None => self.kinds.entry(kind.clone()).or_default(),
+        };
+        let head = Head {
+            seq,
+            kind: &kind,
+            op,
+            namespace,
+            name,
+            resource_version,
+        };
+        b.push(
+            index as u32,
+            head,
+            object,
+            &mut self.encoder,
+            &mut self.warnings,
+        );
+        if list_end && !self.first_list_end.contains_key(&kind) {
+            self.first_list_end.insert(kind, index);
+            let before = self
+                .kinds
+                .iter()
+                .map(|(k, b)| (k.clone(), b.before.clone()))
+                .collect();
+            self.cuts.push((index + 1, before));
+        }
     }
 
     /// The timeline of the records indexed, `header` and `trailer` those of their recording.
@@ -644,29 +725,33 @@ impl Indexing {
         let Indexing {
             times,
             latest,
-            first_list_end,
+            cuts,
             namespaces,
-            mut by_kind,
+            mut kinds,
             spill,
             mut warnings,
             ..
         } = self;
         let end = trailer.map_or(latest, |t| t.closed_at.max(latest));
         // The base: after every kind's first list has ended.
-        let base = first_list_end.values().map(|i| i + 1).max().unwrap_or(0);
-        let mut kinds: Vec<Kind> = header.source.kinds.clone();
-        kinds.extend(by_kind.keys().cloned());
-        kinds.sort();
-        kinds.dedup();
-        // Kind by kind, each kind's records dropped as its builder takes what it serves.
-        let kinds = kinds
+        let (base, before) = cuts
+            .into_iter()
+            .max_by_key(|(at, _)| *at)
+            .unwrap_or_default();
+        let mut all: Vec<Kind> = header.source.kinds.clone();
+        all.extend(kinds.keys().cloned());
+        all.sort();
+        all.dedup();
+        let kinds = all
             .into_iter()
             .map(|kind| {
-                let (own, keys) = by_kind
-                    .remove(&kind)
-                    .map(|(r, _, keys)| (r, keys))
+                let b = kinds.remove(&kind).unwrap_or_default();
+                let pre = before
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, b)| b.clone())
                     .unwrap_or_default();
-                build_kind(&kind, own, &keys, base, spill.as_ref(), &mut warnings)
+                b.finish(&kind, base, pre, &mut warnings)
             })
             .collect();
         if let Some(spill) = &spill {
@@ -686,56 +771,269 @@ impl Indexing {
     }
 }
 
-/// A record's object after validation.
-#[derive(Clone)]
-struct Obj {
-    /// Its namespace and name, from its metadata ([`Keys`] of the kind's objects).
-    key: u32,
-    json: Json,
-    /// Its metadata but for the resourceVersion, shared with its version before when the same.
-    meta: Arc<Meta>,
-    /// `metadata.resourceVersion`.
-    rv: Rv,
-    index: u32,
+/// What of a record [`Building::push`] reads besides its object.
+struct Head<'a> {
+    seq: u64,
+    kind: &'a Kind,
+    op: Op,
+    namespace: String,
+    name: String,
+    resource_version: String,
 }
 
-struct RawEvent {
-    obj: Obj,
-    kind: EventType,
-    record_rv: Rv,
-    /// Whether the object came from this record (not the last known state).
-    from_record: bool,
-    inferred: bool,
-    /// The relist it is part of, or [`NONE`].
-    group: u32,
-}
-
-enum Item {
-    Event(RawEvent),
-    ListEnd(Rv),
-}
-
-fn object_of(
-    r: &Kept,
-    (namespace, name): (&str, &str),
-    bytes: &[u8],
-    objects: &mut Keys,
-) -> Result<Obj, String> {
-    let mut meta = json::meta(bytes)?;
-    if meta.name.is_empty() {
-        meta.name = Arc::from(name);
+impl Building {
+    fn push(
+        &mut self,
+        index: u32,
+        r: Head<'_>,
+        object: Vec<u8>,
+        encoder: &mut Encoder,
+        warnings: &mut Vec<String>,
+    ) {
+        self.has_records = true;
+        let rv = self.texts.rv(&r.resource_version);
+        if !matches!(r.op, Op::ListBegin | Op::Gap { .. }) && !self.texts.is_empty(rv) {
+            match self.texts.parse(rv) {
+                Ok(v) => self.before.highest = self.before.highest.max(v),
+                Err(e) => {
+                    self.before.error.get_or_insert(e);
+                }
+            }
+        }
+        match &r.op {
+            Op::ListBegin => {
+                self.groups.push((index, None));
+                self.open_group = u32::try_from(self.groups.len() - 1).ok();
+            }
+            Op::ListEnd => {
+                if let Some(g) = self.open_group.take() {
+                    self.groups[g as usize].1 = Some(rv);
+                }
+                self.list_ends.push((index, rv));
+            }
+            Op::Gap { .. } => {}
+            Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
+                self.object(index, &r, rv, object, encoder, warnings);
+            }
+        }
     }
-    if meta.namespace.is_empty() {
-        meta.namespace = Arc::from(namespace);
+
+    fn object(
+        &mut self,
+        index: u32,
+        r: &Head<'_>,
+        rv: Rv,
+        object: Vec<u8>,
+        encoder: &mut Encoder,
+        warnings: &mut Vec<String>,
+    ) {
+        let deleted = matches!(r.op, Op::Deleted { .. });
+        let inferred = matches!(r.op, Op::Deleted { inferred: true });
+        let from_record = !object.is_empty();
+        let parsed = if !from_record {
+            if !deleted {
+                // An object's record without its object: nothing to serve.
+                Err("no object".to_owned())
+            } else {
+                let key = self.keys.id(&r.namespace, &r.name);
+                match self.live.get(&key) {
+                    Some(&slot) => Ok((key, self.slots[slot as usize].clone())),
+                    None => return,
+                }
+            }
+        } else {
+            match json::meta(&object) {
+                Ok(mut meta) => {
+                    if meta.name.is_empty() {
+                        meta.name = Arc::from(r.name.as_str());
+                    }
+                    if meta.namespace.is_empty() {
+                        meta.namespace = Arc::from(r.namespace.as_str());
+                    }
+                    let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
+                    let key = self.keys.id(&meta.namespace, &meta.name);
+                    let rewritable = json::can_set_resource_version(&object);
+                    let json = self.recent.keep(&r.namespace, &r.name, object, encoder);
+                    Ok((
+                        key,
+                        Slot {
+                            json,
+                            meta: Arc::new(meta),
+                            own,
+                            rewrite: 0,
+                            index,
+                            rewritable,
+                        },
+                    ))
+                }
+                Err(e) => {
+                    // Kept as the base of the object's next version all the same.
+                    self.recent.keep(&r.namespace, &r.name, object, encoder);
+                    Err(e)
+                }
+            }
+        };
+        if deleted {
+            self.recent.forget(&r.namespace, &r.name);
+        }
+        let (key, mut slot) = match parsed {
+            Ok(x) => x,
+            Err(e) => {
+                self.skipped += 1;
+                if self.skipped <= 3 {
+                    warnings.push(format!(
+                        "{} record {} ({}/{}) skipped: {e}",
+                        r.kind, r.seq, r.namespace, r.name
+                    ));
+                }
+                return;
+            }
+        };
+        slot.index = index;
+        let existing = self.live.get(&key).map(|&s| &self.slots[s as usize]);
+        let event = if deleted {
+            existing.map(|_| EventType::Deleted)
+        } else {
+            match existing {
+                None => Some(EventType::Added),
+                Some(o)
+                    if r.op == Op::Listed
+                        && self.texts.same(o.own, slot.own)
+                        && *o.meta == *slot.meta
+                        && o.json == slot.json =>
+                {
+                    None
+                }
+                Some(_) => Some(EventType::Modified),
+            }
+        };
+        let Some(event) = event else { return };
+        // Every version is kept: what it has of its predecessor's metadata is theirs.
+        if let Some(o) = existing {
+            slot.meta = share(slot.meta, &o.meta);
+        }
+        let previous = self.live.get(&key).copied().unwrap_or(NONE);
+        let Ok(at) = u32::try_from(self.events.len()) else {
+            return;
+        };
+        if deleted {
+            self.live.remove(&key);
+        } else {
+            self.live.insert(key, at);
+        }
+        let relisted = matches!(r.op, Op::Listed | Op::Deleted { inferred: true });
+        let mut flags = 0;
+        if rv.text {
+            flags |= RV_TEXT;
+        }
+        if from_record {
+            flags |= FROM_RECORD;
+        }
+        if inferred {
+            flags |= INFERRED;
+        }
+        self.events.push(Ev {
+            rv: rv.value,
+            index,
+            previous,
+            group: match self.open_group {
+                Some(g) if relisted => g,
+                _ => NONE,
+            },
+            kind: event,
+            flags,
+        });
+        self.slots.push(slot);
+        self.steps.entry(key).or_default().push(at);
     }
-    let rv = Rv::new(&std::mem::take(&mut meta.resource_version));
-    Ok(Obj {
-        key: objects.id(&meta.namespace, &meta.name),
-        json: r.object.clone(),
-        meta: Arc::new(meta),
-        rv,
-        index: r.index,
-    })
+
+    fn finish(
+        mut self,
+        kind: &Kind,
+        base: usize,
+        before: Before,
+        warnings: &mut Vec<String>,
+    ) -> KindTimeline {
+        if self.skipped > 3 {
+            warnings.push(format!("{kind}: {} more records skipped", self.skipped - 3));
+        }
+        let before_base = self.events.partition_point(|e| (e.index as usize) < base);
+        // A list that began before the base, or never ended, is no relist: its events stand
+        // alone.
+        for e in &mut self.events[before_base..] {
+            if e.group != NONE {
+                let (began, ended) = self.groups[e.group as usize];
+                if (began as usize) < base || ended.is_none() {
+                    e.group = NONE;
+                }
+            }
+        }
+        let recorded = recorded_rvs(&self, base, before_base, before);
+        let (rv_mode, rv_note, base_rv) = match recorded {
+            Ok((base_rv, rvs)) => {
+                for (e, rv) in self.events[before_base..].iter_mut().zip(rvs) {
+                    e.rv = rv;
+                }
+                (RvMode::Recorded, None, base_rv)
+            }
+            Err(why) => {
+                if self.has_records {
+                    warnings.push(format!(
+                        "{kind}: serving a counter as resourceVersion ({why})"
+                    ));
+                }
+                for e in &mut self.events[before_base..] {
+                    e.rv = u64::from(e.index) + 2;
+                }
+                (RvMode::Counter, Some(why), base as u64 + 1)
+            }
+        };
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            slot.rewrite = match (i < before_base, rv_mode) {
+                (true, RvMode::Counter) => u64::from(slot.index) + 2,
+                (true, RvMode::Recorded) => 0,
+                (false, RvMode::Counter) => self.events[i].rv,
+                (false, RvMode::Recorded) => {
+                    let e = &self.events[i];
+                    if e.flags & INFERRED != 0 || e.flags & FROM_RECORD == 0 {
+                        e.rv
+                    } else {
+                        0
+                    }
+                }
+            };
+        }
+        let keys = self.keys;
+        let objects = self
+            .steps
+            .into_iter()
+            .map(|(key, mut steps)| {
+                steps.shrink_to_fit();
+                let (namespace, name) = keys.get(key);
+                (
+                    ObjectKey {
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
+                    },
+                    steps,
+                )
+            })
+            .collect();
+        self.slots.shrink_to_fit();
+        self.events.shrink_to_fit();
+        KindTimeline {
+            resource: Resource::for_kind(kind),
+            rv_mode,
+            rv_note,
+            base_position: base,
+            base_rv,
+            objects,
+            slots: self.slots,
+            texts: self.texts,
+            events: self.events,
+            before_base,
+        }
+    }
 }
 
 /// `meta`, or `earlier`'s when they are the same; else `meta` with what it has of `earlier`
@@ -749,389 +1047,99 @@ fn share(meta: Arc<Meta>, earlier: &Arc<Meta>) -> Arc<Meta> {
     Arc::new(meta)
 }
 
-fn build_kind(
-    kind: &Kind,
-    records: Vec<Kept>,
-    keys: &Keys,
-    base: usize,
-    spill: Option<&Arc<Spill>>,
-    warnings: &mut Vec<String>,
-) -> KindTimeline {
-    let resource = Resource::for_kind(kind);
-    let has_records = !records.is_empty();
-    // The objects' namespaces and names, from their metadata.
-    let mut objects_keys = Keys::default();
-    let mut world: HashMap<u32, Obj> = HashMap::new();
-    let mut pre_rvs: Vec<Rv> = Vec::new();
-    let mut items: Vec<Item> = Vec::new();
-    // Relists after the base: their ListEnd resourceVersion, once seen.
-    let mut groups: Vec<Option<Rv>> = Vec::new();
-    let mut open_group: Option<usize> = None;
-    let mut skipped = 0usize;
-    let mut base_world: Option<Vec<Obj>> = None;
-    // The bytes of each live object's last recorded version, to rebuild the next from.
-    let mut recent = Recent::default();
-
-    // By value: each record (and its object) is freed once its `Obj` holds what is served.
-    for r in records {
-        let r = &r;
-        let index = r.index as usize;
-        let (namespace, name) = keys.get(r.key);
-        if index >= base && base_world.is_none() {
-            base_world = Some(world.values().cloned().collect());
-        }
-        let before_base = index < base;
-        if before_base && !matches!(r.op, Op::ListBegin | Op::Gap { .. }) {
-            pre_rvs.push(r.resource_version.clone());
-        }
-        match &r.op {
-            Op::ListBegin => {
-                if !before_base {
-                    groups.push(None);
-                    open_group = Some(groups.len() - 1);
-                }
-            }
-            Op::ListEnd => {
-                if let Some(g) = open_group.take() {
-                    groups[g] = Some(r.resource_version.clone());
-                }
-                if !before_base {
-                    items.push(Item::ListEnd(r.resource_version.clone()));
-                }
-            }
-            Op::Gap { .. } => {}
-            Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
-                let deleted = matches!(r.op, Op::Deleted { .. });
-                let inferred = matches!(r.op, Op::Deleted { inferred: true });
-                let parsed = if deleted && r.object.is_empty() {
-                    let key = objects_keys.id(namespace, name);
-                    match world.get(&key) {
-                        Some(o) => Ok((
-                            Obj {
-                                index: r.index,
-                                ..o.clone()
-                            },
-                            false,
-                        )),
-                        None => continue,
-                    }
-                } else {
-                    let bytes = recent.rebuild(namespace, name, &r.object);
-                    object_of(r, (namespace, name), bytes, &mut objects_keys).map(|o| (o, true))
-                };
-                if deleted {
-                    recent.forget(namespace, name);
-                }
-                let (mut obj, from_record) = match parsed {
-                    Ok(x) => x,
-                    Err(e) => {
-                        skipped += 1;
-                        if skipped <= 3 {
-                            warnings.push(format!(
-                                "{kind} record {} ({namespace}/{name}) skipped: {e}",
-                                r.seq
-                            ));
-                        }
-                        continue;
-                    }
-                };
-                let existing = world.get(&obj.key);
-                // Every version is kept: what it has of its predecessor's metadata is theirs.
-                if let Some(o) = existing {
-                    obj.meta = share(obj.meta, &o.meta);
-                }
-                let event = if deleted {
-                    existing.map(|_| EventType::Deleted)
-                } else {
-                    match existing {
-                        None => Some(EventType::Added),
-                        Some(o)
-                            if r.op == Op::Listed
-                                && o.rv == obj.rv
-                                && o.meta == obj.meta
-                                && o.json == obj.json =>
-                        {
-                            None
-                        }
-                        Some(_) => Some(EventType::Modified),
-                    }
-                };
-                let Some(event) = event else { continue };
-                if deleted {
-                    world.remove(&obj.key);
-                } else {
-                    world.insert(obj.key, obj.clone());
-                }
-                if !before_base {
-                    let relisted = matches!(r.op, Op::Listed | Op::Deleted { inferred: true });
-                    let group = match open_group {
-                        Some(g) if relisted => u32::try_from(g).unwrap_or(NONE),
-                        _ => NONE,
-                    };
-                    items.push(Item::Event(RawEvent {
-                        obj,
-                        kind: event,
-                        record_rv: r.resource_version.clone(),
-                        from_record,
-                        inferred,
-                        group,
-                    }));
-                }
-            }
-        }
-    }
-    if skipped > 3 {
-        warnings.push(format!("{kind}: {} more records skipped", skipped - 3));
-    }
-    let base_world = base_world.unwrap_or_else(|| world.values().cloned().collect());
-    drop(world);
-    // A relist that never ended is no relist: its events stand alone.
-    for item in &mut items {
-        if let Item::Event(e) = item {
-            if e.group != NONE && groups[e.group as usize].is_none() {
-                e.group = NONE;
-            }
-        }
-    }
-
-    let recorded = recorded_rvs(&pre_rvs, &items, &groups);
-    drop(pre_rvs);
-    let (rv_mode, rv_note, base_rv, rvs) = match recorded {
-        Ok((base_rv, rvs)) => (RvMode::Recorded, None, base_rv, rvs),
-        Err(why) => {
-            if has_records {
-                warnings.push(format!(
-                    "{kind}: serving a counter as resourceVersion ({why})"
-                ));
-            }
-            let rvs = items
-                .iter()
-                .filter_map(|i| match i {
-                    Item::Event(e) => Some(u64::from(e.obj.index) + 2),
-                    Item::ListEnd(_) => None,
-                })
-                .collect();
-            (RvMode::Counter, Some(why), base as u64 + 1, rvs)
-        }
-    };
-
-    let mut serving = Serving {
-        encoder: spill.cloned().map(Encoder::spilling).unwrap_or_default(),
-        ..Serving::default()
-    };
-    // Each object's steps, by its key.
-    let mut steps_of: HashMap<u32, Vec<Step>> = HashMap::new();
-    for obj in base_world {
-        let rewrite = (rv_mode == RvMode::Counter).then_some(u64::from(obj.index) + 2);
-        let key = obj.key;
-        let version = serving.version(obj, &objects_keys, rewrite);
-        steps_of.insert(
-            key,
-            vec![Step {
-                applied: 0,
-                version,
-            }],
-        );
-    }
-    let mut events = Vec::new();
-    let raw_events = items.into_iter().filter_map(|i| match i {
-        Item::Event(e) => Some(e),
-        Item::ListEnd(_) => None,
-    });
-    for (e, rv) in raw_events.zip(rvs) {
-        let rewrite = match rv_mode {
-            RvMode::Counter => Some(rv),
-            RvMode::Recorded if e.inferred || !e.from_record => Some(rv),
-            RvMode::Recorded => None,
-        };
-        let key = e.obj.key;
-        let index = e.obj.index;
-        let version = serving.version(e.obj, &objects_keys, rewrite);
-        if e.kind == EventType::Deleted {
-            serving.forget(objects_keys.get(key));
-        }
-        let steps = steps_of.entry(key).or_default();
-        let previous = steps.last().map_or(NONE, |s| s.version);
-        events.push(Ev {
-            rv,
-            index,
-            object: version,
-            previous,
-            kind: e.kind,
-        });
-        steps.push(Step {
-            applied: u32::try_from(events.len()).unwrap_or(NONE),
-            version: if e.kind == EventType::Deleted {
-                NONE
-            } else {
-                version
-            },
-        });
-    }
-    let objects = steps_of
-        .into_iter()
-        .map(|(key, mut steps)| {
-            steps.shrink_to_fit();
-            let (namespace, name) = objects_keys.get(key);
-            (
-                ObjectKey {
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                },
-                steps,
-            )
-        })
-        .collect();
-    let mut slots = serving.slots;
-    slots.shrink_to_fit();
-    events.shrink_to_fit();
-    KindTimeline {
-        resource,
-        rv_mode,
-        rv_note,
-        base_position: base,
-        base_rv,
-        objects,
-        slots,
-        events,
-    }
-}
-
-/// Makes the served versions of a kind's objects, in order: as recorded (sharing the recorded
-/// [`Json`]), or with their resourceVersion rewritten (each kept against the object's last
-/// served version).
-#[derive(Default)]
-struct Serving {
-    /// The last recorded bytes of each object, to rebuild the next recorded version from.
-    recorded: Recent,
-    /// The last served bytes of each object whose served versions are rewritten.
-    served: Recent,
-    encoder: Encoder,
-    slots: Vec<Slot>,
-}
-
-impl Serving {
-    /// Keeps the served version of `obj`; returns its slot.
-    fn version(&mut self, obj: Obj, keys: &Keys, rewrite_to: Option<u64>) -> u32 {
-        let Obj {
-            key,
-            json: recorded,
-            meta,
-            mut rv,
-            index,
-        } = obj;
-        let (namespace, name) = keys.get(key);
-        let json = match rewrite_to {
-            Some(to) => {
-                let text = to.to_string();
-                let bytes = self.recorded.rebuild(namespace, name, &recorded);
-                match json::with_resource_version(bytes, &text) {
-                    Ok(bytes) => {
-                        rv = Rv::Num(to);
-                        self.served.keep(namespace, name, bytes, &mut self.encoder)
-                    }
-                    Err(_) => recorded,
-                }
-            }
-            None => recorded,
-        };
-        let slot = u32::try_from(self.slots.len()).unwrap_or(NONE);
-        self.slots.push(Slot {
-            json,
-            meta,
-            rv,
-            index,
-        });
-        slot
-    }
-
-    /// The object was deleted: its versions end.
-    fn forget(&mut self, (namespace, name): (&str, &str)) {
-        self.recorded.forget(namespace, name);
-        self.served.forget(namespace, name);
-    }
-}
-
-/// The base resourceVersion and each event's served resourceVersion, when the recorded ones can
-/// be served: decimal integers, each event's above every earlier record's, a relist's events at
-/// their list's version.
+/// The base resourceVersion and each served event's resourceVersion, when the recorded ones
+/// can be served: decimal integers, each event's above every earlier record's, a relist's
+/// events at their list's version.
 fn recorded_rvs(
-    pre_rvs: &[Rv],
-    items: &[Item],
-    groups: &[Option<Rv>],
+    b: &Building,
+    base: usize,
+    before_base: usize,
+    before: Before,
 ) -> Result<(u64, Vec<u64>), String> {
-    let parse = Rv::parse;
-    let mut base_rv = 0u64;
-    for s in pre_rvs {
-        if !s.is_empty() {
-            base_rv = base_rv.max(parse(s)?);
-        }
+    let texts = &b.texts;
+    let record_rv = |e: &Ev| Rv {
+        value: e.rv,
+        text: e.flags & RV_TEXT != 0,
+    };
+    if let Some(e) = before.error {
+        return Err(e);
     }
+    let mut base_rv = before.highest;
+    let served = &b.events[before_base..];
     if base_rv == 0 {
-        let first = items.iter().find_map(|i| match i {
-            Item::Event(e) => Some(parse(&e.record_rv)),
-            Item::ListEnd(_) => None,
-        });
-        base_rv = match first {
-            Some(rv) => rv?.saturating_sub(1),
+        base_rv = match served.first() {
+            Some(e) => texts.parse(record_rv(e))?.saturating_sub(1),
             None => 0,
         };
     }
     if base_rv == 0 {
         return Err("no recorded resourceVersion to start from".to_owned());
     }
-    let group_rvs = groups
-        .iter()
-        .map(|g| g.as_ref().map(parse).transpose())
-        .collect::<Result<Vec<_>, _>>()?;
+    // The relists' versions (of lists begun after the base that ended).
+    let mut group_rvs: Vec<Option<u64>> = Vec::with_capacity(b.groups.len());
+    for (began, end) in &b.groups {
+        group_rvs.push(match end {
+            Some(rv) if *began as usize >= base => Some(texts.parse(*rv)?),
+            _ => None,
+        });
+    }
     let mut max = base_rv;
-    let mut rvs = Vec::new();
-    for item in items {
-        match item {
-            Item::ListEnd(s) => {
-                let rv = parse(s)?;
-                if rv < max {
-                    return Err(format!("a list at {rv} after version {max}"));
-                }
-                max = rv;
+    let mut rvs = Vec::with_capacity(served.len());
+    let list_ends = b.list_ends.iter().filter(|(at, _)| *at as usize >= base);
+    let mut list_ends = list_ends.peekable();
+    for (i, e) in served.iter().enumerate() {
+        // The lists that ended before this event, in record order.
+        while let Some((_, rv)) = list_ends.next_if(|(at, _)| *at < e.index) {
+            let rv = texts.parse(*rv)?;
+            if rv < max {
+                return Err(format!("a list at {rv} after version {max}"));
             }
-            Item::Event(e) => {
-                let own = if e.inferred && e.record_rv.is_empty() {
-                    None
-                } else {
-                    Some(parse(&e.record_rv)?)
-                };
-                if e.from_record && !e.inferred && e.obj.rv != e.record_rv {
+            max = rv;
+        }
+        let inferred = e.flags & INFERRED != 0;
+        let from_record = e.flags & FROM_RECORD != 0;
+        let own = if inferred && texts.is_empty(record_rv(e)) {
+            None
+        } else {
+            Some(texts.parse(record_rv(e))?)
+        };
+        let slot = &b.slots[before_base + i];
+        if from_record && !inferred && !texts.same(slot.own, record_rv(e)) {
+            return Err(format!(
+                "record resourceVersion {:?} differs from the object's {:?}",
+                texts.string(record_rv(e)),
+                texts.string(slot.own)
+            ));
+        }
+        match group_rvs.get(e.group as usize).copied().flatten() {
+            Some(list_rv) => {
+                if list_rv <= max {
+                    return Err(format!("a relist at {list_rv} after version {max}"));
+                }
+                if own.is_some_and(|o| o > list_rv) && !inferred {
                     return Err(format!(
-                        "record resourceVersion {:?} differs from the object's {:?}",
-                        e.record_rv.to_string(),
-                        e.obj.rv.to_string()
+                        "a relisted object at {} above its list's {list_rv}",
+                        own.unwrap_or_default()
                     ));
                 }
-                match group_rvs.get(e.group as usize).copied().flatten() {
-                    Some(list_rv) => {
-                        if list_rv <= max {
-                            return Err(format!("a relist at {list_rv} after version {max}"));
-                        }
-                        if own.is_some_and(|o| o > list_rv) && !e.inferred {
-                            return Err(format!(
-                                "a relisted object at {} above its list's {list_rv}",
-                                own.unwrap_or_default()
-                            ));
-                        }
-                        rvs.push(list_rv);
-                    }
-                    None => {
-                        let own = own.ok_or("an inferred deletion without a version")?;
-                        if own <= max {
-                            return Err(format!("version {own} after version {max}"));
-                        }
-                        max = own;
-                        rvs.push(own);
-                    }
+                rvs.push(list_rv);
+            }
+            None => {
+                let own = own.ok_or("an inferred deletion without a version")?;
+                if own <= max {
+                    return Err(format!("version {own} after version {max}"));
                 }
+                max = own;
+                rvs.push(own);
             }
         }
+    }
+    for (_, rv) in list_ends {
+        let rv = texts.parse(*rv)?;
+        if rv < max {
+            return Err(format!("a list at {rv} after version {max}"));
+        }
+        max = rv;
     }
     Ok((base_rv, rvs))
 }
