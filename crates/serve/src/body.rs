@@ -21,51 +21,66 @@ const KEYFRAME: u8 = 16;
 pub struct Json(Arc<Node>);
 
 enum Node {
-    Whole(Stored),
+    /// Whole bytes; `spill` is where they and the pieces of the deltas after them are, if
+    /// not in memory.
+    Whole {
+        stored: Stored,
+        spill: Option<Arc<Spill>>,
+    },
     /// `len` bytes, rebuilt by applying `pieces` to `base`'s bytes.
     Delta {
         base: Json,
         pieces: Stored,
         depth: u8,
-        len: usize,
+        len: u32,
     },
     /// `of` with its `metadata.resourceVersion` set to `rv` (as [`crate::json::with_resource_version`]
     /// does), made when served.
-    Rewritten {
-        of: Json,
-        rv: u64,
-    },
+    Rewritten { of: Json, rv: u64 },
 }
 
-/// Bytes, in memory or in a [`Spill`] file.
+/// Bytes, in memory or in a [`Spill`] file (the one of the whole version a chain starts
+/// from: a version is kept in about 48 bytes of memory, as many versions are).
 enum Stored {
     Memory(Box<[u8]>),
-    Spilled {
-        spill: Arc<Spill>,
-        at: u64,
-        len: u32,
-    },
+    /// Where ([`SPILLED_AT_BITS`]) and how many bytes.
+    Spilled(u64),
 }
 
+/// A spilled piece's place is kept in the low 40 bits (a terabyte of scratch file), its length in
+/// the 24 above (16 MiB; a longer one is kept in memory).
+const SPILLED_AT_BITS: u32 = 40;
+
 impl Stored {
+    fn spilled(at: u64, len: usize) -> Option<Stored> {
+        let len = u64::try_from(len).ok()?;
+        (at < 1 << SPILLED_AT_BITS && len < 1 << (64 - SPILLED_AT_BITS))
+            .then(|| Stored::Spilled(at | len << SPILLED_AT_BITS))
+    }
+
     fn len(&self) -> usize {
         match self {
             Stored::Memory(b) => b.len(),
-            Stored::Spilled { len, .. } => *len as usize,
+            Stored::Spilled(place) => (place >> SPILLED_AT_BITS) as usize,
         }
     }
 
-    fn get(&self) -> Cow<'_, [u8]> {
-        match self {
-            Stored::Memory(b) => Cow::Borrowed(b),
-            Stored::Spilled { spill, at, len } => {
+    fn get<'a>(&'a self, spill: Option<&Arc<Spill>>) -> Cow<'a, [u8]> {
+        match (self, spill) {
+            (Stored::Memory(b), _) => Cow::Borrowed(b),
+            (Stored::Spilled(place), Some(spill)) => {
+                let at = place & ((1 << SPILLED_AT_BITS) - 1);
+                let len = self.len();
                 let mut out = Vec::new();
-                if let Err(e) = spill.read(*at, *len as usize, &mut out) {
+                if let Err(e) = spill.read(at, len, &mut out) {
                     // The server's own scratch file, written before any request: losing it
                     // (a full or removed temp directory) leaves nothing true to answer.
                     panic!("internal error: the server's spill file cannot be read: {e}");
                 }
                 Cow::Owned(out)
+            }
+            (Stored::Spilled(_), None) => {
+                panic!("internal error: spilled bytes without their spill file")
             }
         }
     }
@@ -89,15 +104,16 @@ impl Encoder {
         }
     }
 
-    fn store(&self, bytes: &[u8]) -> Stored {
-        if let (Some(spill), Ok(len)) = (&self.spill, u32::try_from(bytes.len())) {
-            if !bytes.is_empty() {
-                if let Ok(at) = spill.append(bytes) {
-                    return Stored::Spilled {
-                        spill: Arc::clone(spill),
-                        at,
-                        len,
-                    };
+    /// `bytes` in `spill` (if it can take them), else in memory.
+    fn store(spill: Option<&Arc<Spill>>, bytes: &[u8]) -> Stored {
+        if let Some(spill) = spill {
+            if !bytes.is_empty() && Stored::spilled(spill.len(), bytes.len()).is_some() {
+                if let Some(stored) = spill
+                    .append(bytes)
+                    .ok()
+                    .and_then(|at| Stored::spilled(at, bytes.len()))
+                {
+                    return stored;
                 }
             }
         }
@@ -106,21 +122,32 @@ impl Encoder {
 
     /// `bytes`, kept whole where this encoder keeps what it makes.
     pub fn whole(&self, bytes: &[u8]) -> Json {
-        Json(Arc::new(Node::Whole(self.store(bytes))))
+        let stored = Encoder::store(self.spill.as_ref(), bytes);
+        let spill = match stored {
+            Stored::Spilled(_) => self.spill.clone(),
+            Stored::Memory(_) => None,
+        };
+        Json(Arc::new(Node::Whole { stored, spill }))
     }
 }
 
 impl Json {
     /// `bytes`, kept whole.
     pub fn whole(bytes: &[u8]) -> Json {
-        Json(Arc::new(Node::Whole(Stored::Memory(bytes.into()))))
+        Json(Arc::new(Node::Whole {
+            stored: Stored::Memory(bytes.into()),
+            spill: None,
+        }))
     }
 
     /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
     /// or whole: every 16 versions, and when the pieces would not be much smaller.
     pub fn after(base: &Json, base_bytes: &[u8], target: &[u8], encoder: &mut Encoder) -> Json {
         let depth = base.depth() + 1;
-        if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
+        let (Ok(len), true) = (u32::try_from(target.len()), depth < KEYFRAME) else {
+            return encoder.whole(target);
+        };
+        if base_bytes.is_empty() || target.is_empty() {
             return encoder.whole(target);
         }
         encoder
@@ -129,18 +156,20 @@ impl Json {
         if encoder.pieces.len() > target.len() / 2 {
             return encoder.whole(target);
         }
+        // The pieces go where the chain's whole version is.
+        let pieces = Encoder::store(base.spill(), &encoder.pieces);
         Json(Arc::new(Node::Delta {
             base: base.clone(),
-            pieces: encoder.store(&encoder.pieces),
+            pieces,
             depth,
-            len: target.len(),
+            len,
         }))
     }
 
     /// How many deltas separate it from a whole version.
     fn depth(&self) -> u8 {
         match &*self.0 {
-            Node::Whole(_) | Node::Rewritten { .. } => 0,
+            Node::Whole { .. } | Node::Rewritten { .. } => 0,
             Node::Delta { depth, .. } => *depth,
         }
     }
@@ -148,8 +177,8 @@ impl Json {
     /// Its length in bytes.
     pub fn len(&self) -> usize {
         match &*self.0 {
-            Node::Whole(b) => b.len(),
-            Node::Delta { len, .. } => *len,
+            Node::Whole { stored, .. } => stored.len(),
+            Node::Delta { len, .. } => *len as usize,
             Node::Rewritten { .. } => self.bytes().len(),
         }
     }
@@ -162,7 +191,7 @@ impl Json {
     /// Its bytes: borrowed when kept whole, else rebuilt.
     pub fn bytes(&self) -> Cow<'_, [u8]> {
         match &*self.0 {
-            Node::Whole(b) => b.get(),
+            Node::Whole { stored, spill } => stored.get(spill.as_ref()),
             Node::Delta { .. } => Cow::Owned(self.rebuild()),
             Node::Rewritten { of, rv } => Cow::Owned(rewrite(&of.bytes(), *rv)),
         }
@@ -175,7 +204,7 @@ impl Json {
         match &*self.0 {
             Node::Delta {
                 base: own, pieces, ..
-            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, &pieces.get()),
+            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, &pieces.get(self.spill())),
             _ => self.bytes().into_owned(),
         }
     }
@@ -196,6 +225,18 @@ impl Json {
         }
     }
 
+    /// The spill file of the whole version its chain starts from, if its bytes are in one.
+    fn spill(&self) -> Option<&Arc<Spill>> {
+        let mut at = self;
+        loop {
+            match &*at.0 {
+                Node::Whole { spill, .. } => return spill.as_ref(),
+                Node::Delta { base, .. } => at = base,
+                Node::Rewritten { .. } => return None,
+            }
+        }
+    }
+
     /// True when both are the same kept version (not only the same bytes).
     pub fn same(&self, other: &Json) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
@@ -205,10 +246,12 @@ impl Json {
         // The chain from this version back to its whole one, at most KEYFRAME long.
         let mut chain: Vec<&Stored> = Vec::with_capacity(usize::from(KEYFRAME));
         let mut at = self;
-        let whole = loop {
+        let (whole, spill) = loop {
             match &*at.0 {
-                Node::Rewritten { .. } => break Cow::Owned(at.bytes().into_owned()),
-                Node::Whole(b) => break b.get(),
+                Node::Rewritten { .. } => break (Cow::Owned(at.bytes().into_owned()), None),
+                Node::Whole { stored, spill } => {
+                    break (stored.get(spill.as_ref()), spill.as_ref());
+                }
                 Node::Delta { base, pieces, .. } => {
                     chain.push(pieces);
                     at = base;
@@ -218,7 +261,10 @@ impl Json {
         // The first delta applied to the whole version where it is, not to a copy.
         let mut bytes: Option<Vec<u8>> = None;
         for pieces in chain.iter().rev() {
-            bytes = Some(apply(bytes.as_deref().unwrap_or(&whole), &pieces.get()));
+            bytes = Some(apply(
+                bytes.as_deref().unwrap_or(&whole),
+                &pieces.get(spill),
+            ));
         }
         bytes.unwrap_or_else(|| whole.into_owned())
     }
@@ -249,7 +295,7 @@ impl Rebuilt {
             return;
         };
         let bytes = match self.by_version.remove(&address(base)) {
-            Some((_, base_bytes)) => apply(&base_bytes, &pieces.get()),
+            Some((_, base_bytes)) => apply(&base_bytes, &pieces.get(json.spill())),
             None => json.rebuild(),
         };
         out.extend_from_slice(&bytes);
@@ -324,6 +370,15 @@ mod tests {
             ));
         }
         kept
+    }
+
+    #[test]
+    fn a_version_takes_48_bytes_of_memory_with_its_counts() {
+        assert!(
+            std::mem::size_of::<Node>() <= 32,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl Texts {
     fn rv(&mut self, s: &str) -> Rv {
         let canonical = !s.starts_with('+') && (s == "0" || !s.starts_with('0'));
         match s.parse::<u64>() {
-            Ok(value) if canonical => Rv { value, text: false },
+            Ok(value) if canonical && value & !OWN_VALUE == 0 => Rv { value, text: false },
             _ => {
                 let value = match self.ids.get(s) {
                     Some(&id) => id,
@@ -169,21 +169,33 @@ impl Texts {
 /// No version or event.
 const NONE: u32 = u32::MAX;
 
-/// One version of an object: the object of one event (before the base too), as kept. Its
-/// [`Version`] is made when asked for.
+/// One version of an object: the object of one event (before the base too), as kept (in 24
+/// bytes). Its [`Version`] is made when asked for.
 #[derive(Clone, Debug)]
 struct Slot {
     /// The recorded object.
     json: Json,
     /// Its metadata but for the resourceVersion, shared with its version before when the same.
     meta: Arc<Meta>,
-    /// Its recorded `metadata.resourceVersion`.
-    own: Rv,
-    /// The resourceVersion it is served with, written into its bytes (0: as recorded).
-    rewrite: u64,
-    index: u32,
-    /// Whether `metadata.resourceVersion` can be written into its bytes.
-    rewritable: bool,
+    /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]), and
+    /// [`UNREWRITABLE`].
+    own: u64,
+}
+
+/// [`Slot::own`]: the value of its [`Rv`].
+const OWN_VALUE: u64 = (1 << 62) - 1;
+/// [`Slot::own`]: its [`Rv`] is a text.
+const OWN_TEXT: u64 = 1 << 63;
+/// [`Slot::own`]: `metadata.resourceVersion` cannot be written into its bytes.
+const UNREWRITABLE: u64 = 1 << 62;
+
+impl Slot {
+    fn own(&self) -> Rv {
+        Rv {
+            value: self.own & OWN_VALUE,
+            text: self.own & OWN_TEXT != 0,
+        }
+    }
 }
 
 /// One event of the kind (before the base too): event `i` made slot `i`.
@@ -254,21 +266,34 @@ impl KindTimeline {
         self.events.get(self.before_base..).unwrap_or_default()
     }
 
+    /// The resourceVersion version `slot` is served with, written into its bytes (0: as
+    /// recorded).
+    fn rewrite(&self, slot: usize) -> u64 {
+        let Some(e) = self.events.get(slot) else {
+            return 0;
+        };
+        match (slot < self.before_base, self.rv_mode) {
+            (true, RvMode::Counter) => u64::from(e.index) + 2,
+            (true, RvMode::Recorded) => 0,
+            (false, RvMode::Counter) => e.rv,
+            (false, RvMode::Recorded) if e.flags & (INFERRED | FROM_RECORD) != FROM_RECORD => e.rv,
+            (false, RvMode::Recorded) => 0,
+        }
+    }
+
     fn version(&self, slot: u32) -> Option<Arc<Version>> {
         let s = self.slots.get(slot as usize)?;
+        let index = self.events.get(slot as usize)?.index as usize;
+        let rewrite = self.rewrite(slot as usize);
         let mut meta = Meta::clone(&s.meta);
-        let json = if s.rewrite != 0 && s.rewritable {
-            meta.resource_version = s.rewrite.to_string();
-            s.json.rewritten(s.rewrite)
+        let json = if rewrite != 0 && s.own & UNREWRITABLE == 0 {
+            meta.resource_version = rewrite.to_string();
+            s.json.rewritten(rewrite)
         } else {
-            meta.resource_version = self.texts.string(s.own);
+            meta.resource_version = self.texts.string(s.own());
             s.json.clone()
         };
-        Some(Arc::new(Version {
-            json,
-            meta,
-            index: s.index as usize,
-        }))
+        Some(Arc::new(Version { json, meta, index }))
     }
 
     /// How many events follow the base.
@@ -587,6 +612,9 @@ struct Building {
     before: Before,
     skipped: usize,
     has_records: bool,
+    /// The objects' label sets and namespaces, each kept once.
+    labels: HashSet<Arc<BTreeMap<String, String>>>,
+    namespaces: HashSet<Arc<str>>,
 }
 
 /// A recording being indexed as it is read, one record at a time: what [`Timeline::read`] does,
@@ -850,9 +878,26 @@ impl Building {
                     if meta.namespace.is_empty() {
                         meta.namespace = Arc::from(r.namespace.as_str());
                     }
+                    // Objects have few label sets (a ReplicaSet's pods have one) and fewer
+                    // namespaces.
+                    match self.labels.get(&meta.labels) {
+                        Some(labels) => meta.labels = Arc::clone(labels),
+                        None => {
+                            self.labels.insert(Arc::clone(&meta.labels));
+                        }
+                    }
+                    match self.namespaces.get(&meta.namespace) {
+                        Some(ns) => meta.namespace = Arc::clone(ns),
+                        None => {
+                            self.namespaces.insert(Arc::clone(&meta.namespace));
+                        }
+                    }
                     let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
+                    let mut own = own.value | if own.text { OWN_TEXT } else { 0 };
+                    if !json::can_set_resource_version(&object) {
+                        own |= UNREWRITABLE;
+                    }
                     let key = self.keys.id(&meta.namespace, &meta.name);
-                    let rewritable = json::can_set_resource_version(&object);
                     let json = self.recent.keep(&r.namespace, &r.name, object, encoder);
                     Ok((
                         key,
@@ -860,9 +905,6 @@ impl Building {
                             json,
                             meta: Arc::new(meta),
                             own,
-                            rewrite: 0,
-                            index,
-                            rewritable,
                         },
                     ))
                 }
@@ -889,7 +931,6 @@ impl Building {
                 return;
             }
         };
-        slot.index = index;
         let existing = self.live.get(&key).map(|&s| &self.slots[s as usize]);
         let event = if deleted {
             existing.map(|_| EventType::Deleted)
@@ -898,7 +939,7 @@ impl Building {
                 None => Some(EventType::Added),
                 Some(o)
                     if r.op == Op::Listed
-                        && self.texts.same(o.own, slot.own)
+                        && self.texts.same(o.own(), slot.own())
                         && *o.meta == *slot.meta
                         && o.json == slot.json =>
                 {
@@ -988,21 +1029,6 @@ impl Building {
                 (RvMode::Counter, Some(why), base as u64 + 1)
             }
         };
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            slot.rewrite = match (i < before_base, rv_mode) {
-                (true, RvMode::Counter) => u64::from(slot.index) + 2,
-                (true, RvMode::Recorded) => 0,
-                (false, RvMode::Counter) => self.events[i].rv,
-                (false, RvMode::Recorded) => {
-                    let e = &self.events[i];
-                    if e.flags & INFERRED != 0 || e.flags & FROM_RECORD == 0 {
-                        e.rv
-                    } else {
-                        0
-                    }
-                }
-            };
-        }
         let keys = self.keys;
         let objects = self
             .steps
@@ -1104,11 +1130,11 @@ fn recorded_rvs(
             Some(texts.parse(record_rv(e))?)
         };
         let slot = &b.slots[before_base + i];
-        if from_record && !inferred && !texts.same(slot.own, record_rv(e)) {
+        if from_record && !inferred && !texts.same(slot.own(), record_rv(e)) {
             return Err(format!(
                 "record resourceVersion {:?} differs from the object's {:?}",
                 texts.string(record_rv(e)),
-                texts.string(slot.own)
+                texts.string(slot.own())
             ));
         }
         match group_rvs.get(e.group as usize).copied().flatten() {
@@ -1279,7 +1305,7 @@ mod tests {
     }
 
     #[test]
-    fn versions_with_their_predecessor_s_labels_share_them() {
+    fn versions_and_objects_with_the_same_labels_share_them() {
         let mut r = initial_list();
         let relabeled = String::from_utf8(obj("a", "102", "3"))
             .unwrap()
@@ -1304,11 +1330,12 @@ mod tests {
             base.as_ref(),
             "back to the first ones, by value"
         );
-        // Other objects with equal labels keep their own: only versions of one object share.
+        assert!(Arc::ptr_eq(labels[2], base), "and kept once");
+        // Other objects with equal labels share them too.
         let b = k.get(t.base_position(), "ns", "b").unwrap();
         let b = &b.meta.labels;
         assert_eq!(b, base);
-        assert!(!Arc::ptr_eq(b, base));
+        assert!(Arc::ptr_eq(b, base));
     }
 
     #[test]
