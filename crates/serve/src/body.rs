@@ -55,7 +55,7 @@ impl Stored {
     fn spilled(at: u64, len: usize) -> Option<Stored> {
         let len = u64::try_from(len).ok()?;
         (at < 1 << SPILLED_AT_BITS && len < 1 << (64 - SPILLED_AT_BITS))
-            .then(|| Stored::Spilled(at | len << SPILLED_AT_BITS))
+            .then_some(Stored::Spilled(at | len << SPILLED_AT_BITS))
     }
 
     fn len(&self) -> usize {
