@@ -293,8 +293,9 @@ pub struct SimulateArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Recording file (.rfr).
-    #[arg(value_name = "FILE")]
+    /// Recording file (.rfr), or a flight recorder's directory (its *.rfr files, served as the
+    /// one history they are).
+    #[arg(value_name = "FILE|DIR")]
     pub file: PathBuf,
     /// Serve the state at T (RFC 3339, `+5m` from the start, `-5m` before the end).
     /// Default: the end of the recording.

@@ -130,6 +130,11 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
 /// source, each starting where the one before ended ([`replay`] checks the spans as it goes).
 /// Unrelated recordings joined would read as one incident.
 pub fn open_history(paths: &[PathBuf]) -> Result<Vec<Recording>> {
+    open_history_or(paths, EACH)
+}
+
+/// [`open_history`], `otherwise` saying what to do instead when the files are not one history.
+pub fn open_history_or(paths: &[PathBuf], otherwise: &str) -> Result<Vec<Recording>> {
     let recordings = open_all(paths)?;
     let source = |r: &Recording| {
         let s = &r.reader.header().source;
@@ -146,7 +151,7 @@ pub fn open_history(paths: &[PathBuf]) -> Result<Vec<Recording>> {
                     )
                 };
                 bail!(
-                    "{} and {} are not one history: the first was recorded from {}, the second from {}; {EACH}",
+                    "{} and {} are not one history: the first was recorded from {}, the second from {}; {otherwise}",
                     first.path.display(),
                     r.path.display(),
                     show(source(first)),
@@ -163,7 +168,7 @@ const EACH: &str = "name one file, or pass --each to analyze each on its own";
 
 /// A file may start this much before the one before it ended and still follow it: the
 /// recorder's clock stamps both.
-const OVERLAP_TOLERANCE_NANOS: i64 = 1_000_000_000;
+pub const OVERLAP_TOLERANCE_NANOS: i64 = 1_000_000_000;
 
 /// Which objects [`replay`] reads, and whether the files must be one history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

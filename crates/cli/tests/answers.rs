@@ -412,11 +412,7 @@ fn issue_24_files_that_are_not_one_history_are_an_error_unless_each() {
     }
     let o = run(&["serve", all]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("is a directory: serve reads one recording"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("are not one history"), "{}", stderr(&o));
 }
 
 #[test]

@@ -61,11 +61,15 @@ impl Drop for Served {
 }
 
 fn serve(extra: &[&str]) -> Served {
+    serve_path(&recording(), extra)
+}
+
+fn serve_path(path: &Path, extra: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
         .arg("serve")
-        .arg(recording())
+        .arg(path)
         .args(extra)
         .arg("--kubeconfig-out")
         .arg(&kubeconfig)
@@ -450,4 +454,121 @@ fn serve_refuses_bad_flags_with_exit_2() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// The bundled recording split into `files` recordings in a new directory, as a flight recorder
+/// that rotates writes them: each file with the header of the whole but its own start, each
+/// closed at its last record (the last at the recording's close).
+fn split_into(files: usize) -> tempfile::TempDir {
+    let mut reader = Reader::new(std::fs::File::open(recording()).unwrap()).unwrap();
+    let header = reader.header().clone();
+    let records: Vec<Record> = (&mut reader).map(Result::unwrap).collect();
+    let closed_at = reader.trailer().unwrap().closed_at;
+    let dir = tempfile::tempdir().unwrap();
+    let per_file = records.len().div_ceil(files);
+    for (i, chunk) in records.chunks(per_file).enumerate() {
+        let mut h = header.clone();
+        if i > 0 {
+            h.started_at = chunk[0].observed_at;
+        }
+        let path = dir.path().join(format!("recorder-{i:03}.rfr"));
+        let mut w = rf_format::Writer::new(std::fs::File::create(path).unwrap(), &h).unwrap();
+        for r in chunk {
+            w.write(r).unwrap();
+        }
+        let last = chunk.last().unwrap().observed_at;
+        let end = if (i + 1) * per_file >= records.len() {
+            closed_at
+        } else {
+            last
+        };
+        w.finish_at(end).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn serve_dir_serves_a_flight_recorder_s_files_byte_for_byte_as_the_one_recording_they_split() {
+    require_kubectl();
+    let dir = split_into(3);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+    let (records, _) = records();
+    // Mid-recording (in the second file) and at the end.
+    let mid = rf_analyzer::rfc3339(records[records.len() / 2].observed_at);
+    for at in [mid, at_end()] {
+        let one = serve(&["--at", &at]);
+        let split = serve_path(dir.path(), &["--at", &at]);
+        for path in [
+            "/apis/argoproj.io/v1alpha1/rollouts",
+            "/apis/apps/v1/namespaces/payments/replicasets",
+            "/apis/apps/v1/replicasets?limit=2",
+            "/api/v1/pods?labelSelector=app%3Dcheckout-api",
+            "/api/v1/namespaces",
+            "/apis/apps/v1/replicasets?watch=1&resourceVersion=0&timeoutSeconds=1",
+            "/apis/apps/v1/replicasets?watch=1&resourceVersion=1&timeoutSeconds=1",
+        ] {
+            let want = one.run(&["get", "--raw", path]);
+            let got = split.run(&["get", "--raw", path]);
+            assert!(want.status.success(), "{path}: {}", text(&want.stderr));
+            assert!(got.status.success(), "{path}: {}", text(&got.stderr));
+            assert!(want.stdout.len() > 40, "{path}: {}", text(&want.stdout));
+            assert!(
+                want.stdout == got.stdout,
+                "{path} at {at}:\n{}\n{}",
+                text(&want.stdout),
+                text(&got.stdout)
+            );
+        }
+        // A paged list's continue token from one serves the next page from the other.
+        let page: Value = serde_json::from_slice(
+            &one.run(&["get", "--raw", "/apis/apps/v1/replicasets?limit=1"])
+                .stdout,
+        )
+        .unwrap();
+        let token = page["metadata"]["continue"].as_str().unwrap().to_owned();
+        let next = format!("/apis/apps/v1/replicasets?limit=1&continue={token}");
+        assert_eq!(
+            one.run(&["get", "--raw", &next]).stdout,
+            split.run(&["get", "--raw", &next]).stdout
+        );
+    }
+}
+
+#[test]
+fn serve_dir_refuses_files_that_are_not_one_history() {
+    let dir = split_into(2);
+    // The second file again, as if recorded over the first.
+    let files: Vec<PathBuf> = {
+        let mut f: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        f.sort();
+        f
+    };
+    let mut h = Reader::new(std::fs::File::open(&files[1]).unwrap())
+        .unwrap()
+        .header()
+        .clone();
+    h.started_at = Reader::new(std::fs::File::open(&files[0]).unwrap())
+        .unwrap()
+        .header()
+        .started_at;
+    let w = rf_format::Writer::new(
+        std::fs::File::create(dir.path().join("recorder-002.rfr")).unwrap(),
+        &h,
+    )
+    .unwrap();
+    w.finish_at(h.started_at).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
+        .args(["serve"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("are not one history"),
+        "{}",
+        text(&o.stderr)
+    );
 }

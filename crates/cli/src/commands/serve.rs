@@ -1,57 +1,101 @@
 //! `rollout-forensics serve FILE [--at T | --speed X] [--listen ADDR] [--kubeconfig-out PATH]`
 
-use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
-use rf_format::Reader;
+use rf_format::Timestamp;
 use rf_serve::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
 use crate::exit::Exit;
+use crate::input::{self, Recording};
 use crate::timespec::TimeSpec;
 
-/// Reads the whole recording; damage is an error unless `--partial`.
+/// What `serve DIR` says to do with files that are not one history.
+const ONE_FILE: &str = "serve one of the files (or a directory of one recorder's files)";
+
+/// Reads the whole recording (a file, or a flight recorder's directory: its `*.rfr` files as one
+/// history, in order); damage is an error unless `--partial`.
 fn load(path: &Path, partial: bool) -> Result<Timeline> {
-    if path.is_dir() {
-        bail!(
-            "{} is a directory: serve reads one recording; name one of its files (a flight recorder's files are served one at a time)",
-            path.display()
-        );
-    }
-    let file =
-        File::open(path).with_context(|| format!("failed to open recording {}", path.display()))?;
-    let mut reader = Reader::new(BufReader::new(file))
-        .with_context(|| format!("failed to read recording {}", path.display()))?;
-    // Indexed as read: the recording is never held decoded.
-    let mut indexing = Indexing::new(reader.header());
-    loop {
-        match reader.next_record() {
-            Ok(Some(r)) => indexing.push(r),
-            Ok(None) => break,
-            Err(e) if partial => {
-                eprintln!(
-                    "warning: {}: {e}; serving the {} complete records before it",
-                    path.display(),
-                    indexing.len()
-                );
-                break;
+    let recordings = if path.is_dir() {
+        input::open_history_or(&[path.to_owned()], ONE_FILE)?
+    } else {
+        vec![input::open(path)?]
+    };
+    // The first file's header, naming every kind and namespace any file names.
+    let mut header = match recordings.first() {
+        Some(r) => r.reader.header().clone(),
+        None => bail!("no recordings in {}", path.display()),
+    };
+    for r in &recordings[1..] {
+        let source = &r.reader.header().source;
+        for kind in &source.kinds {
+            if !header.source.kinds.contains(kind) {
+                header.source.kinds.push(kind.clone());
             }
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "failed to read recording {} ({} complete records before the damage; --partial serves them)",
-                        path.display(),
-                        indexing.len()
-                    )
-                });
+        }
+        for ns in &source.namespaces {
+            if !header.source.namespaces.contains(ns) {
+                header.source.namespaces.push(ns.clone());
             }
         }
     }
-    Ok(indexing.finish(reader.header().clone(), reader.trailer().copied()))
+    // Indexed as read: the recording is never held decoded.
+    let mut indexing = Indexing::new(&header);
+    let mut trailer = None;
+    let mut before: Option<(PathBuf, Timestamp)> = None;
+    for Recording { path, mut reader } in recordings {
+        let start = reader.header().started_at;
+        if let Some((prev, end)) = &before {
+            if start.0 < end.0 - input::OVERLAP_TOLERANCE_NANOS {
+                bail!(
+                    "{} and {} are not one history: {} starts at {}, before {} ended at {}; {ONE_FILE}",
+                    prev.display(),
+                    path.display(),
+                    path.display(),
+                    rfc3339(start),
+                    prev.display(),
+                    rfc3339(*end)
+                );
+            }
+        }
+        let mut last = start;
+        loop {
+            match reader.next_record() {
+                Ok(Some(r)) => {
+                    last = last.max(r.observed_at);
+                    indexing.push(r);
+                }
+                Ok(None) => break,
+                Err(e) if partial => {
+                    eprintln!(
+                        "warning: {}: {e}; serving the {} complete records before it",
+                        path.display(),
+                        reader.records_read()
+                    );
+                    break;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "failed to read recording {} ({} complete records before the damage; --partial serves them)",
+                            path.display(),
+                            reader.records_read()
+                        )
+                    });
+                }
+            }
+        }
+        trailer = reader.trailer().copied();
+        if let Some(t) = &trailer {
+            last = last.max(t.closed_at);
+        }
+        before = Some((path, last));
+    }
+    Ok(indexing.finish(header, trailer))
 }
 
 fn pace(args: &ServeArgs, timeline: &Timeline) -> Result<Pace> {
