@@ -73,14 +73,33 @@ where
 
 #[derive(Deserialize)]
 struct WithMeta {
-    metadata: Meta,
+    metadata: MapOf<Meta>,
+}
+
+/// A `T` read from a JSON object only (serde would also take a struct from an array).
+struct MapOf<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOf<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = MapOf<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<MapOf<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(MapOf)
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
 }
 
 /// Reads an object's metadata. Fails on anything that is not a JSON object with a `metadata`
-/// object.
+/// object: so [`with_resource_version`] can set the resourceVersion of any object it reads.
 pub fn meta(object: &[u8]) -> Result<Meta, String> {
-    serde_json::from_slice::<WithMeta>(object)
-        .map(|w| w.metadata)
+    serde_json::from_slice::<MapOf<WithMeta>>(object)
+        .map(|w| w.0.metadata.0)
         .map_err(|e| format!("not a Kubernetes object: {e}"))
 }
 
@@ -166,12 +185,6 @@ pub fn with_resource_version(object: &[u8], rv: &str) -> Result<Vec<u8>, String>
         return Ok(out);
     }
     rewritten_resource_version(object, rv)
-}
-
-/// Whether [`with_resource_version`] can set the object's `metadata.resourceVersion` (it cannot
-/// in what is not a JSON object, or whose metadata is not one).
-pub fn can_set_resource_version(object: &[u8]) -> bool {
-    compact_rv_span(object).is_some() || rewritten_resource_version(object, "1").is_ok()
 }
 
 /// Where the string of the first `metadata.resourceVersion` of the first `metadata` is (quotes
@@ -277,6 +290,26 @@ pub fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_is_read_from_objects_only_so_every_object_read_can_be_rewritten() {
+        let object = br#"{"kind":"Pod","metadata":{"name":"a","resourceVersion":"7"}}"#;
+        assert_eq!(&*meta(object).unwrap().name, "a");
+        assert!(with_resource_version(object, "9").is_ok());
+        // serde would read these as structs; they are not Kubernetes objects.
+        for not_one in [
+            &br#"[{"name":"a"}]"#[..],
+            br#"{"metadata":["a","ns","uid","7"]}"#,
+            br#"{"metadata":null}"#,
+            br#"{"kind":"Pod"}"#,
+        ] {
+            assert!(
+                meta(not_one).is_err(),
+                "{}",
+                String::from_utf8_lossy(not_one)
+            );
+        }
+    }
 
     #[test]
     fn rewriting_the_resource_version_keeps_member_order_and_bytes() {

@@ -177,8 +177,7 @@ struct Slot {
     json: Json,
     /// Its metadata but for the resourceVersion, shared with its version before when the same.
     meta: Arc<Meta>,
-    /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]), and
-    /// [`UNREWRITABLE`].
+    /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]).
     own: u64,
 }
 
@@ -186,8 +185,6 @@ struct Slot {
 const OWN_VALUE: u64 = (1 << 62) - 1;
 /// [`Slot::own`]: its [`Rv`] is a text.
 const OWN_TEXT: u64 = 1 << 63;
-/// [`Slot::own`]: `metadata.resourceVersion` cannot be written into its bytes.
-const UNREWRITABLE: u64 = 1 << 62;
 
 impl Slot {
     fn own(&self) -> Rv {
@@ -286,7 +283,8 @@ impl KindTimeline {
         let index = self.events.get(slot as usize)?.index as usize;
         let rewrite = self.rewrite(slot as usize);
         let mut meta = Meta::clone(&s.meta);
-        let json = if rewrite != 0 && s.own & UNREWRITABLE == 0 {
+        // Any object read ([`json::meta`]) can have its resourceVersion set.
+        let json = if rewrite != 0 {
             meta.resource_version = rewrite.to_string();
             s.json.rewritten(rewrite)
         } else {
@@ -509,13 +507,19 @@ impl Timeline {
     }
 }
 
-/// The bytes of the last version of each live object, by [`rf_format::push_object_key`], and the
-/// [`Json`] they are: what the next version is kept against. Live objects only.
+/// The bytes of the last version of live objects, by [`rf_format::push_object_key`], and the
+/// [`Json`] they are: what the next version is kept against. At most [`RECENT_BUDGET`] bytes
+/// of them: past it, some are forgotten (their next version is kept whole), so that a kind's
+/// many objects that rarely change (a cluster's Events) do not stay in memory.
 #[derive(Default)]
 struct Recent {
     by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
     key: Vec<u8>,
+    bytes: usize,
 }
+
+/// What [`Recent`] keeps of a kind's objects, at most.
+const RECENT_BUDGET: usize = 4 << 20;
 
 impl Recent {
     fn key_of(&mut self, namespace: &str, name: &str) {
@@ -527,9 +531,11 @@ impl Recent {
     /// version's.
     fn keep(&mut self, namespace: &str, name: &str, bytes: Vec<u8>, encoder: &mut Encoder) -> Json {
         self.key_of(namespace, name);
-        match self.by_key.get_mut(self.key.as_slice()) {
+        let added = bytes.len();
+        let json = match self.by_key.get_mut(self.key.as_slice()) {
             Some((base, base_bytes)) => {
                 let json = Json::after(base, base_bytes, &bytes, encoder);
+                self.bytes -= base_bytes.len();
                 *base = json.clone();
                 *base_bytes = bytes;
                 json
@@ -540,20 +546,36 @@ impl Recent {
                     .insert(self.key.as_slice().into(), (json.clone(), bytes));
                 json
             }
+        };
+        self.bytes += added;
+        if self.bytes > RECENT_BUDGET {
+            // Down to half, the others first.
+            let mut bytes = self.bytes;
+            let key = &self.key;
+            self.by_key.retain(|k, (_, b)| {
+                if bytes <= RECENT_BUDGET / 2 || k.as_ref() == key.as_slice() {
+                    return true;
+                }
+                bytes -= b.len();
+                false
+            });
+            self.bytes = bytes;
         }
+        json
     }
 
     fn forget(&mut self, namespace: &str, name: &str) {
         self.key_of(namespace, name);
-        self.by_key.remove(self.key.as_slice());
+        if let Some((_, b)) = self.by_key.remove(self.key.as_slice()) {
+            self.bytes -= b.len();
+        }
     }
 }
 
-/// The namespace and name of every object of a kind, each kept once.
+/// A number for each object (namespace and name) of a kind.
 #[derive(Default)]
 struct Keys {
     ids: HashMap<Box<[u8]>, u32>,
-    names: Vec<(Box<str>, Box<str>)>,
     key: Vec<u8>,
 }
 
@@ -564,16 +586,9 @@ impl Keys {
         if let Some(&id) = self.ids.get(self.key.as_slice()) {
             return id;
         }
-        let id = u32::try_from(self.names.len()).unwrap_or(NONE);
+        let id = u32::try_from(self.ids.len()).unwrap_or(NONE);
         self.ids.insert(self.key.as_slice().into(), id);
-        self.names.push((namespace.into(), name.into()));
         id
-    }
-
-    fn get(&self, id: u32) -> (&str, &str) {
-        self.names
-            .get(id as usize)
-            .map_or(("", ""), |(ns, n)| (&**ns, &**n))
     }
 }
 
@@ -893,10 +908,7 @@ impl Building {
                         }
                     }
                     let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
-                    let mut own = own.value | if own.text { OWN_TEXT } else { 0 };
-                    if !json::can_set_resource_version(&object) {
-                        own |= UNREWRITABLE;
-                    }
+                    let own = own.value | if own.text { OWN_TEXT } else { 0 };
                     let key = self.keys.id(&meta.namespace, &meta.name);
                     let json = self.recent.keep(&r.namespace, &r.name, object, encoder);
                     Ok((
@@ -1029,17 +1041,19 @@ impl Building {
                 (RvMode::Counter, Some(why), base as u64 + 1)
             }
         };
-        let keys = self.keys;
+        drop(self.keys);
+        let slots = &self.slots;
         let objects = self
             .steps
-            .into_iter()
-            .map(|(key, mut steps)| {
+            .into_values()
+            .map(|mut steps| {
                 steps.shrink_to_fit();
-                let (namespace, name) = keys.get(key);
+                // The key is the object's metadata's (of any version).
+                let meta = &slots[steps[0] as usize].meta;
                 (
                     ObjectKey {
-                        namespace: namespace.to_owned(),
-                        name: name.to_owned(),
+                        namespace: meta.namespace.to_string(),
+                        name: meta.name.to_string(),
                     },
                     steps,
                 )

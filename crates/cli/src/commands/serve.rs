@@ -6,13 +6,16 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
-use rf_format::Timestamp;
+use rf_format::{Record, Timestamp};
 use rf_serve::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
 use crate::exit::Exit;
 use crate::input::{self, Recording};
 use crate::timespec::TimeSpec;
+
+/// Records read ahead, per batch handed from the reading thread to the indexing one.
+const BATCH: usize = 512;
 
 /// What `serve DIR` says to do with files that are not one history.
 const ONE_FILE: &str = "serve one of the files (or a directory of one recorder's files)";
@@ -63,30 +66,55 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
             }
         }
         let mut last = start;
-        loop {
-            match reader.next_record() {
-                Ok(Some(r)) => {
-                    last = last.max(r.observed_at);
-                    indexing.push(r);
+        // Read (inflated, rebuilt, decoded) on another core while this one indexes.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
+        let reading = std::thread::spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let ended = loop {
+                match reader.next_record() {
+                    Ok(Some(r)) => {
+                        batch.push(r);
+                        if batch.len() == BATCH {
+                            if tx.send(std::mem::take(&mut batch)).is_err() {
+                                break Ok(());
+                            }
+                            batch.reserve(BATCH);
+                        }
+                    }
+                    Ok(None) => break Ok(()),
+                    Err(e) => break Err(e),
                 }
-                Ok(None) => break,
-                Err(e) if partial => {
-                    eprintln!(
-                        "warning: {}: {e}; serving the {} complete records before it",
+            };
+            let _ = tx.send(batch);
+            (reader, ended)
+        });
+        for batch in rx {
+            for r in batch {
+                last = last.max(r.observed_at);
+                indexing.push(r);
+            }
+        }
+        let (reader, ended) = match reading.join() {
+            Ok(x) => x,
+            Err(_) => bail!("reading {} failed", path.display()),
+        };
+        match ended {
+            Ok(()) => {}
+            Err(e) if partial => {
+                eprintln!(
+                    "warning: {}: {e}; serving the {} complete records before it",
+                    path.display(),
+                    reader.records_read()
+                );
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "failed to read recording {} ({} complete records before the damage; --partial serves them)",
                         path.display(),
                         reader.records_read()
-                    );
-                    break;
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!(
-                            "failed to read recording {} ({} complete records before the damage; --partial serves them)",
-                            path.display(),
-                            reader.records_read()
-                        )
-                    });
-                }
+                    )
+                });
             }
         }
         trailer = reader.trailer().copied();
