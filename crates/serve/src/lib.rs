@@ -128,5 +128,6 @@ pub use selector::{FieldSelector, LabelSelector};
 pub use server::{Background, Server, kubeconfig};
 pub use table::human_duration;
 pub use timeline::{
-    Event, EventType, Indexing, KindTimeline, ObjectKey, RvMode, Timeline, TooOld, Version,
+    Event, EventType, Indexing, KindTimeline, ObjectKey, Prepared, Preparer, RvMode, Timeline,
+    TooOld, Version,
 };

@@ -608,8 +608,6 @@ struct Before {
 /// base is, the end decides).
 #[derive(Default)]
 struct Building {
-    /// The objects' recorded bytes, by the records' namespace and name.
-    recent: Recent,
     /// The objects' namespaces and names, from their metadata.
     keys: Keys,
     /// The slot of each live object's last version, by its key.
@@ -647,7 +645,7 @@ pub struct Indexing {
     namespaces: Vec<String>,
     seen_namespaces: HashSet<String>,
     kinds: BTreeMap<Kind, Building>,
-    encoder: Encoder,
+    preparer: Preparer,
     /// Where the versions' bytes are kept (memory, if no spill file could be made).
     spill: Option<Arc<Spill>>,
     warnings: Vec<String>,
@@ -685,7 +683,7 @@ impl Indexing {
             namespaces: header.source.namespaces.clone(),
             seen_namespaces: header.source.namespaces.iter().cloned().collect(),
             kinds: BTreeMap::new(),
-            encoder: spill.clone().map(Encoder::spilling).unwrap_or_default(),
+            preparer: Preparer::new(spill.clone()),
             spill,
             warnings,
             overflow: false,
@@ -705,6 +703,24 @@ impl Indexing {
     /// Indexes the next record. Past 4,294,967,294 records the rest are not served, with a
     /// warning.
     pub fn push(&mut self, r: Record) {
+        let prepared = self.preparer.prepare(r);
+        self.push_prepared(prepared);
+    }
+
+    /// What [`Indexing::push`] does on this thread that another can do: a [`Preparer`] (of this
+    /// indexing) prepares records in order there, and [`Indexing::push_prepared`] takes them in
+    /// the same order here.
+    pub fn preparer(&self) -> Preparer {
+        Preparer::new(self.spill.clone())
+    }
+
+    /// Indexes the next record, prepared by [`Indexing::preparer`]'s preparer.
+    pub fn push_prepared(&mut self, p: Prepared) {
+        let Prepared {
+            record: r,
+            json,
+            meta,
+        } = p;
         let index = self.times.len();
         if index >= MAX_RECORDS {
             if !self.overflow {
@@ -729,7 +745,6 @@ impl Indexing {
             namespace,
             name,
             resource_version,
-            object,
             ..
         } = r;
         let list_end = op == Op::ListEnd;
@@ -745,13 +760,7 @@ impl Indexing {
             name,
             resource_version,
         };
-        b.push(
-            index as u32,
-            head,
-            object,
-            &mut self.encoder,
-            &mut self.warnings,
-        );
+        b.push(index as u32, head, json, meta, &mut self.warnings);
         if list_end && !self.first_list_end.contains_key(&kind) {
             self.first_list_end.insert(kind, index);
             let before = self
@@ -824,13 +833,82 @@ struct Head<'a> {
     resource_version: String,
 }
 
+/// A record prepared for [`Indexing::push_prepared`] by a [`Preparer`].
+#[derive(Debug)]
+pub struct Prepared {
+    /// The record, without its object.
+    record: Record,
+    /// Its object, kept.
+    json: Option<Json>,
+    /// Its object's metadata, for the records of an object.
+    meta: Option<Result<Meta, String>>,
+}
+
+/// Keeps records' objects (in the scratch file, each against its object's last version) and
+/// reads their metadata: the part of indexing that can run on the thread that reads the
+/// recording ([`Indexing::preparer`]). It prepares the records of one recording in order.
+pub struct Preparer {
+    recent: BTreeMap<Kind, Recent>,
+    encoder: Encoder,
+}
+
+impl std::fmt::Debug for Preparer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Preparer").finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// When its record was observed.
+    pub fn observed_at(&self) -> Timestamp {
+        self.record.observed_at
+    }
+}
+
+impl Preparer {
+    fn new(spill: Option<Arc<Spill>>) -> Preparer {
+        Preparer {
+            recent: BTreeMap::new(),
+            encoder: spill.map(Encoder::spilling).unwrap_or_default(),
+        }
+    }
+
+    /// Prepares the next record.
+    pub fn prepare(&mut self, mut record: Record) -> Prepared {
+        let object = std::mem::take(&mut record.object);
+        let deleted = matches!(record.op, Op::Deleted { .. });
+        let (json, meta) = if !record.op.has_object() {
+            (None, None)
+        } else if object.is_empty() {
+            // A deletion without its object is of the last state; any other record of an
+            // object without one is not served.
+            (None, (!deleted).then(|| json::meta(&object)))
+        } else {
+            let meta = json::meta(&object);
+            let recent = match self.recent.get_mut(&record.kind) {
+                Some(r) => r,
+                None => self.recent.entry(record.kind.clone()).or_default(),
+            };
+            // Kept whether or not it is an object: the base of the object's next version.
+            let json = recent.keep(&record.namespace, &record.name, object, &mut self.encoder);
+            (Some(json), Some(meta))
+        };
+        if deleted {
+            if let Some(recent) = self.recent.get_mut(&record.kind) {
+                recent.forget(&record.namespace, &record.name);
+            }
+        }
+        Prepared { record, json, meta }
+    }
+}
+
 impl Building {
     fn push(
         &mut self,
         index: u32,
         r: Head<'_>,
-        object: Vec<u8>,
-        encoder: &mut Encoder,
+        json: Option<Json>,
+        meta: Option<Result<Meta, String>>,
         warnings: &mut Vec<String>,
     ) {
         self.has_records = true;
@@ -856,7 +934,7 @@ impl Building {
             }
             Op::Gap { .. } => {}
             Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
-                self.object(index, &r, rv, object, encoder, warnings);
+                self.object(index, &r, rv, json, meta, warnings);
             }
         }
     }
@@ -866,27 +944,26 @@ impl Building {
         index: u32,
         r: &Head<'_>,
         rv: Rv,
-        object: Vec<u8>,
-        encoder: &mut Encoder,
+        json: Option<Json>,
+        meta: Option<Result<Meta, String>>,
         warnings: &mut Vec<String>,
     ) {
         let deleted = matches!(r.op, Op::Deleted { .. });
         let inferred = matches!(r.op, Op::Deleted { inferred: true });
-        let from_record = !object.is_empty();
-        let parsed = if !from_record {
-            if !deleted {
-                // An object's record without its object: nothing to serve.
-                Err("no object".to_owned())
-            } else {
+        let from_record = json.is_some();
+        let parsed = match (json, meta) {
+            (None, None) => {
                 let key = self.keys.id(&r.namespace, &r.name);
                 match self.live.get(&key) {
                     Some(&slot) => Ok((key, self.slots[slot as usize].clone())),
                     None => return,
                 }
             }
-        } else {
-            match json::meta(&object) {
-                Ok(mut meta) => {
+            (_, Some(Err(e))) => Err(e),
+            // Not made by a preparer: an empty object never reads as one.
+            (None, Some(Ok(_))) | (Some(_), None) => Err("not a Kubernetes object".to_owned()),
+            (Some(json), Some(Ok(mut meta))) => {
+                {
                     if meta.name.is_empty() {
                         meta.name = Arc::from(r.name.as_str());
                     }
@@ -910,7 +987,6 @@ impl Building {
                     let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
                     let own = own.value | if own.text { OWN_TEXT } else { 0 };
                     let key = self.keys.id(&meta.namespace, &meta.name);
-                    let json = self.recent.keep(&r.namespace, &r.name, object, encoder);
                     Ok((
                         key,
                         Slot {
@@ -920,16 +996,8 @@ impl Building {
                         },
                     ))
                 }
-                Err(e) => {
-                    // Kept as the base of the object's next version all the same.
-                    self.recent.keep(&r.namespace, &r.name, object, encoder);
-                    Err(e)
-                }
             }
         };
-        if deleted {
-            self.recent.forget(&r.namespace, &r.name);
-        }
         let (key, mut slot) = match parsed {
             Ok(x) => x,
             Err(e) => {

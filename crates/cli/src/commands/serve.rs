@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use rf_analyzer::rfc3339;
-use rf_format::{Record, Timestamp};
-use rf_serve::{Faults, Indexing, Options, Pace, Server, Timeline, kubeconfig};
+use rf_format::Timestamp;
+use rf_serve::{Faults, Indexing, Options, Pace, Prepared, Server, Timeline, kubeconfig};
 
 use crate::args::ServeArgs;
 use crate::exit::Exit;
@@ -67,13 +67,15 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
         }
         let mut last = start;
         // Read (inflated, rebuilt, decoded) on another core while this one indexes.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
+        // The object's bytes kept and its metadata read there too.
+        let mut preparer = indexing.preparer();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Prepared>>(4);
         let reading = std::thread::spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
             let ended = loop {
                 match reader.next_record() {
                     Ok(Some(r)) => {
-                        batch.push(r);
+                        batch.push(preparer.prepare(r));
                         if batch.len() == BATCH {
                             if tx.send(std::mem::take(&mut batch)).is_err() {
                                 break Ok(());
@@ -89,9 +91,9 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
             (reader, ended)
         });
         for batch in rx {
-            for r in batch {
-                last = last.max(r.observed_at);
-                indexing.push(r);
+            for p in batch {
+                last = last.max(p.observed_at());
+                indexing.push_prepared(p);
             }
         }
         let (reader, ended) = match reading.join() {
