@@ -9,6 +9,9 @@
 #   analyze -o json          vs  a jq pipeline over the same events as JSON lines (target: >= 20x)
 #   peak RSS of analyze      (target: <= 100 MiB at 1M events)
 #   file size                vs  gzip -6 of the same JSON lines (target: within 5%)
+#   serve FILE: time to its first answer vs analyze (target: <= 1.5x), at the end and at a
+#   moment in the middle (--at; no slower than the end), its peak RSS (target: <= 256 MiB), and
+#   how long a list of each kind takes at the served moment (target: <= 100 ms at 2,000 objects)
 #   record from serve --speed max, record pinned to one core and serve to another (taskset):
 #   records/s on one core, and CPU per record; serve --speed max to plain watch clients, one
 #   curl per kind (events/s, CPU of serve)
@@ -71,6 +74,46 @@ read -r g1_s _ < <(measure gzip -dc "$v1")
 records=$(gzip -dc "$jsonl" | wc -l)
 bytes=$(stat -c %s "$file")
 gz6=$(stat -c %s "$jsonl")
+
+# serve FILE [--at T]: from start to its first answer (it prints its URL once it listens, after
+# reading the whole recording), then one list of each kind at the served moment (curl's time),
+# then its peak RSS once stopped. Prints "seconds peak_kib slowest_list_s slowest_list_path".
+serve_first() {
+  local out="$dir/first.out" t0 t1 url pid slowest=0 slowest_path=- p t
+  rm -f "$out" "$dir/first.time"
+  t0=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$dir/first.time" "$bin" serve "$file" --kubeconfig-out "$dir/first.kc" "$@" \
+    >"$out" 2>"$dir/first.err" &
+  pid=$!
+  until [ -s "$out" ]; do
+    kill -0 "$pid" 2>/dev/null || { cat "$dir/first.err" >&2; return 1; }
+    sleep 0.02
+  done
+  t1=$(date +%s.%N)
+  url=$(head -1 "$out")
+  for p in /apis/argoproj.io/v1alpha1/rollouts /apis/apps/v1/replicasets /api/v1/services \
+    /apis/discovery.k8s.io/v1/endpointslices /api/v1/pods /api/v1/events; do
+    t=$(curl -s -o /dev/null -w '%{time_total}' "$url$p")
+    if awk -v a="$t" -v b="$slowest" 'BEGIN { exit !(a > b) }'; then slowest=$t; slowest_path=$p; fi
+  done
+  kill -INT "$(pgrep -P "$pid" || echo "$pid")" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $(tail -1 "$dir/first.time") $slowest $slowest_path"
+}
+read -r f_s f_kib f_list f_path < <(serve_first)
+read -r a3_s _ < <(measure "$bin" analyze "$file" -o json --fail-on never)
+half=$("$bin" inspect "$file" -o json | jq -r '
+  def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
+  ((.last_record_at | t) - (.first_record_at | t)) / 2 | floor')
+mid="+${half}s"
+read -r m_s m_kib m_list m_path < <(serve_first --at "$mid")
+awk -v f="$f_s" -v a="$a3_s" -v kib="$f_kib" -v l="$f_list" -v lp="$f_path" -v m="$m_s" -v mkib="$m_kib" \
+    -v ml="$m_list" -v mp="$m_path" -v mid="$mid" 'BEGIN {
+  printf "serve FILE, first answer / analyze: %.2f (serve %.2f s, analyze %.2f s)   (target <= 1.5)\n", f / a, f, a
+  printf "serve --at %s (mid): first answer %.2f s, %.2f of the end'"'"'s   (target <= 1.0)\n", mid, m, m / f
+  printf "serve peak RSS:              %.1f MiB at the end, %.1f MiB mid   (target <= 256)\n", kib / 1024, mkib / 1024
+  printf "serve list, slowest kind:    %.0f ms (%s) at the end, %.0f ms (%s) mid   (target <= 100 ms at 2,000 objects)\n", l * 1000, lp, ml * 1000, mp
+}'
 
 # record <- serve --speed max, on loopback.
 kc="$dir/kubeconfig"

@@ -4,7 +4,12 @@
 //! Positions: position `p` is the state after the first `p` records. Positions before the
 //! timeline's base (the end of the recording's initial lists) are not served.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+/// Hashed with foldhash: keys are hashed once or twice per record, and SipHash cost more than
+/// the lookups.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::io::Read;
 use std::sync::Arc;
 
