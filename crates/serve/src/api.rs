@@ -125,6 +125,12 @@ impl Params {
         }
     }
 
+    /// True when whether an object matches depends on more than its namespace: then a watch
+    /// needs an object's version before to tell a change from an entry or an exit.
+    pub fn selects(&self) -> bool {
+        !self.labels.is_empty() || !self.fields.is_empty()
+    }
+
     /// True when an object matches the namespace and selectors.
     pub fn matches(&self, namespace: Option<&str>, v: &Version) -> bool {
         namespace.is_none_or(|ns| &*v.meta.namespace == ns)

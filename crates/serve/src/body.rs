@@ -65,6 +65,14 @@ impl Stored {
         }
     }
 
+    /// Where it is in its spill file, and its length.
+    fn place(&self) -> Option<(u64, usize)> {
+        match self {
+            Stored::Memory(_) => None,
+            Stored::Spilled(place) => Some((place & ((1 << SPILLED_AT_BITS) - 1), self.len())),
+        }
+    }
+
     fn get<'a>(&'a self, spill: Option<&Arc<Spill>>) -> Cow<'a, [u8]> {
         match (self, spill) {
             (Stored::Memory(b), _) => Cow::Borrowed(b),
@@ -276,7 +284,20 @@ impl Json {
 pub struct Rebuilt {
     /// By the address of the version (its [`Json`] is kept with it, so the address stays its).
     by_version: HashMap<usize, (Json, Vec<u8>)>,
+    /// The part of a spill file read last: versions in order were written in order, so one read
+    /// brings the pieces of many.
+    window: Option<Window>,
 }
+
+#[derive(Debug)]
+struct Window {
+    spill: Arc<Spill>,
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+/// How much of a spill file a watch reads at once.
+const WINDOW: usize = 256 << 10;
 
 /// Past this many objects remembered, all are forgotten (the deleted ones would otherwise stay).
 const REBUILT_OBJECTS: usize = 4096;
@@ -295,7 +316,10 @@ impl Rebuilt {
             return;
         };
         let bytes = match self.by_version.remove(&address(base)) {
-            Some((_, base_bytes)) => apply(&base_bytes, &pieces.get(json.spill())),
+            Some((_, base_bytes)) => match (pieces.place(), json.spill()) {
+                (Some((at, len)), Some(spill)) => apply(&base_bytes, self.read(spill, at, len)),
+                _ => apply(&base_bytes, &pieces.get(json.spill())),
+            },
             None => json.rebuild(),
         };
         out.extend_from_slice(&bytes);
@@ -303,6 +327,37 @@ impl Rebuilt {
             self.by_version.clear();
         }
         self.by_version.insert(address(json), (json.clone(), bytes));
+    }
+}
+
+impl Rebuilt {
+    /// The `len` bytes at `at` in `spill`, through the window.
+    fn read(&mut self, spill: &Arc<Spill>, at: u64, len: usize) -> &[u8] {
+        let hit = self.window.as_ref().is_some_and(|w| {
+            Arc::ptr_eq(&w.spill, spill)
+                && w.at <= at
+                && at + len as u64 <= w.at + w.bytes.len() as u64
+        });
+        if !hit {
+            let want = len.max(WINDOW) as u64;
+            let n = want.min(spill.len().saturating_sub(at)).max(len as u64) as usize;
+            let mut bytes = Vec::with_capacity(n);
+            if let Err(e) = spill.read(at, n, &mut bytes) {
+                panic!("internal error: the server's spill file cannot be read: {e}");
+            }
+            self.window = Some(Window {
+                spill: Arc::clone(spill),
+                at,
+                bytes,
+            });
+        }
+        match &self.window {
+            Some(w) => {
+                let from = (at - w.at) as usize;
+                &w.bytes[from..from + len]
+            }
+            None => &[],
+        }
     }
 }
 

@@ -106,6 +106,12 @@ impl LabelSelector {
     }
 
     /// True when the labels satisfy every requirement.
+    /// True when it selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when `labels` match every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => labels.get(k) == Some(v),
@@ -166,6 +172,12 @@ impl FieldSelector {
     }
 
     /// True when the object's metadata satisfies every term.
+    /// True when it selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// True when `meta` matches every requirement.
     pub fn matches(&self, meta: &Meta) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let actual = match field {

@@ -311,6 +311,12 @@ impl KindTimeline {
 
     /// Event `i` after the base, in record order.
     pub fn event(&self, i: usize) -> Option<Event> {
+        self.event_with(i, true)
+    }
+
+    /// Event `i` after the base; its [`Event::previous`] only if `previous` (making a version
+    /// costs; a watch without selectors does not need the one before).
+    pub fn event_with(&self, i: usize, previous: bool) -> Option<Event> {
         let e = self.served().get(i)?;
         let slot = u32::try_from(self.before_base + i).ok()?;
         Some(Event {
@@ -318,7 +324,11 @@ impl KindTimeline {
             kind: e.kind,
             rv: e.rv,
             object: self.version(slot)?,
-            previous: self.version(e.previous),
+            previous: if previous {
+                self.version(e.previous)
+            } else {
+                None
+            },
         })
     }
 

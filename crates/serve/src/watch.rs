@@ -155,7 +155,13 @@ fn event_type(
 ) -> Option<&'static str> {
     let ns = w.scope.1.as_deref();
     let now = w.params.matches(ns, object);
-    let before = previous.is_some_and(|v| w.params.matches(ns, v));
+    // Without a selector the version before (of the same object, in the same namespace)
+    // matched as this one does; it is not made then.
+    let before = if w.params.selects() {
+        previous.is_some_and(|v| w.params.matches(ns, v))
+    } else {
+        now
+    };
     match ty {
         EventType::Added => now.then_some("ADDED"),
         EventType::Modified => match (before, now) {
@@ -305,7 +311,8 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
         }
         let released = shared.clock.released(&tl);
         let due = k.event_index(next).filter(|&index| index < released);
-        if let Some(e) = due.and_then(|_| k.event(next)) {
+        // The version before only when a selector may tell it from this one.
+        if let Some(e) = due.and_then(|_| k.event_with(next, p.selects())) {
             next += 1;
             last_rv = last_rv.max(e.rv);
             dirty = true;
