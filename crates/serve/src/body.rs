@@ -74,23 +74,24 @@ impl Stored {
     }
 
     fn get<'a>(&'a self, spill: Option<&Arc<Spill>>) -> Cow<'a, [u8]> {
-        match (self, spill) {
-            (Stored::Memory(b), _) => Cow::Borrowed(b),
-            (Stored::Spilled(place), Some(spill)) => {
-                let at = place & ((1 << SPILLED_AT_BITS) - 1);
-                let len = self.len();
+        match (self, self.place(), spill) {
+            (Stored::Memory(b), _, _) => Cow::Borrowed(b),
+            (_, Some((at, len)), Some(spill)) => {
                 let mut out = Vec::new();
-                if let Err(e) = spill.read(at, len, &mut out) {
-                    // The server's own scratch file, written before any request: losing it
-                    // (a full or removed temp directory) leaves nothing true to answer.
-                    panic!("internal error: the server's spill file cannot be read: {e}");
-                }
+                read_spilled(spill, at, len, &mut out);
                 Cow::Owned(out)
             }
-            (Stored::Spilled(_), None) => {
-                panic!("internal error: spilled bytes without their spill file")
-            }
+            _ => panic!("internal error: spilled bytes without their spill file"),
         }
+    }
+}
+
+/// Appends the `len` bytes at `at` in `spill` to `out`.
+fn read_spilled(spill: &Spill, at: u64, len: usize, out: &mut Vec<u8>) {
+    if let Err(e) = spill.read(at, len, out) {
+        // The server's own scratch file, written before any request: losing it (a full or
+        // removed temp directory) leaves nothing true to answer.
+        panic!("internal error: the server's spill file cannot be read: {e}");
     }
 }
 
@@ -202,18 +203,6 @@ impl Json {
             Node::Whole { stored, spill } => stored.get(spill.as_ref()),
             Node::Delta { .. } => Cow::Owned(self.rebuild()),
             Node::Rewritten { of, rv } => Cow::Owned(rewrite(&of.bytes(), *rv)),
-        }
-    }
-
-    /// Its bytes, given those of `base` when it is kept against `base` (one delta applied
-    /// instead of a walk from the last whole version): a reader going through an object's
-    /// versions in order holds the last one's bytes.
-    pub fn bytes_after(&self, base: &Json, base_bytes: &[u8]) -> Vec<u8> {
-        match &*self.0 {
-            Node::Delta {
-                base: own, pieces, ..
-            } if Arc::ptr_eq(&own.0, &base.0) => apply(base_bytes, &pieces.get(self.spill())),
-            _ => self.bytes().into_owned(),
         }
     }
 
@@ -342,9 +331,7 @@ impl Rebuilt {
             let want = len.max(WINDOW) as u64;
             let n = want.min(spill.len().saturating_sub(at)).max(len as u64) as usize;
             let mut bytes = Vec::with_capacity(n);
-            if let Err(e) = spill.read(at, n, &mut bytes) {
-                panic!("internal error: the server's spill file cannot be read: {e}");
-            }
+            read_spilled(spill, at, n, &mut bytes);
             self.window = Some(Window {
                 spill: Arc::clone(spill),
                 at,
@@ -446,12 +433,6 @@ mod tests {
         for (n, j) in kept.iter().enumerate().rev() {
             assert_eq!(&*j.bytes(), version(n).as_slice(), "version {n}");
             assert_eq!(j.len(), version(n).len());
-        }
-        for n in 1..50 {
-            let after = kept[n].bytes_after(&kept[n - 1], &version(n - 1));
-            assert_eq!(after, version(n));
-            // Given another version than its base: rebuilt from its chain, still right.
-            assert_eq!(kept[n].bytes_after(&kept[0], &version(0)), version(n));
         }
         assert_eq!(kept[7], Json::whole(&version(7)));
         assert_ne!(kept[7], kept[8]);
