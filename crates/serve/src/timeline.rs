@@ -595,10 +595,16 @@ struct Keys {
 }
 
 impl Keys {
-    fn id(&mut self, namespace: &str, name: &str) -> u32 {
+    /// The object's number, if it has one.
+    fn get(&mut self, namespace: &str, name: &str) -> Option<u32> {
         self.key.clear();
         rf_format::push_object_key(&mut self.key, namespace, name);
-        if let Some(&id) = self.ids.get(self.key.as_slice()) {
+        self.ids.get(self.key.as_slice()).copied()
+    }
+
+    /// The object's number, given one if it has none.
+    fn id(&mut self, namespace: &str, name: &str) -> u32 {
+        if let Some(id) = self.get(namespace, name) {
             return id;
         }
         let id = u32::try_from(self.ids.len()).unwrap_or(NONE);
@@ -968,9 +974,9 @@ impl Building {
         let from_record = json.is_some();
         let parsed = match (json, meta) {
             (None, None) => {
-                let key = self.keys.id(&r.namespace, &r.name);
-                match self.live.get(&key) {
-                    Some(&slot) => Ok((key, self.slots[slot as usize].clone())),
+                let key = self.keys.get(&r.namespace, &r.name);
+                match key.and_then(|key| Some((key, *self.live.get(&key)?))) {
+                    Some((key, slot)) => Ok((key, self.slots[slot as usize].clone())),
                     None => return,
                 }
             }
@@ -978,39 +984,27 @@ impl Building {
             // Not made by a preparer: an empty object never reads as one.
             (None, Some(Ok(_))) | (Some(_), None) => Err("not a Kubernetes object".to_owned()),
             (Some(json), Some(Ok(mut meta))) => {
-                {
-                    if meta.name.is_empty() {
-                        meta.name = Arc::from(r.name.as_str());
-                    }
-                    if meta.namespace.is_empty() {
-                        meta.namespace = Arc::from(r.namespace.as_str());
-                    }
-                    // Objects have few label sets (a ReplicaSet's pods have one) and fewer
-                    // namespaces.
-                    match self.labels.get(&meta.labels) {
-                        Some(labels) => meta.labels = Arc::clone(labels),
-                        None => {
-                            self.labels.insert(Arc::clone(&meta.labels));
-                        }
-                    }
-                    match self.namespaces.get(&meta.namespace) {
-                        Some(ns) => meta.namespace = Arc::clone(ns),
-                        None => {
-                            self.namespaces.insert(Arc::clone(&meta.namespace));
-                        }
-                    }
-                    let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
-                    let own = own.value | if own.text { OWN_TEXT } else { 0 };
-                    let key = self.keys.id(&meta.namespace, &meta.name);
-                    Ok((
-                        key,
-                        Slot {
-                            json,
-                            meta: Arc::new(meta),
-                            own,
-                        },
-                    ))
+                if meta.name.is_empty() {
+                    meta.name = Arc::from(r.name.as_str());
                 }
+                if meta.namespace.is_empty() {
+                    meta.namespace = Arc::from(r.namespace.as_str());
+                }
+                // Objects have few label sets (a ReplicaSet's pods have one) and fewer
+                // namespaces.
+                intern(&mut self.labels, &mut meta.labels);
+                intern(&mut self.namespaces, &mut meta.namespace);
+                let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
+                let own = own.value | if own.text { OWN_TEXT } else { 0 };
+                let key = self.keys.id(&meta.namespace, &meta.name);
+                Ok((
+                    key,
+                    Slot {
+                        json,
+                        meta: Arc::new(meta),
+                        own,
+                    },
+                ))
             }
         };
         let (key, mut slot) = match parsed {
@@ -1026,7 +1020,8 @@ impl Building {
                 return;
             }
         };
-        let existing = self.live.get(&key).map(|&s| &self.slots[s as usize]);
+        let previous = self.live.get(&key).copied();
+        let existing = previous.map(|s| &self.slots[s as usize]);
         let event = if deleted {
             existing.map(|_| EventType::Deleted)
         } else {
@@ -1048,7 +1043,7 @@ impl Building {
         if let Some(o) = existing {
             slot.meta = share(slot.meta, &o.meta);
         }
-        let previous = self.live.get(&key).copied().unwrap_or(NONE);
+        let previous = previous.unwrap_or(NONE);
         let Ok(at) = u32::try_from(self.events.len()) else {
             return;
         };
@@ -1155,6 +1150,16 @@ impl Building {
             texts: self.texts,
             events: self.events,
             before_base,
+        }
+    }
+}
+
+/// `value` replaced by the equal one in `set`, or added to it.
+fn intern<T: ?Sized + std::hash::Hash + Eq>(set: &mut HashSet<Arc<T>>, value: &mut Arc<T>) {
+    match set.get(value) {
+        Some(kept) => *value = Arc::clone(kept),
+        None => {
+            set.insert(Arc::clone(value));
         }
     }
 }
