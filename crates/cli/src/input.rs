@@ -168,7 +168,7 @@ const EACH: &str = "name one file, or pass --each to analyze each on its own";
 
 /// A file may start this much before the one before it ended and still follow it: the
 /// recorder's clock stamps both.
-pub const OVERLAP_TOLERANCE_NANOS: i64 = 1_000_000_000;
+const OVERLAP_TOLERANCE_NANOS: i64 = 1_000_000_000;
 
 /// Which objects [`replay`] reads, and whether the files must be one history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +181,30 @@ pub enum Objects {
     /// The files must be one history: one that starts before the one before it ended is an
     /// error.
     Analyzed,
+}
+
+/// Fails unless `path`, starting at `start`, follows `prev`, which ended at `end` (within
+/// [`OVERLAP_TOLERANCE_NANOS`]): the files of one history do not overlap. `otherwise` says
+/// what to do instead.
+pub fn follows(
+    prev: &Path,
+    end: Timestamp,
+    path: &Path,
+    start: Timestamp,
+    otherwise: &str,
+) -> Result<()> {
+    if start.0 < end.0 - OVERLAP_TOLERANCE_NANOS {
+        bail!(
+            "{} and {} are not one history: {} starts at {}, before {} ended at {}; {otherwise}",
+            prev.display(),
+            path.display(),
+            path.display(),
+            rfc3339(start),
+            prev.display(),
+            rfc3339(end)
+        );
+    }
+    Ok(())
 }
 
 /// Replays `recordings` into `analyzer` as one history; its findings are read from its report.
@@ -200,17 +224,8 @@ pub fn replay(
         let start = reader.header().started_at;
         if let (Some(prev), Some(end)) = (before.as_ref(), analyzer.stopped_at())
             && objects == Objects::Analyzed
-            && start.0 < end.0 - OVERLAP_TOLERANCE_NANOS
         {
-            bail!(
-                "{} and {} are not one history: {} starts at {}, before {} ended at {}; {EACH}",
-                prev.display(),
-                path.display(),
-                path.display(),
-                rfc3339(start),
-                prev.display(),
-                rfc3339(end)
-            );
+            follows(prev, end, &path, start, EACH)?;
         }
         let reader = match objects {
             Objects::All => reader,

@@ -53,17 +53,7 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
     for Recording { path, mut reader } in recordings {
         let start = reader.header().started_at;
         if let Some((prev, end)) = &before {
-            if start.0 < end.0 - input::OVERLAP_TOLERANCE_NANOS {
-                bail!(
-                    "{} and {} are not one history: {} starts at {}, before {} ended at {}; {ONE_FILE}",
-                    prev.display(),
-                    path.display(),
-                    path.display(),
-                    rfc3339(start),
-                    prev.display(),
-                    rfc3339(*end)
-                );
-            }
+            input::follows(prev, *end, &path, start, ONE_FILE)?;
         }
         let mut last = start;
         // Read (inflated, rebuilt, decoded) on another core while this one indexes.
