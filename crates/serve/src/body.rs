@@ -3,6 +3,9 @@
 //! that rebuild it from the one before (the recording's own delta bodies, docs/format.md), with
 //! a whole one every [`KEYFRAME`] versions so that rebuilding one never walks far. On 100,000
 //! records of the bench file the served versions take 51 MB kept so, 290 MB whole.
+//!
+//! Versions are kept in the server's scratch file ([`Spill`]), each record saying what it is
+//! rebuilt from: a version is named by its [`Place`] alone, so the timeline keeps it on disk too.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -21,142 +24,152 @@ const KEYFRAME: u8 = 16;
 pub struct Json(Arc<Node>);
 
 enum Node {
-    /// Whole bytes; `spill` is where they and the pieces of the deltas after them are, if
-    /// not in memory.
-    Whole {
-        stored: Stored,
-        spill: Option<Arc<Spill>>,
-    },
-    /// `len` bytes, rebuilt by applying `pieces` to `base`'s bytes.
-    Delta {
-        base: Json,
-        pieces: Stored,
-        depth: u8,
+    /// Whole bytes in memory: an object the server makes.
+    Whole(Box<[u8]>),
+    /// `len` bytes kept in `spill` at `place`, `depth` deltas from a whole version.
+    Kept {
+        spill: Arc<Spill>,
+        place: Place,
         len: u32,
+        depth: u8,
     },
     /// `of` with its `metadata.resourceVersion` set to `rv` (as [`crate::json::with_resource_version`]
     /// does), made when served.
     Rewritten { of: Json, rv: u64 },
 }
 
-/// Bytes, in memory or in a [`Spill`] file (the one of the whole version a chain starts
-/// from: a version is kept in about 48 bytes of memory, as many versions are).
-enum Stored {
-    Memory(Box<[u8]>),
-    /// Where ([`SPILLED_AT_BITS`]) and how many bytes.
-    Spilled(u64),
+/// Where a kept version's record is in its spill file: its offset, its length, and whether it is
+/// a delta. A delta's record is the [`Place`] of its base ([`DELTA_HEAD`] bytes), then the pieces
+/// that rebuild it from the base's bytes; a whole version's record is its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The offset, with [`DELTA`] set for a delta.
+    at: u64,
+    len: u32,
 }
 
-/// A spilled piece's place is kept in the low 40 bits (a terabyte of scratch file), its length in
-/// the 24 above (16 MiB; a longer one is kept in memory).
-const SPILLED_AT_BITS: u32 = 40;
+/// [`Place::at`]: the record is a delta.
+const DELTA: u64 = 1 << 63;
 
-impl Stored {
-    fn spilled(at: u64, len: usize) -> Option<Stored> {
-        let len = u64::try_from(len).ok()?;
-        (at < 1 << SPILLED_AT_BITS && len < 1 << (64 - SPILLED_AT_BITS))
-            .then_some(Stored::Spilled(at | len << SPILLED_AT_BITS))
+/// The bytes a delta's record starts with: its base's place.
+const DELTA_HEAD: usize = 12;
+
+impl Place {
+    /// The place as two numbers (for a row of the timeline).
+    pub fn to_parts(self) -> (u64, u32) {
+        (self.at, self.len)
     }
 
-    fn len(&self) -> usize {
-        match self {
-            Stored::Memory(b) => b.len(),
-            Stored::Spilled(place) => (place >> SPILLED_AT_BITS) as usize,
-        }
+    /// The place [`Place::to_parts`] gave.
+    pub fn from_parts(at: u64, len: u32) -> Place {
+        Place { at, len }
     }
 
-    /// Where it is in its spill file, and its length.
-    fn place(&self) -> Option<(u64, usize)> {
-        match self {
-            Stored::Memory(_) => None,
-            Stored::Spilled(place) => Some((place & ((1 << SPILLED_AT_BITS) - 1), self.len())),
-        }
+    fn offset(self) -> u64 {
+        self.at & !DELTA
     }
 
-    fn get<'a>(&'a self, spill: Option<&Arc<Spill>>) -> Cow<'a, [u8]> {
-        match (self, self.place(), spill) {
-            (Stored::Memory(b), _, _) => Cow::Borrowed(b),
-            (_, Some((at, len)), Some(spill)) => {
-                let mut out = Vec::new();
-                read_spilled(spill, at, len, &mut out);
-                Cow::Owned(out)
-            }
-            _ => panic!("internal error: spilled bytes without their spill file"),
-        }
+    fn is_delta(self) -> bool {
+        self.at & DELTA != 0
+    }
+
+    /// The record's bytes.
+    fn read(self, spill: &Spill) -> Vec<u8> {
+        let mut out = Vec::new();
+        spill.must_read(self.offset(), self.len as usize, &mut out);
+        out
     }
 }
 
-/// Appends the `len` bytes at `at` in `spill` to `out`.
-fn read_spilled(spill: &Spill, at: u64, len: usize, out: &mut Vec<u8>) {
-    if let Err(e) = spill.read(at, len, out) {
-        // The server's own scratch file, written before any request: losing it (a full or
-        // removed temp directory) leaves nothing true to answer.
-        panic!("internal error: the server's spill file cannot be read: {e}");
-    }
+/// A delta's record: its base, and its pieces.
+fn split_delta(record: &[u8]) -> (Place, &[u8]) {
+    let (head, pieces) = record.split_at(DELTA_HEAD.min(record.len()));
+    let mut at = [0u8; 8];
+    let mut len = [0u8; 4];
+    at.copy_from_slice(head.get(..8).unwrap_or(&[0; 8]));
+    len.copy_from_slice(head.get(8..12).unwrap_or(&[0; 4]));
+    let base = Place {
+        at: u64::from_le_bytes(at),
+        len: u32::from_le_bytes(len),
+    };
+    (base, pieces)
 }
 
 /// What makes the pieces of a delta, with its buffers, and where it keeps what it makes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Encoder {
     encoder: DeltaEncoder,
     pieces: Vec<u8>,
-    /// Where kept bytes go: memory when `None`.
-    spill: Option<Arc<Spill>>,
+    /// A delta's record: its base's place, then its pieces.
+    record: Vec<u8>,
+    spill: Arc<Spill>,
 }
 
 impl Encoder {
     /// An encoder that keeps what it makes in `spill`.
-    pub fn spilling(spill: Arc<Spill>) -> Encoder {
+    pub fn new(spill: Arc<Spill>) -> Encoder {
         Encoder {
-            spill: Some(spill),
-            ..Encoder::default()
+            encoder: DeltaEncoder::default(),
+            pieces: Vec::new(),
+            record: Vec::new(),
+            spill,
         }
     }
 
-    /// `bytes` in `spill` (if it can take them), else in memory.
-    fn store(spill: Option<&Arc<Spill>>, bytes: &[u8]) -> Stored {
-        if let Some(spill) = spill {
-            if !bytes.is_empty() && Stored::spilled(spill.len(), bytes.len()).is_some() {
-                if let Some(stored) = spill
-                    .append(bytes)
-                    .ok()
-                    .and_then(|at| Stored::spilled(at, bytes.len()))
-                {
-                    return stored;
-                }
-            }
-        }
-        Stored::Memory(bytes.into())
-    }
-
-    /// `bytes`, kept whole where this encoder keeps what it makes.
-    pub fn whole(&self, bytes: &[u8]) -> Json {
-        let stored = Encoder::store(self.spill.as_ref(), bytes);
-        let spill = match stored {
-            Stored::Spilled(_) => self.spill.clone(),
-            Stored::Memory(_) => None,
-        };
-        Json(Arc::new(Node::Whole { stored, spill }))
+    /// `bytes`, kept whole in this encoder's spill; `None` past 4 GiB.
+    pub fn whole(&self, bytes: &[u8]) -> Option<Json> {
+        let len = u32::try_from(bytes.len()).ok()?;
+        let at = self.spill.append(bytes);
+        Some(Json(Arc::new(Node::Kept {
+            spill: Arc::clone(&self.spill),
+            place: Place { at, len },
+            len,
+            depth: 0,
+        })))
     }
 }
 
 impl Json {
-    /// `bytes`, kept whole.
+    /// `bytes`, kept whole in memory.
     pub fn whole(bytes: &[u8]) -> Json {
-        Json(Arc::new(Node::Whole {
-            stored: Stored::Memory(bytes.into()),
-            spill: None,
+        Json(Arc::new(Node::Whole(bytes.into())))
+    }
+
+    /// The version kept at `place` in `spill`, `len` bytes long, `depth` deltas from a whole one
+    /// (what [`Json::place`], [`Json::len`] and [`Json::depth`] of a kept version were).
+    pub fn kept(spill: &Arc<Spill>, place: Place, len: u32, depth: u8) -> Json {
+        Json(Arc::new(Node::Kept {
+            spill: Arc::clone(spill),
+            place,
+            len,
+            depth,
         }))
     }
 
+    /// Where it is kept, if in a spill.
+    pub fn place(&self) -> Option<Place> {
+        match &*self.0 {
+            Node::Kept { place, .. } => Some(*place),
+            _ => None,
+        }
+    }
+
     /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
-    /// or whole: every 16 versions, and when the pieces would not be much smaller.
-    pub fn after(base: &Json, base_bytes: &[u8], target: &[u8], encoder: &mut Encoder) -> Json {
+    /// or whole: every 16 versions, when the pieces would not be much smaller, and when `base`
+    /// is not kept where the encoder keeps what it makes. `None` past 4 GiB.
+    pub fn after(
+        base: &Json,
+        base_bytes: &[u8],
+        target: &[u8],
+        encoder: &mut Encoder,
+    ) -> Option<Json> {
         let depth = base.depth() + 1;
-        let (Ok(len), true) = (u32::try_from(target.len()), depth < KEYFRAME) else {
-            return encoder.whole(target);
+        let len = u32::try_from(target.len()).ok()?;
+        let base_place = match &*base.0 {
+            Node::Kept { spill, place, .. } if Arc::ptr_eq(spill, &encoder.spill) => *place,
+            _ => return encoder.whole(target),
         };
-        if base_bytes.is_empty() || target.is_empty() {
+        if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
             return encoder.whole(target);
         }
         encoder
@@ -165,29 +178,37 @@ impl Json {
         if encoder.pieces.len() > target.len() / 2 {
             return encoder.whole(target);
         }
-        // The pieces go where the chain's whole version is.
-        let pieces = Encoder::store(base.spill(), &encoder.pieces);
-        Json(Arc::new(Node::Delta {
-            base: base.clone(),
-            pieces,
-            depth,
+        let record = &mut encoder.record;
+        record.clear();
+        record.extend_from_slice(&base_place.at.to_le_bytes());
+        record.extend_from_slice(&base_place.len.to_le_bytes());
+        record.extend_from_slice(&encoder.pieces);
+        let stored = u32::try_from(record.len()).ok()?;
+        let at = encoder.spill.append(record);
+        Some(Json(Arc::new(Node::Kept {
+            spill: Arc::clone(&encoder.spill),
+            place: Place {
+                at: at | DELTA,
+                len: stored,
+            },
             len,
-        }))
+            depth,
+        })))
     }
 
     /// How many deltas separate it from a whole version.
-    fn depth(&self) -> u8 {
+    pub fn depth(&self) -> u8 {
         match &*self.0 {
-            Node::Whole { .. } | Node::Rewritten { .. } => 0,
-            Node::Delta { depth, .. } => *depth,
+            Node::Kept { depth, .. } => *depth,
+            Node::Whole(_) | Node::Rewritten { .. } => 0,
         }
     }
 
     /// Its length in bytes.
     pub fn len(&self) -> usize {
         match &*self.0 {
-            Node::Whole { stored, .. } => stored.len(),
-            Node::Delta { len, .. } => *len as usize,
+            Node::Whole(b) => b.len(),
+            Node::Kept { len, .. } => *len as usize,
             Node::Rewritten { .. } => self.bytes().len(),
         }
     }
@@ -197,11 +218,11 @@ impl Json {
         self.len() == 0
     }
 
-    /// Its bytes: borrowed when kept whole, else rebuilt.
+    /// Its bytes: borrowed when kept whole in memory, else read or rebuilt.
     pub fn bytes(&self) -> Cow<'_, [u8]> {
         match &*self.0 {
-            Node::Whole { stored, spill } => stored.get(spill.as_ref()),
-            Node::Delta { .. } => Cow::Owned(self.rebuild()),
+            Node::Whole(b) => Cow::Borrowed(b),
+            Node::Kept { spill, place, .. } => Cow::Owned(rebuild(spill, *place)),
             Node::Rewritten { of, rv } => Cow::Owned(rewrite(&of.bytes(), *rv)),
         }
     }
@@ -222,57 +243,44 @@ impl Json {
         }
     }
 
-    /// The spill file of the whole version its chain starts from, if its bytes are in one.
-    fn spill(&self) -> Option<&Arc<Spill>> {
-        let mut at = self;
-        loop {
-            match &*at.0 {
-                Node::Whole { spill, .. } => return spill.as_ref(),
-                Node::Delta { base, .. } => at = base,
-                Node::Rewritten { .. } => return None,
-            }
-        }
-    }
-
     /// True when both are the same kept version (not only the same bytes).
     pub fn same(&self, other: &Json) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-
-    fn rebuild(&self) -> Vec<u8> {
-        // The chain from this version back to its whole one, at most KEYFRAME long.
-        let mut chain: Vec<&Stored> = Vec::with_capacity(usize::from(KEYFRAME));
-        let mut at = self;
-        let (whole, spill) = loop {
-            match &*at.0 {
-                Node::Rewritten { .. } => break (Cow::Owned(at.bytes().into_owned()), None),
-                Node::Whole { stored, spill } => {
-                    break (stored.get(spill.as_ref()), spill.as_ref());
-                }
-                Node::Delta { base, pieces, .. } => {
-                    chain.push(pieces);
-                    at = base;
-                }
-            }
-        };
-        // The first delta applied to the whole version where it is, not to a copy.
-        let mut bytes: Option<Vec<u8>> = None;
-        for pieces in chain.iter().rev() {
-            bytes = Some(apply(
-                bytes.as_deref().unwrap_or(&whole),
-                &pieces.get(spill),
-            ));
+        match (&*self.0, &*other.0) {
+            (
+                Node::Kept { spill, place, .. },
+                Node::Kept {
+                    spill: s, place: p, ..
+                },
+            ) => Arc::ptr_eq(spill, s) && place == p,
+            _ => Arc::ptr_eq(&self.0, &other.0),
         }
-        bytes.unwrap_or_else(|| whole.into_owned())
     }
+}
+
+/// The bytes of the version kept at `place`: its whole version's, with the pieces of the chain's
+/// deltas applied in order.
+fn rebuild(spill: &Spill, place: Place) -> Vec<u8> {
+    // The chain from this version back to its whole one, at most KEYFRAME long.
+    let mut chain: Vec<Vec<u8>> = Vec::new();
+    let mut at = place;
+    while at.is_delta() {
+        let record = at.read(spill);
+        at = split_delta(&record).0;
+        chain.push(record);
+    }
+    let mut bytes = at.read(spill);
+    for record in chain.iter().rev() {
+        bytes = apply(&bytes, split_delta(record).1);
+    }
+    bytes
 }
 
 /// The bytes of the versions written last, one per object, for a reader that goes through the
 /// versions of objects in order (a watch): each is rebuilt from the one before with one delta.
 #[derive(Debug, Default)]
 pub struct Rebuilt {
-    /// By the address of the version (its [`Json`] is kept with it, so the address stays its).
-    by_version: HashMap<usize, (Json, Vec<u8>)>,
+    /// By the offset of the version's record.
+    by_version: HashMap<u64, Vec<u8>>,
     /// The part of a spill file read last: versions in order were written in order, so one read
     /// brings the pieces of many.
     window: Option<Window>,
@@ -294,34 +302,31 @@ const REBUILT_OBJECTS: usize = 4096;
 impl Rebuilt {
     /// Appends the bytes of `json` to `out`.
     pub fn write(&mut self, json: &Json, out: &mut Vec<u8>) {
-        if let Node::Rewritten { of, rv } = &*json.0 {
-            let mut recorded = Vec::new();
-            self.write(of, &mut recorded);
-            out.extend_from_slice(&rewrite(&recorded, *rv));
-            return;
+        match &*json.0 {
+            Node::Rewritten { of, rv } => {
+                let mut recorded = Vec::new();
+                self.write(of, &mut recorded);
+                out.extend_from_slice(&rewrite(&recorded, *rv));
+            }
+            Node::Kept { spill, place, .. } if place.is_delta() => {
+                let base = split_delta(self.read(spill, *place)).0;
+                let bytes = match self.by_version.remove(&base.at) {
+                    Some(base_bytes) => apply(&base_bytes, split_delta(self.read(spill, *place)).1),
+                    None => rebuild(spill, *place),
+                };
+                out.extend_from_slice(&bytes);
+                if self.by_version.len() >= REBUILT_OBJECTS {
+                    self.by_version.clear();
+                }
+                self.by_version.insert(place.at, bytes);
+            }
+            _ => out.extend_from_slice(&json.bytes()),
         }
-        let Node::Delta { base, pieces, .. } = &*json.0 else {
-            out.extend_from_slice(&json.bytes());
-            return;
-        };
-        let bytes = match self.by_version.remove(&address(base)) {
-            Some((_, base_bytes)) => match (pieces.place(), json.spill()) {
-                (Some((at, len)), Some(spill)) => apply(&base_bytes, self.read(spill, at, len)),
-                _ => apply(&base_bytes, &pieces.get(json.spill())),
-            },
-            None => json.rebuild(),
-        };
-        out.extend_from_slice(&bytes);
-        if self.by_version.len() >= REBUILT_OBJECTS {
-            self.by_version.clear();
-        }
-        self.by_version.insert(address(json), (json.clone(), bytes));
     }
-}
 
-impl Rebuilt {
-    /// The `len` bytes at `at` in `spill`, through the window.
-    fn read(&mut self, spill: &Arc<Spill>, at: u64, len: usize) -> &[u8] {
+    /// The record at `place` in `spill`, through the window.
+    fn read(&mut self, spill: &Arc<Spill>, place: Place) -> &[u8] {
+        let (at, len) = (place.offset(), place.len as usize);
         let hit = self.window.as_ref().is_some_and(|w| {
             Arc::ptr_eq(&w.spill, spill)
                 && w.at <= at
@@ -331,7 +336,7 @@ impl Rebuilt {
             let want = len.max(WINDOW) as u64;
             let n = want.min(spill.len().saturating_sub(at)).max(len as u64) as usize;
             let mut bytes = Vec::with_capacity(n);
-            read_spilled(spill, at, n, &mut bytes);
+            spill.must_read(at, n, &mut bytes);
             self.window = Some(Window {
                 spill: Arc::clone(spill),
                 at,
@@ -346,10 +351,6 @@ impl Rebuilt {
             None => &[],
         }
     }
-}
-
-fn address(json: &Json) -> usize {
-    Arc::as_ptr(&json.0) as usize
 }
 
 /// `bytes` with `metadata.resourceVersion` set to `rv`; as they are if it cannot be (the server
@@ -398,44 +399,55 @@ mod tests {
         .into_bytes()
     }
 
-    /// Versions 0 to `n - 1`, each kept after the one before.
-    fn chain(n: usize) -> Vec<Json> {
-        let mut encoder = Encoder::default();
-        let mut kept: Vec<Json> = vec![Json::whole(&version(0))];
+    /// Versions 0 to `n - 1`, each kept after the one before, in `spill`.
+    fn chain_in(spill: Arc<Spill>, n: usize) -> Vec<Json> {
+        let mut encoder = Encoder::new(spill);
+        let mut kept: Vec<Json> = vec![encoder.whole(&version(0)).unwrap()];
         for n in 1..n {
             let base = kept[n - 1].clone();
-            kept.push(Json::after(
-                &base,
-                &version(n - 1),
-                &version(n),
-                &mut encoder,
-            ));
+            kept.push(Json::after(&base, &version(n - 1), &version(n), &mut encoder).unwrap());
         }
         kept
     }
 
-    #[test]
-    fn a_version_takes_48_bytes_of_memory_with_its_counts() {
-        assert!(
-            std::mem::size_of::<Node>() <= 32,
-            "{}",
-            std::mem::size_of::<Node>()
-        );
+    fn chain(n: usize) -> Vec<Json> {
+        chain_in(Spill::memory(), n)
     }
 
     #[test]
     fn every_version_rebuilds_to_its_bytes_in_and_out_of_order() {
-        let kept = chain(50);
-        // Mostly deltas, a whole one every KEYFRAME.
-        let deltas = kept.iter().filter(|j| j.depth() > 0).count();
-        assert!(deltas > 40, "{deltas} deltas");
-        assert!(kept.iter().all(|j| j.depth() < KEYFRAME));
-        for (n, j) in kept.iter().enumerate().rev() {
-            assert_eq!(&*j.bytes(), version(n).as_slice(), "version {n}");
-            assert_eq!(j.len(), version(n).len());
+        for spill in [Spill::memory(), Spill::create().unwrap()] {
+            let kept = chain_in(spill, 50);
+            // Mostly deltas, a whole one every KEYFRAME.
+            let deltas = kept.iter().filter(|j| j.depth() > 0).count();
+            assert!(deltas > 40, "{deltas} deltas");
+            assert!(kept.iter().all(|j| j.depth() < KEYFRAME));
+            for (n, j) in kept.iter().enumerate().rev() {
+                assert_eq!(&*j.bytes(), version(n).as_slice(), "version {n}");
+                assert_eq!(j.len(), version(n).len());
+            }
+            assert_eq!(kept[7], Json::whole(&version(7)));
+            assert_ne!(kept[7], kept[8]);
         }
-        assert_eq!(kept[7], Json::whole(&version(7)));
-        assert_ne!(kept[7], kept[8]);
+    }
+
+    #[test]
+    fn a_version_named_by_its_place_alone_is_the_same_version() {
+        let spill = Spill::create().unwrap();
+        let kept = chain_in(Arc::clone(&spill), 40);
+        spill.flush().unwrap();
+        for (n, j) in kept.iter().enumerate() {
+            let (at, len) = j.place().unwrap().to_parts();
+            let again = Json::kept(
+                &spill,
+                Place::from_parts(at, len),
+                j.len() as u32,
+                j.depth(),
+            );
+            assert!(again.same(j), "version {n}");
+            assert_eq!(&*again.bytes(), version(n).as_slice(), "version {n}");
+        }
+        assert!(!kept[3].same(&kept[4]));
     }
 
     #[test]
@@ -454,17 +466,23 @@ mod tests {
 
     #[test]
     fn unlike_bytes_are_kept_whole() {
-        let mut encoder = Encoder::default();
-        let a = Json::whole(b"{\"a\":1}");
+        let mut encoder = Encoder::new(Spill::memory());
+        let a = encoder.whole(b"{\"a\":1}").unwrap();
         let b = Json::after(
             &a,
             b"{\"a\":1}",
             b"[\"entirely\",\"different\"]",
             &mut encoder,
-        );
+        )
+        .unwrap();
         assert_eq!(b.depth(), 0);
-        let empty = Json::after(&a, b"{\"a\":1}", b"", &mut encoder);
+        let empty = Json::after(&a, b"{\"a\":1}", b"", &mut encoder).unwrap();
         assert!(empty.is_empty());
         assert_eq!(&*empty.bytes(), b"");
+        // A base not kept in the encoder's spill is not one a delta can name.
+        let memory = Json::whole(b"{\"a\":1}");
+        let c = Json::after(&memory, b"{\"a\":1}", b"{\"a\":2}", &mut encoder).unwrap();
+        assert_eq!(c.depth(), 0);
+        assert_eq!(&*c.bytes(), b"{\"a\":2}");
     }
 }

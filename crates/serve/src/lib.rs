@@ -112,6 +112,7 @@ mod http;
 mod json;
 mod options;
 mod resource;
+mod rows;
 mod selector;
 mod server;
 mod spill;

@@ -16,14 +16,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The bytes appended last, written to the file when they reach this size.
 const BUFFER: usize = 1 << 20;
 
-/// An append-only file of byte strings, read back by position.
+/// An append-only file of byte strings, read back by position. Without a file (none could be
+/// made, or one stopped taking writes) what it has not written stays in memory: everything
+/// appended is readable either way.
 pub struct Spill {
-    file: File,
+    file: Option<File>,
     /// How many bytes of the file are written (everything before this offset is readable with
     /// `pread`, without the lock).
     written: AtomicU64,
     /// The bytes appended after `written`, not yet written.
-    tail: Mutex<Vec<u8>>,
+    tail: Mutex<Tail>,
+}
+
+struct Tail {
+    bytes: Vec<u8>,
+    /// Why the file takes no more writes: the tail then grows in memory.
+    failed: Option<String>,
 }
 
 impl std::fmt::Debug for Spill {
@@ -52,11 +60,7 @@ impl Spill {
         if cfg!(unix) {
             std::fs::remove_file(&path)?;
         }
-        Ok(Arc::new(Spill {
-            file,
-            written: AtomicU64::new(0),
-            tail: Mutex::new(Vec::with_capacity(BUFFER)),
-        }))
+        Ok(Spill::with(Some(file)))
     }
 
     /// A new spill file in the temp directory.
@@ -64,67 +68,136 @@ impl Spill {
         Spill::create_in(&std::env::temp_dir())
     }
 
-    fn tail(&self) -> MutexGuard<'_, Vec<u8>> {
+    /// A spill that keeps everything in memory.
+    pub fn memory() -> Arc<Spill> {
+        Spill::with(None)
+    }
+
+    fn with(file: Option<File>) -> Arc<Spill> {
+        let buffer = if file.is_some() { BUFFER } else { 0 };
+        Arc::new(Spill {
+            file,
+            written: AtomicU64::new(0),
+            tail: Mutex::new(Tail {
+                bytes: Vec::with_capacity(buffer),
+                failed: None,
+            }),
+        })
+    }
+
+    fn tail(&self) -> MutexGuard<'_, Tail> {
         // A panic while the lock was held left the bytes as they were: still usable.
         self.tail.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends `bytes`; returns where they start.
-    pub fn append(&self, bytes: &[u8]) -> io::Result<u64> {
+    /// Appends `bytes`; returns where they start. When the file fails to take them, they and
+    /// everything after are kept in memory ([`Spill::flush`] says why).
+    pub fn append(&self, bytes: &[u8]) -> u64 {
         let mut tail = self.tail();
-        let at = self.written.load(Ordering::Acquire) + tail.len() as u64;
-        tail.extend_from_slice(bytes);
-        if tail.len() >= BUFFER {
-            self.write_tail(&mut tail)?;
+        let at = self.written.load(Ordering::Acquire) + tail.bytes.len() as u64;
+        tail.bytes.extend_from_slice(bytes);
+        if tail.bytes.len() >= BUFFER && tail.failed.is_none() && self.file.is_some() {
+            self.write_tail(&mut tail);
         }
-        Ok(at)
+        at
     }
 
-    fn write_tail(&self, tail: &mut Vec<u8>) -> io::Result<()> {
+    fn write_tail(&self, tail: &mut Tail) {
+        let Some(file) = &self.file else { return };
         let at = self.written.load(Ordering::Acquire);
-        write_at(&self.file, tail, at)?;
-        self.written
-            .store(at + tail.len() as u64, Ordering::Release);
-        tail.clear();
-        Ok(())
+        match write_at(file, &tail.bytes, at) {
+            Ok(()) => {
+                self.written
+                    .store(at + tail.bytes.len() as u64, Ordering::Release);
+                tail.bytes.clear();
+            }
+            Err(e) => tail.failed = Some(e.to_string()),
+        }
     }
 
-    /// Writes what is buffered, so every later read is a `pread` without the lock.
-    pub fn flush(&self) -> io::Result<()> {
-        let mut tail = self.tail();
-        if tail.is_empty() {
+    /// Writes what is buffered, so every later read is a `pread` without the lock; or says why
+    /// the bytes not written are kept in memory (a spill without a file keeps them there).
+    pub fn flush(&self) -> Result<(), String> {
+        if self.file.is_none() {
             return Ok(());
         }
-        self.write_tail(&mut tail)?;
-        tail.shrink_to(0);
-        Ok(())
+        let mut tail = self.tail();
+        if tail.failed.is_none() && !tail.bytes.is_empty() {
+            self.write_tail(&mut tail);
+            if tail.failed.is_none() {
+                tail.bytes.shrink_to(0);
+            }
+        }
+        match &tail.failed {
+            Some(why) if !tail.bytes.is_empty() => Err(why.clone()),
+            _ => Ok(()),
+        }
     }
 
     /// Appends the `len` bytes at `at` to `out`.
     pub fn read(&self, at: u64, len: usize, out: &mut Vec<u8>) -> io::Result<()> {
         let start = out.len();
         out.resize(start + len, 0);
-        let end = at + len as u64;
+        self.read_exact(at, &mut out[start..])
+    }
+
+    /// Fills `out` with the bytes at `at`.
+    pub fn read_exact(&self, at: u64, out: &mut [u8]) -> io::Result<()> {
+        let end = at + out.len() as u64;
         if end <= self.written.load(Ordering::Acquire) {
-            return read_at(&self.file, &mut out[start..], at);
+            return read_at(self.file()?, out, at);
         }
         let tail = self.tail();
         let written = self.written.load(Ordering::Acquire);
-        if at >= written {
-            let from = usize::try_from(at - written).map_err(io::Error::other)?;
-            match tail.get(from..from + len) {
-                Some(b) => out[start..].copy_from_slice(b),
-                None => return Err(io::Error::other("read past the end of the spill file")),
-            }
-            return Ok(());
+        let split = usize::try_from(written.saturating_sub(at)).map_err(io::Error::other)?;
+        let from = usize::try_from(at.saturating_sub(written)).map_err(io::Error::other)?;
+        let (file_part, tail_part) = out.split_at_mut(split.min(out.len()));
+        match tail.bytes.get(from..from + tail_part.len()) {
+            Some(b) => tail_part.copy_from_slice(b),
+            None => return Err(io::Error::other("read past the end of the spill file")),
         }
         drop(tail);
-        read_at(&self.file, &mut out[start..], at)
+        if file_part.is_empty() {
+            return Ok(());
+        }
+        read_at(self.file()?, file_part, at)
+    }
+
+    /// Writes `bytes` over the bytes at `at` (which were appended).
+    pub fn overwrite(&self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        let mut tail = self.tail();
+        let written = self.written.load(Ordering::Acquire);
+        let end = at + bytes.len() as u64;
+        if end > written + tail.bytes.len() as u64 {
+            return Err(io::Error::other("write past the end of the spill file"));
+        }
+        let split = usize::try_from(written.saturating_sub(at)).map_err(io::Error::other)?;
+        let from = usize::try_from(at.saturating_sub(written)).map_err(io::Error::other)?;
+        let (file_part, tail_part) = bytes.split_at(split.min(bytes.len()));
+        tail.bytes[from..from + tail_part.len()].copy_from_slice(tail_part);
+        if file_part.is_empty() {
+            return Ok(());
+        }
+        write_at(self.file()?, file_part, at)
+    }
+
+    fn file(&self) -> io::Result<&File> {
+        self.file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the spill has no file"))
+    }
+
+    /// Appends the `len` bytes at `at` to `out`; the bytes were appended by this server before,
+    /// so failing to read them (a full or removed temp directory) leaves nothing true to answer.
+    pub fn must_read(&self, at: u64, len: usize, out: &mut Vec<u8>) {
+        if let Err(e) = self.read(at, len, out) {
+            panic!("internal error: the server's spill file cannot be read: {e}");
+        }
     }
 
     /// How many bytes were appended.
     pub fn len(&self) -> u64 {
-        self.written.load(Ordering::Acquire) + self.tail().len() as u64
+        self.written.load(Ordering::Acquire) + self.tail().bytes.len() as u64
     }
 
     /// True before anything was appended.
@@ -175,7 +248,7 @@ mod tests {
         // Enough to cross the buffer several times, in pieces of many sizes.
         for n in 0..3000usize {
             let bytes = vec![(n % 251) as u8; n % 1700];
-            let at = spill.append(&bytes).unwrap();
+            let at = spill.append(&bytes);
             places.push((at, bytes));
             // Read back at once: from the buffer or the file.
             let (at, bytes) = &places[n / 2];
@@ -200,7 +273,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rf-spill-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let spill = Spill::create_in(&dir).unwrap();
-        spill.append(b"abc").unwrap();
+        spill.append(b"abc");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir(&dir).unwrap();
     }

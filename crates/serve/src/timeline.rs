@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use rf_format::{Header, Kind, Op, Reader, Record, Timestamp, Trailer};
 
-use crate::body::{Encoder, Json};
+use crate::body::{Encoder, Json, Place};
 use crate::json::{self, Meta};
 use crate::resource::Resource;
+use crate::rows::{Row, Rows};
 use crate::spill::Spill;
 
 /// An object's identity within its kind.
@@ -174,44 +175,104 @@ impl Texts {
 /// No version or event.
 const NONE: u32 = u32::MAX;
 
-/// One version of an object: the object of one event (before the base too), as kept (in 24
-/// bytes). Its [`Version`] is made when asked for.
-#[derive(Clone, Debug)]
-struct Slot {
-    /// The recorded object.
-    json: Json,
-    /// Its metadata but for the resourceVersion, shared with its version before when the same.
-    meta: Arc<Meta>,
-    /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]).
-    own: u64,
-}
-
-/// [`Slot::own`]: the value of its [`Rv`].
+/// [`Ev::own`]: the value of its [`Rv`].
 const OWN_VALUE: u64 = (1 << 62) - 1;
-/// [`Slot::own`]: its [`Rv`] is a text.
+/// [`Ev::own`]: its [`Rv`] is a text.
 const OWN_TEXT: u64 = 1 << 63;
 
-impl Slot {
-    fn own(&self) -> Rv {
-        Rv {
-            value: self.own & OWN_VALUE,
-            text: self.own & OWN_TEXT != 0,
-        }
-    }
-}
-
-/// One event of the kind (before the base too): event `i` made slot `i`.
+/// One event of the kind (before the base too), and the version of the object it made (event
+/// `i` made version `i`): a row of the kind's [`Rows`], on disk.
 #[derive(Clone, Copy, Debug)]
 struct Ev {
     /// While building, the recorded resourceVersion ([`Rv`]); then the served one.
     rv: u64,
     index: u32,
-    /// The slot of the object's version before, or [`NONE`].
+    /// The object's version before, or [`NONE`].
     previous: u32,
     /// The relist it is part of ([`Building::groups`]), or [`NONE`].
     group: u32,
     kind: EventType,
     flags: u8,
+    /// The version's bytes: where they are kept, how long they are, how many deltas from a
+    /// whole version.
+    place: Place,
+    len: u32,
+    depth: u8,
+    /// Its metadata but for the resourceVersion ([`KindTimeline::metas`]).
+    meta: u32,
+    /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]).
+    own: u64,
+}
+
+/// The [`Rv`] an [`Ev::own`] is.
+fn own_rv(own: u64) -> Rv {
+    Rv {
+        value: own & OWN_VALUE,
+        text: own & OWN_TEXT != 0,
+    }
+}
+
+impl Ev {
+    fn own(&self) -> Rv {
+        own_rv(self.own)
+    }
+
+    fn json(&self, spill: &Arc<Spill>) -> Json {
+        Json::kept(spill, self.place, self.len, self.depth)
+    }
+}
+
+impl Row for Ev {
+    const SIZE: usize = 52;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        let (at, stored) = self.place.to_parts();
+        let kind = match self.kind {
+            EventType::Added => 0u8,
+            EventType::Modified => 1,
+            EventType::Deleted => 2,
+        };
+        out.extend_from_slice(&self.rv.to_le_bytes());
+        out.extend_from_slice(&self.index.to_le_bytes());
+        out.extend_from_slice(&self.previous.to_le_bytes());
+        out.extend_from_slice(&self.group.to_le_bytes());
+        out.extend_from_slice(&[kind, self.flags, self.depth, 0]);
+        out.extend_from_slice(&at.to_le_bytes());
+        out.extend_from_slice(&stored.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.meta.to_le_bytes());
+        out.extend_from_slice(&self.own.to_le_bytes());
+    }
+
+    fn take(b: &[u8]) -> Ev {
+        let u64_at = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(x)
+        };
+        let u32_at = |i: usize| {
+            let mut x = [0u8; 4];
+            x.copy_from_slice(&b[i..i + 4]);
+            u32::from_le_bytes(x)
+        };
+        Ev {
+            rv: u64_at(0),
+            index: u32_at(8),
+            previous: u32_at(12),
+            group: u32_at(16),
+            kind: match b[20] {
+                0 => EventType::Added,
+                1 => EventType::Modified,
+                _ => EventType::Deleted,
+            },
+            flags: b[21],
+            depth: b[22],
+            place: Place::from_parts(u64_at(24), u32_at(32)),
+            len: u32_at(36),
+            meta: u32_at(40),
+            own: u64_at(44),
+        }
+    }
 }
 
 /// [`Ev::flags`]: the record's resourceVersion is a text ([`Rv::text`]).
@@ -223,9 +284,9 @@ const INFERRED: u8 = 4;
 
 /// Every served state of one kind.
 ///
-/// Kept compactly (a little over 130 bytes an event besides the bytes of its object, which are
-/// in the server's scratch file): the [`Version`]s and [`Event`]s a request needs are made from
-/// it.
+/// Its events and versions are rows on disk ([`Rows`], with the versions' bytes in the server's
+/// scratch file); memory holds each object's events and each distinct metadata. The
+/// [`Version`]s and [`Event`]s a request needs are made from them.
 #[derive(Clone, Debug)]
 pub struct KindTimeline {
     resource: Resource,
@@ -233,12 +294,14 @@ pub struct KindTimeline {
     rv_note: Option<String>,
     base_position: usize,
     base_rv: u64,
-    /// The events (slots) of each object, in order.
+    /// The events (versions) of each object, in order.
     objects: BTreeMap<ObjectKey, Vec<u32>>,
-    slots: Vec<Slot>,
-    texts: Texts,
     /// Every event, from before the base.
-    events: Vec<Ev>,
+    events: Rows<Ev>,
+    /// The versions' metadata but for the resourceVersion ([`Ev::meta`]), each once per run of
+    /// an object's versions that have it.
+    metas: Vec<Arc<Meta>>,
+    texts: Texts,
     /// How many events are before the base.
     before_base: usize,
 }
@@ -264,16 +327,14 @@ impl KindTimeline {
         self.base_rv
     }
 
-    fn served(&self) -> &[Ev] {
-        self.events.get(self.before_base..).unwrap_or_default()
+    /// Served event `i` (after the base).
+    fn served(&self, i: usize) -> Option<Ev> {
+        self.events.get(self.before_base.checked_add(i)?)
     }
 
-    /// The resourceVersion version `slot` is served with, written into its bytes (0: as
-    /// recorded).
-    fn rewrite(&self, slot: usize) -> u64 {
-        let Some(e) = self.events.get(slot) else {
-            return 0;
-        };
+    /// The resourceVersion version `slot` (made by event `e`) is served with, written into its
+    /// bytes (0: as recorded).
+    fn rewrite(&self, slot: usize, e: &Ev) -> u64 {
         match (slot < self.before_base, self.rv_mode) {
             (true, RvMode::Counter) => u64::from(e.index) + 2,
             (true, RvMode::Recorded) => 0,
@@ -284,29 +345,38 @@ impl KindTimeline {
     }
 
     fn version(&self, slot: u32) -> Option<Arc<Version>> {
-        let s = self.slots.get(slot as usize)?;
-        let index = self.events.get(slot as usize)?.index as usize;
-        let rewrite = self.rewrite(slot as usize);
-        let mut meta = Meta::clone(&s.meta);
+        let e = self.events.get(slot as usize)?;
+        self.version_of(slot, &e)
+    }
+
+    /// Version `slot`, which event `e` made.
+    fn version_of(&self, slot: u32, e: &Ev) -> Option<Arc<Version>> {
+        let rewrite = self.rewrite(slot as usize, e);
+        let mut meta = Meta::clone(self.metas.get(e.meta as usize)?);
+        let json = e.json(self.events.spill());
         // Any object read ([`json::meta`]) can have its resourceVersion set.
         let json = if rewrite != 0 {
             meta.resource_version = rewrite.to_string();
-            s.json.rewritten(rewrite)
+            json.rewritten(rewrite)
         } else {
-            meta.resource_version = self.texts.string(s.own());
-            s.json.clone()
+            meta.resource_version = self.texts.string(e.own());
+            json
         };
-        Some(Arc::new(Version { json, meta, index }))
+        Some(Arc::new(Version {
+            json,
+            meta,
+            index: e.index as usize,
+        }))
     }
 
     /// How many events follow the base.
     pub fn event_count(&self) -> usize {
-        self.served().len()
+        self.events.len().saturating_sub(self.before_base)
     }
 
     /// The record index of event `i` (see [`Event::index`]).
     pub fn event_index(&self, i: usize) -> Option<usize> {
-        self.served().get(i).map(|e| e.index as usize)
+        self.served(i).map(|e| e.index as usize)
     }
 
     /// Event `i` after the base, in record order.
@@ -317,13 +387,13 @@ impl KindTimeline {
     /// Event `i` after the base; its [`Event::previous`] only if `previous` (making a version
     /// costs; a watch without selectors does not need the one before).
     pub fn event_with(&self, i: usize, previous: bool) -> Option<Event> {
-        let e = self.served().get(i)?;
+        let e = self.served(i)?;
         let slot = u32::try_from(self.before_base + i).ok()?;
         Some(Event {
             index: e.index as usize,
             kind: e.kind,
             rv: e.rv,
-            object: self.version(slot)?,
+            object: self.version_of(slot, &e)?,
             previous: if previous {
                 self.version(e.previous)
             } else {
@@ -343,8 +413,9 @@ impl KindTimeline {
     /// How many events are part of the state at `position`; also the index of the first event a
     /// watch starting at `position` sends.
     pub fn applied_at(&self, position: usize) -> usize {
-        self.served()
-            .partition_point(|e| (e.index as usize) < position)
+        self.events
+            .partition_point(self.before_base, |e| (e.index as usize) < position)
+            - self.before_base.min(self.events.len())
     }
 
     /// The resourceVersion of the state at `position`.
@@ -354,7 +425,7 @@ impl KindTimeline {
             RvMode::Counter => (position as u64).saturating_add(1),
             RvMode::Recorded => match self.applied_at(position) {
                 0 => self.base_rv,
-                j => self.served()[j - 1].rv,
+                j => self.served(j - 1).map_or(self.base_rv, |e| e.rv),
             },
         }
     }
@@ -373,18 +444,27 @@ impl KindTimeline {
             RvMode::Counter => usize::try_from(rv - 1)
                 .unwrap_or(usize::MAX)
                 .max(self.base_position),
-            RvMode::Recorded => match self.served().partition_point(|e| e.rv <= rv) {
-                0 => self.base_position,
-                j => self.served()[j - 1].index as usize + 1,
-            },
+            RvMode::Recorded => {
+                let j = self
+                    .events
+                    .partition_point(self.before_base, |e| e.rv <= rv);
+                match j.checked_sub(self.before_base + 1) {
+                    None => self.base_position,
+                    Some(i) => self
+                        .served(i)
+                        .map_or(self.base_position, |e| e.index as usize + 1),
+                }
+            }
         })
     }
 
-    /// The object's version once the first `applied` events (of all) took effect.
-    fn version_at(&self, steps: &[u32], applied: usize) -> Option<u32> {
+    /// The object's version once the first `applied` events (of all) took effect, and the event
+    /// that made it.
+    fn version_at(&self, steps: &[u32], applied: usize) -> Option<(u32, Ev)> {
         let i = steps.partition_point(|&e| (e as usize) < applied);
-        let e = *steps.get(i.checked_sub(1)?)?;
-        (self.events.get(e as usize)?.kind != EventType::Deleted).then_some(e)
+        let slot = *steps.get(i.checked_sub(1)?)?;
+        let e = self.events.get(slot as usize)?;
+        (e.kind != EventType::Deleted).then_some((slot, e))
     }
 
     /// The object `namespace/name` at `position`, if it exists then.
@@ -395,7 +475,8 @@ impl KindTimeline {
         };
         let steps = self.objects.get(&key)?;
         let applied = self.before_base + self.applied_at(position);
-        self.version(self.version_at(steps, applied)?)
+        let (slot, e) = self.version_at(steps, applied)?;
+        self.version_of(slot, &e)
     }
 
     /// Every object at `position` in key order (namespace, then name), starting after `after`.
@@ -413,7 +494,8 @@ impl KindTimeline {
             None => self.objects.range(..),
         };
         range.filter_map(move |(k, steps)| {
-            Some((k, self.version(self.version_at(steps, applied)?)?))
+            let (slot, e) = self.version_at(steps, applied)?;
+            Some((k, self.version_of(slot, &e)?))
         })
     }
 }
@@ -424,7 +506,8 @@ impl KindTimeline {
 pub struct Timeline {
     header: Header,
     end: Timestamp,
-    times: Vec<Timestamp>,
+    /// The latest record time up to each record, in nanoseconds.
+    times: Rows<i64>,
     base: usize,
     kinds: Vec<KindTimeline>,
     namespaces: Vec<String>,
@@ -489,14 +572,18 @@ impl Timeline {
     pub fn time_at(&self, position: usize) -> Timestamp {
         match position.min(self.times.len()) {
             0 => self.header.started_at,
-            p => self.times[p - 1],
+            p => self
+                .times
+                .get(p - 1)
+                .map_or(self.header.started_at, Timestamp),
         }
     }
 
     /// The position of the state at time `t`: every record observed at or before `t`, and never
     /// before the base.
     pub fn position_at(&self, t: Timestamp) -> usize {
-        self.times.partition_point(|x| *x <= t).max(self.base)
+        let t = t.as_unix_nanos();
+        self.times.partition_point(0, |x| *x <= t).max(self.base)
     }
 
     /// Every served kind, in [`Kind`] order.
@@ -543,20 +630,26 @@ impl Recent {
     }
 
     /// `bytes` kept against the last version of the object, if any; they become the last
-    /// version's.
-    fn keep(&mut self, namespace: &str, name: &str, bytes: Vec<u8>, encoder: &mut Encoder) -> Json {
+    /// version's. `None` for bytes too long to keep (4 GiB).
+    fn keep(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        bytes: Vec<u8>,
+        encoder: &mut Encoder,
+    ) -> Option<Json> {
         self.key_of(namespace, name);
         let added = bytes.len();
         let json = match self.by_key.get_mut(self.key.as_slice()) {
             Some((base, base_bytes)) => {
-                let json = Json::after(base, base_bytes, &bytes, encoder);
+                let json = Json::after(base, base_bytes, &bytes, encoder)?;
                 self.bytes -= base_bytes.len();
                 *base = json.clone();
                 *base_bytes = bytes;
                 json
             }
             None => {
-                let json = encoder.whole(&bytes);
+                let json = encoder.whole(&bytes)?;
                 self.by_key
                     .insert(self.key.as_slice().into(), (json.clone(), bytes));
                 json
@@ -576,7 +669,7 @@ impl Recent {
             });
             self.bytes = bytes;
         }
-        json
+        Some(json)
     }
 
     fn forget(&mut self, namespace: &str, name: &str) {
@@ -627,14 +720,13 @@ struct Before {
 
 /// One kind's timeline as its records are read: every event, from the first record (where the
 /// base is, the end decides).
-#[derive(Default)]
 struct Building {
     /// The objects' namespaces and names, from their metadata.
     keys: Keys,
-    /// The slot of each live object's last version, by its key.
-    live: HashMap<u32, u32>,
-    slots: Vec<Slot>,
-    events: Vec<Ev>,
+    /// Each live object's last version, by its key.
+    live: HashMap<u32, Live>,
+    events: Rows<Ev>,
+    metas: Vec<Arc<Meta>>,
     /// The events of each object.
     steps: HashMap<u32, Vec<u32>>,
     texts: Texts,
@@ -651,12 +743,22 @@ struct Building {
     namespaces: HashSet<Arc<str>>,
 }
 
+/// A live object's last version: what its next record is compared with and shares metadata
+/// with, and what a deletion without an object deletes.
+#[derive(Clone)]
+struct Live {
+    slot: u32,
+    json: Json,
+    meta: u32,
+    own: u64,
+}
+
 /// A recording being indexed as it is read, one record at a time: what [`Timeline::read`] does,
 /// for a caller that reads the recording itself (and decides what to do with damage). Each
 /// record is taken into its kind's timeline as it comes; only what is served is kept, and the
 /// objects' bytes go to the scratch file.
 pub struct Indexing {
-    times: Vec<Timestamp>,
+    times: Rows<i64>,
     latest: Timestamp,
     /// Each kind's first ListEnd.
     first_list_end: BTreeMap<Kind, usize>,
@@ -667,8 +769,9 @@ pub struct Indexing {
     seen_namespaces: HashSet<String>,
     kinds: BTreeMap<Kind, Building>,
     preparer: Preparer,
-    /// Where the versions' bytes are kept (memory, if no spill file could be made).
-    spill: Option<Arc<Spill>>,
+    /// Where the versions' bytes and the rows are kept (memory, if no spill file could be
+    /// made).
+    spill: Arc<Spill>,
     warnings: Vec<String>,
     /// Records past [`MAX_RECORDS`] were left out.
     overflow: bool,
@@ -687,24 +790,24 @@ impl Indexing {
     pub fn new(header: &Header) -> Indexing {
         let mut warnings = Vec::new();
         let spill = match Spill::create() {
-            Ok(spill) => Some(spill),
+            Ok(spill) => spill,
             Err(e) => {
                 warnings.push(format!(
                     "no scratch file in {} ({e}): every version is kept in memory",
                     std::env::temp_dir().display()
                 ));
-                None
+                Spill::memory()
             }
         };
         Indexing {
-            times: Vec::new(),
+            times: Rows::new(Arc::clone(&spill)),
             latest: header.started_at,
             first_list_end: BTreeMap::new(),
             cuts: Vec::new(),
             namespaces: header.source.namespaces.clone(),
             seen_namespaces: header.source.namespaces.iter().cloned().collect(),
             kinds: BTreeMap::new(),
-            preparer: Preparer::new(spill.clone()),
+            preparer: Preparer::new(Arc::clone(&spill)),
             spill,
             warnings,
             overflow: false,
@@ -732,7 +835,7 @@ impl Indexing {
     /// indexing) prepares records in order there, and [`Indexing::push_prepared`] takes them in
     /// the same order here.
     pub fn preparer(&self) -> Preparer {
-        Preparer::new(self.spill.clone())
+        Preparer::new(Arc::clone(&self.spill))
     }
 
     /// Indexes the next record, prepared by [`Indexing::preparer`]'s preparer.
@@ -754,7 +857,7 @@ impl Indexing {
             return;
         }
         self.latest = self.latest.max(r.observed_at);
-        self.times.push(self.latest);
+        self.times.push(self.latest.as_unix_nanos());
         if !r.namespace.is_empty() && !self.seen_namespaces.contains(&r.namespace) {
             self.seen_namespaces.insert(r.namespace.clone());
             self.namespaces.push(r.namespace.clone());
@@ -771,7 +874,10 @@ impl Indexing {
         let list_end = op == Op::ListEnd;
         let b = match self.kinds.get_mut(&kind) {
             Some(b) => b,
-            None => self.kinds.entry(kind.clone()).or_default(),
+            None => self
+                .kinds
+                .entry(kind.clone())
+                .or_insert_with(|| Building::new(Arc::clone(&self.spill))),
         };
         let head = Head {
             seq,
@@ -818,7 +924,9 @@ impl Indexing {
         let kinds = all
             .into_iter()
             .map(|kind| {
-                let b = kinds.remove(&kind).unwrap_or_default();
+                let b = kinds
+                    .remove(&kind)
+                    .unwrap_or_else(|| Building::new(Arc::clone(&spill)));
                 let pre = before
                     .iter()
                     .find(|(k, _)| *k == kind)
@@ -827,10 +935,10 @@ impl Indexing {
                 b.finish(&kind, base, pre, &mut warnings)
             })
             .collect();
-        if let Some(spill) = &spill {
-            if let Err(e) = spill.flush() {
-                warnings.push(format!("the scratch file could not be written: {e}"));
-            }
+        if let Err(e) = spill.flush() {
+            warnings.push(format!(
+                "the scratch file could not be written ({e}): what it did not take is kept in memory"
+            ));
         }
         Timeline {
             header,
@@ -887,10 +995,10 @@ impl Prepared {
 }
 
 impl Preparer {
-    fn new(spill: Option<Arc<Spill>>) -> Preparer {
+    fn new(spill: Arc<Spill>) -> Preparer {
         Preparer {
             recent: BTreeMap::new(),
-            encoder: spill.map(Encoder::spilling).unwrap_or_default(),
+            encoder: Encoder::new(spill),
         }
     }
 
@@ -911,8 +1019,10 @@ impl Preparer {
                 None => self.recent.entry(record.kind.clone()).or_default(),
             };
             // Kept whether or not it is an object: the base of the object's next version.
-            let json = recent.keep(&record.namespace, &record.name, object, &mut self.encoder);
-            (Some(json), Some(meta))
+            match recent.keep(&record.namespace, &record.name, object, &mut self.encoder) {
+                Some(json) => (Some(json), Some(meta)),
+                None => (None, Some(Err("an object of 4 GiB or more".to_owned()))),
+            }
         };
         if deleted {
             if let Some(recent) = self.recent.get_mut(&record.kind) {
@@ -924,6 +1034,25 @@ impl Preparer {
 }
 
 impl Building {
+    fn new(spill: Arc<Spill>) -> Building {
+        Building {
+            keys: Keys::default(),
+            live: HashMap::default(),
+            events: Rows::new(spill),
+            metas: Vec::new(),
+            steps: HashMap::default(),
+            texts: Texts::default(),
+            list_ends: Vec::new(),
+            groups: Vec::new(),
+            open_group: None,
+            before: Before::default(),
+            skipped: 0,
+            has_records: false,
+            labels: HashSet::default(),
+            namespaces: HashSet::default(),
+        }
+    }
+
     fn push(
         &mut self,
         index: u32,
@@ -972,11 +1101,15 @@ impl Building {
         let deleted = matches!(r.op, Op::Deleted { .. });
         let inferred = matches!(r.op, Op::Deleted { inferred: true });
         let from_record = json.is_some();
+        // The version: its key, bytes, metadata and recorded resourceVersion.
         let parsed = match (json, meta) {
             (None, None) => {
                 let key = self.keys.get(&r.namespace, &r.name);
-                match key.and_then(|key| Some((key, *self.live.get(&key)?))) {
-                    Some((key, slot)) => Ok((key, self.slots[slot as usize].clone())),
+                match key.and_then(|key| Some((key, self.live.get(&key)?))) {
+                    Some((key, live)) => {
+                        let meta = Arc::clone(&self.metas[live.meta as usize]);
+                        Ok((key, live.json.clone(), meta, live.own))
+                    }
                     None => return,
                 }
             }
@@ -997,17 +1130,10 @@ impl Building {
                 let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
                 let own = own.value | if own.text { OWN_TEXT } else { 0 };
                 let key = self.keys.id(&meta.namespace, &meta.name);
-                Ok((
-                    key,
-                    Slot {
-                        json,
-                        meta: Arc::new(meta),
-                        own,
-                    },
-                ))
+                Ok((key, json, Arc::new(meta), own))
             }
         };
-        let (key, mut slot) = match parsed {
+        let (key, json, meta, own) = match parsed {
             Ok(x) => x,
             Err(e) => {
                 self.skipped += 1;
@@ -1020,38 +1146,47 @@ impl Building {
                 return;
             }
         };
-        let previous = self.live.get(&key).copied();
-        let existing = previous.map(|s| &self.slots[s as usize]);
-        let event = if deleted {
-            existing.map(|_| EventType::Deleted)
-        } else {
-            match existing {
-                None => Some(EventType::Added),
-                Some(o)
-                    if r.op == Op::Listed
-                        && self.texts.same(o.own(), slot.own())
-                        && *o.meta == *slot.meta
-                        && o.json == slot.json =>
-                {
-                    None
-                }
-                Some(_) => Some(EventType::Modified),
+        let Some(place) = json.place() else {
+            // Versions are kept where the preparer keeps them, never in memory.
+            self.skipped += 1;
+            return;
+        };
+        let existing = self.live.get(&key);
+        let earlier = existing.map(|o| &self.metas[o.meta as usize]);
+        let event = match (deleted, existing, earlier) {
+            (true, Some(_), _) => Some(EventType::Deleted),
+            (true, None, _) => None,
+            (false, None, _) => Some(EventType::Added),
+            (false, Some(o), Some(earlier))
+                if r.op == Op::Listed
+                    && self.texts.same(own_rv(o.own), own_rv(own))
+                    && **earlier == *meta
+                    && o.json == json =>
+            {
+                None
             }
+            (false, Some(_), _) => Some(EventType::Modified),
         };
         let Some(event) = event else { return };
         // Every version is kept: what it has of its predecessor's metadata is theirs.
-        if let Some(o) = existing {
-            slot.meta = share(slot.meta, &o.meta);
-        }
-        let previous = previous.unwrap_or(NONE);
+        let meta_id = match (existing, earlier) {
+            (Some(o), Some(earlier)) if *meta == **earlier => o.meta,
+            (_, earlier) => {
+                let meta = match earlier {
+                    Some(earlier) => share(meta, earlier),
+                    None => meta,
+                };
+                let Ok(id) = u32::try_from(self.metas.len()) else {
+                    return;
+                };
+                self.metas.push(meta);
+                id
+            }
+        };
+        let previous = existing.map_or(NONE, |o| o.slot);
         let Ok(at) = u32::try_from(self.events.len()) else {
             return;
         };
-        if deleted {
-            self.live.remove(&key);
-        } else {
-            self.live.insert(key, at);
-        }
         let relisted = matches!(r.op, Op::Listed | Op::Deleted { inferred: true });
         let mut flags = 0;
         if rv.text {
@@ -1073,8 +1208,23 @@ impl Building {
             },
             kind: event,
             flags,
+            place,
+            len: u32::try_from(json.len()).unwrap_or(u32::MAX),
+            depth: json.depth(),
+            meta: meta_id,
+            own,
         });
-        self.slots.push(slot);
+        if deleted {
+            self.live.remove(&key);
+        } else {
+            let live = Live {
+                slot: at,
+                json,
+                meta: meta_id,
+                own,
+            };
+            self.live.insert(key, live);
+        }
         self.steps.entry(key).or_default().push(at);
     }
 
@@ -1088,57 +1238,44 @@ impl Building {
         if self.skipped > 3 {
             warnings.push(format!("{kind}: {} more records skipped", self.skipped - 3));
         }
-        let before_base = self.events.partition_point(|e| (e.index as usize) < base);
-        // A list that began before the base, or never ended, is no relist: its events stand
-        // alone.
-        for e in &mut self.events[before_base..] {
-            if e.group != NONE {
-                let (began, ended) = self.groups[e.group as usize];
-                if (began as usize) < base || ended.is_none() {
-                    e.group = NONE;
-                }
-            }
-        }
-        let recorded = recorded_rvs(&self, base, before_base, before);
-        let (rv_mode, rv_note, base_rv) = match recorded {
-            Ok((base_rv, rvs)) => {
-                for (e, rv) in self.events[before_base..].iter_mut().zip(rvs) {
-                    e.rv = rv;
-                }
-                (RvMode::Recorded, None, base_rv)
-            }
+        let before_base = self
+            .events
+            .partition_point(0, |e| (e.index as usize) < base);
+        let (rv_mode, rv_note, base_rv) = match self.recorded_rvs(base, before_base, before) {
+            Ok(base_rv) => (RvMode::Recorded, None, base_rv),
             Err(why) => {
                 if self.has_records {
                     warnings.push(format!(
                         "{kind}: serving a counter as resourceVersion ({why})"
                     ));
                 }
-                for e in &mut self.events[before_base..] {
+                let counter = self.events.update(before_base, |_, e| {
                     e.rv = u64::from(e.index) + 2;
-                }
+                    Ok::<(), ()>(())
+                });
+                debug_assert!(counter.is_ok());
                 (RvMode::Counter, Some(why), base as u64 + 1)
             }
         };
         drop(self.keys);
-        let slots = &self.slots;
+        drop(self.live);
+        let events = &self.events;
+        let metas = &self.metas;
         let objects = self
             .steps
             .into_values()
-            .map(|mut steps| {
+            .filter_map(|mut steps| {
                 steps.shrink_to_fit();
                 // The key is the object's metadata's (of any version).
-                let meta = &slots[steps[0] as usize].meta;
-                (
-                    ObjectKey {
-                        namespace: meta.namespace.to_string(),
-                        name: meta.name.to_string(),
-                    },
-                    steps,
-                )
+                let meta = metas.get(events.get(*steps.first()? as usize)?.meta as usize)?;
+                let key = ObjectKey {
+                    namespace: meta.namespace.to_string(),
+                    name: meta.name.to_string(),
+                };
+                Some((key, steps))
             })
             .collect();
-        self.slots.shrink_to_fit();
-        self.events.shrink_to_fit();
+        self.metas.shrink_to_fit();
         KindTimeline {
             resource: Resource::for_kind(kind),
             rv_mode,
@@ -1146,11 +1283,114 @@ impl Building {
             base_position: base,
             base_rv,
             objects,
-            slots: self.slots,
-            texts: self.texts,
             events: self.events,
+            metas: self.metas,
+            texts: self.texts,
             before_base,
         }
+    }
+
+    /// Serves the recorded resourceVersions when they can be: decimal integers, each event's
+    /// above every earlier record's, a relist's events at their list's version. Sets each served
+    /// event's and returns the base's; else says why (and the served events' are left half
+    /// set).
+    fn recorded_rvs(
+        &mut self,
+        base: usize,
+        before_base: usize,
+        before: Before,
+    ) -> Result<u64, String> {
+        let Building {
+            events,
+            texts,
+            groups,
+            list_ends,
+            ..
+        } = self;
+        let texts = &*texts;
+        let record_rv = |e: &Ev| Rv {
+            value: e.rv,
+            text: e.flags & RV_TEXT != 0,
+        };
+        if let Some(e) = before.error {
+            return Err(e);
+        }
+        let mut base_rv = before.highest;
+        if base_rv == 0 {
+            base_rv = match events.get(before_base) {
+                Some(e) => texts.parse(record_rv(&e))?.saturating_sub(1),
+                None => 0,
+            };
+        }
+        if base_rv == 0 {
+            return Err("no recorded resourceVersion to start from".to_owned());
+        }
+        // The relists' versions (of lists begun after the base that ended).
+        let mut group_rvs: Vec<Option<u64>> = Vec::with_capacity(groups.len());
+        for (began, end) in groups.iter() {
+            group_rvs.push(match end {
+                Some(rv) if *began as usize >= base => Some(texts.parse(*rv)?),
+                _ => None,
+            });
+        }
+        let mut max = base_rv;
+        let list_ends = list_ends.iter().filter(|(at, _)| *at as usize >= base);
+        let mut list_ends = list_ends.peekable();
+        events.update(before_base, |_, e| {
+            // The lists that ended before this event, in record order.
+            while let Some((_, rv)) = list_ends.next_if(|(at, _)| *at < e.index) {
+                let rv = texts.parse(*rv)?;
+                if rv < max {
+                    return Err(format!("a list at {rv} after version {max}"));
+                }
+                max = rv;
+            }
+            let inferred = e.flags & INFERRED != 0;
+            let from_record = e.flags & FROM_RECORD != 0;
+            let own = if inferred && texts.is_empty(record_rv(e)) {
+                None
+            } else {
+                Some(texts.parse(record_rv(e))?)
+            };
+            if from_record && !inferred && !texts.same(e.own(), record_rv(e)) {
+                return Err(format!(
+                    "record resourceVersion {:?} differs from the object's {:?}",
+                    texts.string(record_rv(e)),
+                    texts.string(e.own())
+                ));
+            }
+            match group_rvs.get(e.group as usize).copied().flatten() {
+                Some(list_rv) => {
+                    if list_rv <= max {
+                        return Err(format!("a relist at {list_rv} after version {max}"));
+                    }
+                    if own.is_some_and(|o| o > list_rv) && !inferred {
+                        return Err(format!(
+                            "a relisted object at {} above its list's {list_rv}",
+                            own.unwrap_or_default()
+                        ));
+                    }
+                    e.rv = list_rv;
+                }
+                None => {
+                    let own = own.ok_or("an inferred deletion without a version")?;
+                    if own <= max {
+                        return Err(format!("version {own} after version {max}"));
+                    }
+                    max = own;
+                    e.rv = own;
+                }
+            }
+            Ok(())
+        })?;
+        for (_, rv) in list_ends {
+            let rv = texts.parse(*rv)?;
+            if rv < max {
+                return Err(format!("a list at {rv} after version {max}"));
+            }
+            max = rv;
+        }
+        Ok(base_rv)
     }
 }
 
@@ -1173,103 +1413,6 @@ fn share(meta: Arc<Meta>, earlier: &Arc<Meta>) -> Arc<Meta> {
     let mut meta = Arc::unwrap_or_clone(meta);
     meta.share_with(earlier);
     Arc::new(meta)
-}
-
-/// The base resourceVersion and each served event's resourceVersion, when the recorded ones
-/// can be served: decimal integers, each event's above every earlier record's, a relist's
-/// events at their list's version.
-fn recorded_rvs(
-    b: &Building,
-    base: usize,
-    before_base: usize,
-    before: Before,
-) -> Result<(u64, Vec<u64>), String> {
-    let texts = &b.texts;
-    let record_rv = |e: &Ev| Rv {
-        value: e.rv,
-        text: e.flags & RV_TEXT != 0,
-    };
-    if let Some(e) = before.error {
-        return Err(e);
-    }
-    let mut base_rv = before.highest;
-    let served = &b.events[before_base..];
-    if base_rv == 0 {
-        base_rv = match served.first() {
-            Some(e) => texts.parse(record_rv(e))?.saturating_sub(1),
-            None => 0,
-        };
-    }
-    if base_rv == 0 {
-        return Err("no recorded resourceVersion to start from".to_owned());
-    }
-    // The relists' versions (of lists begun after the base that ended).
-    let mut group_rvs: Vec<Option<u64>> = Vec::with_capacity(b.groups.len());
-    for (began, end) in &b.groups {
-        group_rvs.push(match end {
-            Some(rv) if *began as usize >= base => Some(texts.parse(*rv)?),
-            _ => None,
-        });
-    }
-    let mut max = base_rv;
-    let mut rvs = Vec::with_capacity(served.len());
-    let list_ends = b.list_ends.iter().filter(|(at, _)| *at as usize >= base);
-    let mut list_ends = list_ends.peekable();
-    for (i, e) in served.iter().enumerate() {
-        // The lists that ended before this event, in record order.
-        while let Some((_, rv)) = list_ends.next_if(|(at, _)| *at < e.index) {
-            let rv = texts.parse(*rv)?;
-            if rv < max {
-                return Err(format!("a list at {rv} after version {max}"));
-            }
-            max = rv;
-        }
-        let inferred = e.flags & INFERRED != 0;
-        let from_record = e.flags & FROM_RECORD != 0;
-        let own = if inferred && texts.is_empty(record_rv(e)) {
-            None
-        } else {
-            Some(texts.parse(record_rv(e))?)
-        };
-        let slot = &b.slots[before_base + i];
-        if from_record && !inferred && !texts.same(slot.own(), record_rv(e)) {
-            return Err(format!(
-                "record resourceVersion {:?} differs from the object's {:?}",
-                texts.string(record_rv(e)),
-                texts.string(slot.own())
-            ));
-        }
-        match group_rvs.get(e.group as usize).copied().flatten() {
-            Some(list_rv) => {
-                if list_rv <= max {
-                    return Err(format!("a relist at {list_rv} after version {max}"));
-                }
-                if own.is_some_and(|o| o > list_rv) && !inferred {
-                    return Err(format!(
-                        "a relisted object at {} above its list's {list_rv}",
-                        own.unwrap_or_default()
-                    ));
-                }
-                rvs.push(list_rv);
-            }
-            None => {
-                let own = own.ok_or("an inferred deletion without a version")?;
-                if own <= max {
-                    return Err(format!("version {own} after version {max}"));
-                }
-                max = own;
-                rvs.push(own);
-            }
-        }
-    }
-    for (_, rv) in list_ends {
-        let rv = texts.parse(*rv)?;
-        if rv < max {
-            return Err(format!("a list at {rv} after version {max}"));
-        }
-        max = rv;
-    }
-    Ok((base_rv, rvs))
 }
 
 #[cfg(test)]
