@@ -624,7 +624,7 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
     let mut items = k
         .list(position, after.as_ref())
         .filter(|(_, v)| p.matches(namespace, v));
-    let mut page: Vec<(&ObjectKey, Arc<Version>)> = Vec::new();
+    let mut page: Vec<(ObjectKey, Arc<Version>)> = Vec::new();
     let limit = if p.limit == 0 { usize::MAX } else { p.limit };
     for item in items.by_ref() {
         if page.len() == limit {
@@ -642,7 +642,7 @@ fn list(shared: &Shared, kind_index: usize, namespace: Option<&str>, p: &Params)
                 plural: r.plural.clone(),
                 position,
                 rv,
-                after: (*last).clone(),
+                after: last.clone(),
             };
             m.insert("continue".into(), json!(token.encode()));
             m.insert("remainingItemCount".into(), json!(remaining));

@@ -9,9 +9,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The metadata fields selectors and tables need. The server keeps every version of every
-/// object, and most keep their name, namespace, uid, creation time and labels: those are shared
-/// between the versions of an object that have the same.
+/// The metadata fields selectors and tables need. The server keeps it on disk (encoded), once
+/// per run of an object's versions that have the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
@@ -36,22 +35,67 @@ pub struct Meta {
 }
 
 impl Meta {
-    /// Shares with `earlier` (the object's version before) whatever of it is the same.
-    pub fn share_with(&mut self, earlier: &Meta) {
-        fn share<T: ?Sized + PartialEq>(mine: &mut Arc<T>, theirs: &Arc<T>) {
-            if !Arc::ptr_eq(mine, theirs) && **mine == **theirs {
-                *mine = Arc::clone(theirs);
+    /// Appends it, but for its resourceVersion, as [`Meta::decode`] reads it.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        fn part(out: &mut Vec<u8>, s: &str) {
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        part(out, &self.name);
+        part(out, &self.namespace);
+        part(out, &self.uid);
+        match &self.creation_timestamp {
+            Some(t) => {
+                out.push(1);
+                part(out, t);
             }
+            None => out.push(0),
         }
-        share(&mut self.name, &earlier.name);
-        share(&mut self.namespace, &earlier.namespace);
-        share(&mut self.uid, &earlier.uid);
-        share(&mut self.labels, &earlier.labels);
-        if let (Some(mine), Some(theirs)) =
-            (&mut self.creation_timestamp, &earlier.creation_timestamp)
-        {
-            share(mine, theirs);
+        out.extend_from_slice(&(self.labels.len() as u32).to_le_bytes());
+        for (k, v) in self.labels.iter() {
+            part(out, k);
+            part(out, v);
         }
+    }
+
+    /// The metadata [`Meta::encode`] wrote into `bytes` (with an empty resourceVersion); `None`
+    /// for bytes it did not write.
+    pub fn decode(bytes: &[u8]) -> Option<Meta> {
+        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+            let (head, rest) = (b.get(..n)?, b.get(n..)?);
+            *b = rest;
+            Some(head)
+        }
+        fn count(b: &mut &[u8]) -> Option<usize> {
+            let mut n = [0u8; 4];
+            n.copy_from_slice(take(b, 4)?);
+            usize::try_from(u32::from_le_bytes(n)).ok()
+        }
+        fn part<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
+            let n = count(b)?;
+            std::str::from_utf8(take(b, n)?).ok()
+        }
+        let mut b = bytes;
+        let name = Arc::from(part(&mut b)?);
+        let namespace = Arc::from(part(&mut b)?);
+        let uid = Arc::from(part(&mut b)?);
+        let creation_timestamp = match take(&mut b, 1)? {
+            [1] => Some(Arc::from(part(&mut b)?)),
+            _ => None,
+        };
+        let mut labels = BTreeMap::new();
+        for _ in 0..count(&mut b)? {
+            let k = part(&mut b)?.to_owned();
+            labels.insert(k, part(&mut b)?.to_owned());
+        }
+        b.is_empty().then(|| Meta {
+            name,
+            namespace,
+            uid,
+            resource_version: String::new(),
+            labels: Arc::new(labels),
+            creation_timestamp,
+        })
     }
 }
 
@@ -329,21 +373,29 @@ mod tests {
     }
 
     #[test]
-    fn a_version_shares_what_it_has_of_the_one_before() {
-        let before = meta(br#"{"metadata":{"name":"a","namespace":"n","uid":"u1","creationTimestamp":"2026-03-14T13:00:00Z","labels":{"app":"web"},"resourceVersion":"1"}}"#).unwrap();
-        let mut next = meta(br#"{"metadata":{"name":"a","namespace":"n","uid":"u2","creationTimestamp":"2026-03-14T13:00:00Z","labels":{"app":"web"},"resourceVersion":"2"}}"#).unwrap();
-        let read = next.clone();
-        next.share_with(&before);
-        assert!(Arc::ptr_eq(&next.name, &before.name));
-        assert!(Arc::ptr_eq(&next.namespace, &before.namespace));
-        assert!(Arc::ptr_eq(&next.labels, &before.labels));
-        assert!(Arc::ptr_eq(
-            next.creation_timestamp.as_ref().unwrap(),
-            before.creation_timestamp.as_ref().unwrap()
-        ));
-        // A new uid (the object was recreated) is its own; nothing read changes.
-        assert!(!Arc::ptr_eq(&next.uid, &before.uid));
-        assert_eq!(next, read);
+    fn metadata_reads_back_as_it_was_encoded_but_for_its_resource_version() {
+        let cases: &[&[u8]] = &[
+            br#"{"metadata":{"name":"a","namespace":"n","uid":"u1","creationTimestamp":"2026-03-14T13:00:00Z","labels":{"app":"web","pod-template-hash":"7d9f"},"resourceVersion":"1"}}"#,
+            br#"{"metadata":{"name":"\u00e9t\u00e9"}}"#,
+            br#"{"metadata":{}}"#,
+        ];
+        for obj in cases {
+            let m = meta(obj).unwrap();
+            let mut bytes = b"".to_vec();
+            m.encode(&mut bytes);
+            let back = Meta::decode(&bytes).unwrap();
+            assert_eq!(
+                back,
+                Meta {
+                    resource_version: String::new(),
+                    ..m.clone()
+                }
+            );
+            // Cut short or with a byte more, it is not read as metadata.
+            assert!(Meta::decode(&bytes[..bytes.len() - 1]).is_none());
+            bytes.push(0);
+            assert!(Meta::decode(&bytes).is_none());
+        }
     }
 
     #[test]

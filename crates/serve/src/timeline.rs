@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rf_format::{Header, Kind, Op, Reader, Record, Timestamp, Trailer};
 
@@ -198,8 +198,8 @@ struct Ev {
     place: Place,
     len: u32,
     depth: u8,
-    /// Its metadata but for the resourceVersion ([`KindTimeline::metas`]).
-    meta: u32,
+    /// Where its metadata but for the resourceVersion is kept ([`Meta::encode`]).
+    meta: Place,
     /// Its recorded `metadata.resourceVersion` ([`Rv`]: [`OWN_VALUE`], [`OWN_TEXT`]).
     own: u64,
 }
@@ -223,7 +223,7 @@ impl Ev {
 }
 
 impl Row for Ev {
-    const SIZE: usize = 52;
+    const SIZE: usize = 60;
 
     fn put(&self, out: &mut Vec<u8>) {
         let (at, stored) = self.place.to_parts();
@@ -240,7 +240,9 @@ impl Row for Ev {
         out.extend_from_slice(&at.to_le_bytes());
         out.extend_from_slice(&stored.to_le_bytes());
         out.extend_from_slice(&self.len.to_le_bytes());
-        out.extend_from_slice(&self.meta.to_le_bytes());
+        let (meta_at, meta_len) = self.meta.to_parts();
+        out.extend_from_slice(&meta_at.to_le_bytes());
+        out.extend_from_slice(&meta_len.to_le_bytes());
         out.extend_from_slice(&self.own.to_le_bytes());
     }
 
@@ -269,8 +271,8 @@ impl Row for Ev {
             depth: b[22],
             place: Place::from_parts(u64_at(24), u32_at(32)),
             len: u32_at(36),
-            meta: u32_at(40),
-            own: u64_at(44),
+            meta: Place::from_parts(u64_at(40), u32_at(48)),
+            own: u64_at(52),
         }
     }
 }
@@ -284,27 +286,51 @@ const INFERRED: u8 = 4;
 
 /// Every served state of one kind.
 ///
-/// Its events and versions are rows on disk ([`Rows`], with the versions' bytes in the server's
-/// scratch file); memory holds each object's events and each distinct metadata. The
-/// [`Version`]s and [`Event`]s a request needs are made from them.
-#[derive(Clone, Debug)]
+/// Its events, versions and metadata are on disk: rows ([`Rows`]) and records in the server's
+/// scratch file, with the live objects written there every so often ([`Snapshot`]). Memory holds
+/// where they are; the [`Version`]s, [`Event`]s and lists a request needs are made from them.
+#[derive(Debug)]
 pub struct KindTimeline {
     resource: Resource,
     rv_mode: RvMode,
     rv_note: Option<String>,
     base_position: usize,
     base_rv: u64,
-    /// The events (versions) of each object, in order.
-    objects: BTreeMap<ObjectKey, Vec<u32>>,
     /// Every event, from before the base.
     events: Rows<Ev>,
-    /// The versions' metadata but for the resourceVersion ([`Ev::meta`]), each once per run of
-    /// an object's versions that have it.
-    metas: Vec<Arc<Meta>>,
+    snapshots: Vec<Snapshot>,
     texts: Texts,
     /// How many events are before the base.
     before_base: usize,
+    /// Metadata read last, by where it is kept: an object's versions share theirs.
+    metas: Mutex<HashMap<u64, Arc<Meta>>>,
+    /// The live objects at the states listed last: by how many events took effect.
+    lists: Mutex<Vec<(usize, Arc<Live>)>>,
 }
+
+/// The live objects of a kind once some events took effect: each one's key and version, in key
+/// order.
+type Live = Vec<(ObjectKey, u32)>;
+
+/// Where the live objects are written once the first `applied` events of a kind took effect: as
+/// many entries of the slot (`u32`), namespace and name (each a `u32` length and its bytes), in
+/// key order.
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    applied: usize,
+    place: Place,
+}
+
+/// A kind's live objects are written after at least this many events, and at least as many as
+/// there are live objects (so that the snapshots take no more than the events, and listing
+/// replays no more events than it lists objects, or this many).
+const SNAPSHOT_EVERY: usize = if cfg!(test) { 64 } else { 16 << 10 };
+
+/// How many decoded metadata a kind keeps at most.
+const METAS_KEPT: usize = 8192;
+
+/// How many listed states a kind keeps.
+const LISTS_KEPT: usize = 4;
 
 impl KindTimeline {
     /// The API names of this kind.
@@ -352,7 +378,7 @@ impl KindTimeline {
     /// Version `slot`, which event `e` made.
     fn version_of(&self, slot: u32, e: &Ev) -> Option<Arc<Version>> {
         let rewrite = self.rewrite(slot as usize, e);
-        let mut meta = Meta::clone(self.metas.get(e.meta as usize)?);
+        let mut meta = Meta::clone(&*self.meta(e.meta)?);
         let json = e.json(self.events.spill());
         // Any object read ([`json::meta`]) can have its resourceVersion set.
         let json = if rewrite != 0 {
@@ -458,51 +484,157 @@ impl KindTimeline {
         })
     }
 
-    /// The object's version once the first `applied` events (of all) took effect, and the event
-    /// that made it.
-    fn version_at(&self, steps: &[u32], applied: usize) -> Option<(u32, Ev)> {
-        let i = steps.partition_point(|&e| (e as usize) < applied);
-        let slot = *steps.get(i.checked_sub(1)?)?;
-        let e = self.events.get(slot as usize)?;
-        (e.kind != EventType::Deleted).then_some((slot, e))
+    /// The metadata kept at `place`.
+    fn meta(&self, place: Place) -> Option<Arc<Meta>> {
+        let key = place.to_parts().0;
+        let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = metas.get(&key) {
+            return Some(Arc::clone(m));
+        }
+        let (at, len) = place.to_parts();
+        let mut bytes = Vec::new();
+        self.events.spill().must_read(at, len as usize, &mut bytes);
+        let meta = Arc::new(Meta::decode(&bytes)?);
+        if metas.len() >= METAS_KEPT {
+            metas.clear();
+        }
+        metas.insert(key, Arc::clone(&meta));
+        Some(meta)
+    }
+
+    /// The live objects once the first `applied` events (of all) took effect: those of the
+    /// snapshot before, with the events after it applied.
+    fn live(&self, applied: usize) -> Arc<Live> {
+        {
+            let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, live)) = lists.iter().find(|(a, _)| *a == applied) {
+                return Arc::clone(live);
+            }
+        }
+        let from = self.snapshots.partition_point(|s| s.applied <= applied);
+        let (mut live, start) = match from.checked_sub(1).map(|i| self.snapshots[i]) {
+            Some(s) => (read_snapshot(self.events.spill(), s.place), s.applied),
+            None => (Vec::new(), 0),
+        };
+        // Where each live version is in `live`.
+        let mut at: HashMap<u32, usize> = HashMap::default();
+        at.reserve(live.len());
+        for (i, (_, slot)) in live.iter().enumerate() {
+            at.insert(*slot, i);
+        }
+        let mut added = false;
+        for i in start..applied.min(self.events.len()) {
+            let Some(e) = self.events.get(i) else { break };
+            let slot = i as u32;
+            let deleted = e.kind == EventType::Deleted;
+            match at.remove(&e.previous) {
+                Some(j) => {
+                    live[j].1 = if deleted { NONE } else { slot };
+                    if !deleted {
+                        at.insert(slot, j);
+                    }
+                }
+                None if !deleted => {
+                    let Some(meta) = self.meta(e.meta) else {
+                        continue;
+                    };
+                    let key = ObjectKey {
+                        namespace: meta.namespace.to_string(),
+                        name: meta.name.to_string(),
+                    };
+                    at.insert(slot, live.len());
+                    live.push((key, slot));
+                    added = true;
+                }
+                None => {}
+            }
+        }
+        live.retain(|(_, slot)| *slot != NONE);
+        if added {
+            live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        }
+        let live = Arc::new(live);
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if lists.len() >= LISTS_KEPT {
+            lists.remove(0);
+        }
+        lists.push((applied, Arc::clone(&live)));
+        live
     }
 
     /// The object `namespace/name` at `position`, if it exists then.
     pub fn get(&self, position: usize, namespace: &str, name: &str) -> Option<Arc<Version>> {
-        let key = ObjectKey {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        };
-        let steps = self.objects.get(&key)?;
-        let applied = self.before_base + self.applied_at(position);
-        let (slot, e) = self.version_at(steps, applied)?;
-        self.version_of(slot, &e)
+        let live = self.live(self.before_base + self.applied_at(position));
+        let i = live
+            .binary_search_by(|(k, _)| {
+                (k.namespace.as_str(), k.name.as_str()).cmp(&(namespace, name))
+            })
+            .ok()?;
+        self.version(live[i].1)
     }
 
     /// Every object at `position` in key order (namespace, then name), starting after `after`.
-    pub fn list<'a>(
-        &'a self,
+    pub fn list(
+        &self,
         position: usize,
         after: Option<&ObjectKey>,
-    ) -> impl Iterator<Item = (&'a ObjectKey, Arc<Version>)> + 'a {
-        let applied = self.before_base + self.applied_at(position);
-        let range = match after {
-            Some(k) => self.objects.range((
-                std::ops::Bound::Excluded(k.clone()),
-                std::ops::Bound::Unbounded,
-            )),
-            None => self.objects.range(..),
-        };
-        range.filter_map(move |(k, steps)| {
-            let (slot, e) = self.version_at(steps, applied)?;
-            Some((k, self.version_of(slot, &e)?))
+    ) -> impl Iterator<Item = (ObjectKey, Arc<Version>)> + '_ {
+        let live = self.live(self.before_base + self.applied_at(position));
+        let from = after.map_or(0, |k| live.partition_point(|(key, _)| key <= k));
+        (from..live.len()).filter_map(move |i| {
+            let (key, slot) = &live[i];
+            Some((key.clone(), self.version(*slot)?))
         })
+    }
+}
+
+/// The live objects a snapshot holds.
+fn read_snapshot(spill: &Spill, place: Place) -> Live {
+    let (at, len) = place.to_parts();
+    let mut bytes = Vec::new();
+    spill.must_read(at, len as usize, &mut bytes);
+    let mut live = Vec::new();
+    let mut b = bytes.as_slice();
+    let u32_of = |b: &mut &[u8]| -> Option<u32> {
+        let (head, rest) = (b.get(..4)?, b.get(4..)?);
+        *b = rest;
+        Some(u32::from_le_bytes([head[0], head[1], head[2], head[3]]))
+    };
+    let str_of = |b: &mut &[u8]| -> Option<String> {
+        let n = u32_of(b)? as usize;
+        let (head, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        String::from_utf8(head.to_vec()).ok()
+    };
+    while !b.is_empty() {
+        let entry = (|| {
+            let slot = u32_of(&mut b)?;
+            let namespace = str_of(&mut b)?;
+            let name = str_of(&mut b)?;
+            Some((ObjectKey { namespace, name }, slot))
+        })();
+        match entry {
+            Some(e) => live.push(e),
+            None => panic!("internal error: a snapshot of the server's own does not read"),
+        }
+    }
+    live
+}
+
+/// Appends a snapshot's record of `live` (in key order).
+fn write_snapshot(live: &[(ObjectKey, u32)], out: &mut Vec<u8>) {
+    for (key, slot) in live {
+        out.extend_from_slice(&slot.to_le_bytes());
+        out.extend_from_slice(&(key.namespace.len() as u32).to_le_bytes());
+        out.extend_from_slice(key.namespace.as_bytes());
+        out.extend_from_slice(&(key.name.len() as u32).to_le_bytes());
+        out.extend_from_slice(key.name.as_bytes());
     }
 }
 
 /// A recording, indexed for serving: the state of every kind at every position, and the events
 /// between them.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Timeline {
     header: Header,
     end: Timestamp,
@@ -680,32 +812,6 @@ impl Recent {
     }
 }
 
-/// A number for each object (namespace and name) of a kind.
-#[derive(Default)]
-struct Keys {
-    ids: HashMap<Box<[u8]>, u32>,
-    key: Vec<u8>,
-}
-
-impl Keys {
-    /// The object's number, if it has one.
-    fn get(&mut self, namespace: &str, name: &str) -> Option<u32> {
-        self.key.clear();
-        rf_format::push_object_key(&mut self.key, namespace, name);
-        self.ids.get(self.key.as_slice()).copied()
-    }
-
-    /// The object's number, given one if it has none.
-    fn id(&mut self, namespace: &str, name: &str) -> u32 {
-        if let Some(id) = self.get(namespace, name) {
-            return id;
-        }
-        let id = u32::try_from(self.ids.len()).unwrap_or(NONE);
-        self.ids.insert(self.key.as_slice().into(), id);
-        id
-    }
-}
-
 /// The most records served: record indexes, events and versions are kept as `u32`.
 const MAX_RECORDS: usize = (u32::MAX - 1) as usize;
 
@@ -721,14 +827,12 @@ struct Before {
 /// One kind's timeline as its records are read: every event, from the first record (where the
 /// base is, the end decides).
 struct Building {
-    /// The objects' namespaces and names, from their metadata.
-    keys: Keys,
-    /// Each live object's last version, by its key.
-    live: HashMap<u32, Live>,
+    /// Each live object's last version, by [`rf_format::push_object_key`] of its metadata's
+    /// namespace and name.
+    live: HashMap<Box<[u8]>, Last>,
+    key: Vec<u8>,
     events: Rows<Ev>,
-    metas: Vec<Arc<Meta>>,
-    /// The events of each object.
-    steps: HashMap<u32, Vec<u32>>,
+    snapshots: Vec<Snapshot>,
     texts: Texts,
     /// Every ListEnd: its record and resourceVersion.
     list_ends: Vec<(u32, Rv)>,
@@ -738,18 +842,17 @@ struct Building {
     before: Before,
     skipped: usize,
     has_records: bool,
-    /// The objects' label sets and namespaces, each kept once.
-    labels: HashSet<Arc<BTreeMap<String, String>>>,
-    namespaces: HashSet<Arc<str>>,
 }
 
-/// A live object's last version: what its next record is compared with and shares metadata
-/// with, and what a deletion without an object deletes.
+/// A live object's last version: what its next record is compared with, and what a deletion
+/// without an object deletes.
 #[derive(Clone)]
-struct Live {
+struct Last {
     slot: u32,
     json: Json,
-    meta: u32,
+    meta: Arc<Meta>,
+    /// Where `meta` is kept.
+    meta_place: Place,
     own: u64,
 }
 
@@ -1036,11 +1139,10 @@ impl Preparer {
 impl Building {
     fn new(spill: Arc<Spill>) -> Building {
         Building {
-            keys: Keys::default(),
             live: HashMap::default(),
+            key: Vec::new(),
             events: Rows::new(spill),
-            metas: Vec::new(),
-            steps: HashMap::default(),
+            snapshots: Vec::new(),
             texts: Texts::default(),
             list_ends: Vec::new(),
             groups: Vec::new(),
@@ -1048,9 +1150,43 @@ impl Building {
             before: Before::default(),
             skipped: 0,
             has_records: false,
-            labels: HashSet::default(),
-            namespaces: HashSet::default(),
         }
+    }
+
+    fn key_of(&mut self, namespace: &str, name: &str) {
+        self.key.clear();
+        rf_format::push_object_key(&mut self.key, namespace, name);
+    }
+
+    /// Writes the live objects, when enough events came since they were written last.
+    fn snapshot(&mut self) {
+        let applied = self.events.len();
+        let last = self.snapshots.last().map_or(0, |s| s.applied);
+        if applied - last < SNAPSHOT_EVERY.max(self.live.len()) {
+            return;
+        }
+        let mut live: Live = self
+            .live
+            .values()
+            .map(|l| {
+                let key = ObjectKey {
+                    namespace: l.meta.namespace.to_string(),
+                    name: l.meta.name.to_string(),
+                };
+                (key, l.slot)
+            })
+            .collect();
+        live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut bytes = Vec::new();
+        write_snapshot(&live, &mut bytes);
+        let Ok(len) = u32::try_from(bytes.len()) else {
+            return;
+        };
+        let at = self.events.spill().append(&bytes);
+        self.snapshots.push(Snapshot {
+            applied,
+            place: Place::from_parts(at, len),
+        });
     }
 
     fn push(
@@ -1101,15 +1237,12 @@ impl Building {
         let deleted = matches!(r.op, Op::Deleted { .. });
         let inferred = matches!(r.op, Op::Deleted { inferred: true });
         let from_record = json.is_some();
-        // The version: its key, bytes, metadata and recorded resourceVersion.
+        // The version: its bytes, metadata and recorded resourceVersion.
         let parsed = match (json, meta) {
             (None, None) => {
-                let key = self.keys.get(&r.namespace, &r.name);
-                match key.and_then(|key| Some((key, self.live.get(&key)?))) {
-                    Some((key, live)) => {
-                        let meta = Arc::clone(&self.metas[live.meta as usize]);
-                        Ok((key, live.json.clone(), meta, live.own))
-                    }
+                self.key_of(&r.namespace, &r.name);
+                match self.live.get(self.key.as_slice()) {
+                    Some(l) => Ok((l.json.clone(), Arc::clone(&l.meta), l.own)),
                     None => return,
                 }
             }
@@ -1123,17 +1256,13 @@ impl Building {
                 if meta.namespace.is_empty() {
                     meta.namespace = Arc::from(r.namespace.as_str());
                 }
-                // Objects have few label sets (a ReplicaSet's pods have one) and fewer
-                // namespaces.
-                intern(&mut self.labels, &mut meta.labels);
-                intern(&mut self.namespaces, &mut meta.namespace);
                 let own = self.texts.rv(&std::mem::take(&mut meta.resource_version));
                 let own = own.value | if own.text { OWN_TEXT } else { 0 };
-                let key = self.keys.id(&meta.namespace, &meta.name);
-                Ok((key, json, Arc::new(meta), own))
+                self.key_of(&meta.namespace, &meta.name);
+                Ok((json, Arc::new(meta), own))
             }
         };
-        let (key, json, meta, own) = match parsed {
+        let (json, meta, own) = match parsed {
             Ok(x) => x,
             Err(e) => {
                 self.skipped += 1;
@@ -1151,36 +1280,33 @@ impl Building {
             self.skipped += 1;
             return;
         };
-        let existing = self.live.get(&key);
-        let earlier = existing.map(|o| &self.metas[o.meta as usize]);
-        let event = match (deleted, existing, earlier) {
-            (true, Some(_), _) => Some(EventType::Deleted),
-            (true, None, _) => None,
-            (false, None, _) => Some(EventType::Added),
-            (false, Some(o), Some(earlier))
+        let existing = self.live.get(self.key.as_slice());
+        let event = match (deleted, existing) {
+            (true, Some(_)) => Some(EventType::Deleted),
+            (true, None) => None,
+            (false, None) => Some(EventType::Added),
+            (false, Some(o))
                 if r.op == Op::Listed
                     && self.texts.same(own_rv(o.own), own_rv(own))
-                    && **earlier == *meta
+                    && *o.meta == *meta
                     && o.json == json =>
             {
                 None
             }
-            (false, Some(_), _) => Some(EventType::Modified),
+            (false, Some(_)) => Some(EventType::Modified),
         };
         let Some(event) = event else { return };
-        // Every version is kept: what it has of its predecessor's metadata is theirs.
-        let meta_id = match (existing, earlier) {
-            (Some(o), Some(earlier)) if *meta == **earlier => o.meta,
-            (_, earlier) => {
-                let meta = match earlier {
-                    Some(earlier) => share(meta, earlier),
-                    None => meta,
-                };
-                let Ok(id) = u32::try_from(self.metas.len()) else {
+        // Metadata is kept once per run of an object's versions that have the same.
+        let (meta, meta_place) = match existing {
+            Some(o) if *o.meta == *meta => (Arc::clone(&o.meta), o.meta_place),
+            _ => {
+                let mut bytes = Vec::new();
+                meta.encode(&mut bytes);
+                let Ok(len) = u32::try_from(bytes.len()) else {
                     return;
                 };
-                self.metas.push(meta);
-                id
+                let at = self.events.spill().append(&bytes);
+                (meta, Place::from_parts(at, len))
             }
         };
         let previous = existing.map_or(NONE, |o| o.slot);
@@ -1211,21 +1337,27 @@ impl Building {
             place,
             len: u32::try_from(json.len()).unwrap_or(u32::MAX),
             depth: json.depth(),
-            meta: meta_id,
+            meta: meta_place,
             own,
         });
         if deleted {
-            self.live.remove(&key);
+            self.live.remove(self.key.as_slice());
         } else {
-            let live = Live {
+            let last = Last {
                 slot: at,
                 json,
-                meta: meta_id,
+                meta,
+                meta_place,
                 own,
             };
-            self.live.insert(key, live);
+            match self.live.get_mut(self.key.as_slice()) {
+                Some(l) => *l = last,
+                None => {
+                    self.live.insert(self.key.as_slice().into(), last);
+                }
+            }
         }
-        self.steps.entry(key).or_default().push(at);
+        self.snapshot();
     }
 
     fn finish(
@@ -1257,36 +1389,18 @@ impl Building {
                 (RvMode::Counter, Some(why), base as u64 + 1)
             }
         };
-        drop(self.keys);
-        drop(self.live);
-        let events = &self.events;
-        let metas = &self.metas;
-        let objects = self
-            .steps
-            .into_values()
-            .filter_map(|mut steps| {
-                steps.shrink_to_fit();
-                // The key is the object's metadata's (of any version).
-                let meta = metas.get(events.get(*steps.first()? as usize)?.meta as usize)?;
-                let key = ObjectKey {
-                    namespace: meta.namespace.to_string(),
-                    name: meta.name.to_string(),
-                };
-                Some((key, steps))
-            })
-            .collect();
-        self.metas.shrink_to_fit();
         KindTimeline {
             resource: Resource::for_kind(kind),
             rv_mode,
             rv_note,
             base_position: base,
             base_rv,
-            objects,
             events: self.events,
-            metas: self.metas,
+            snapshots: self.snapshots,
             texts: self.texts,
             before_base,
+            metas: Mutex::new(HashMap::default()),
+            lists: Mutex::new(Vec::new()),
         }
     }
 
@@ -1392,27 +1506,6 @@ impl Building {
         }
         Ok(base_rv)
     }
-}
-
-/// `value` replaced by the equal one in `set`, or added to it.
-fn intern<T: ?Sized + std::hash::Hash + Eq>(set: &mut HashSet<Arc<T>>, value: &mut Arc<T>) {
-    match set.get(value) {
-        Some(kept) => *value = Arc::clone(kept),
-        None => {
-            set.insert(Arc::clone(value));
-        }
-    }
-}
-
-/// `meta`, or `earlier`'s when they are the same; else `meta` with what it has of `earlier`
-/// shared.
-fn share(meta: Arc<Meta>, earlier: &Arc<Meta>) -> Arc<Meta> {
-    if *meta == **earlier {
-        return Arc::clone(earlier);
-    }
-    let mut meta = Arc::unwrap_or_clone(meta);
-    meta.share_with(earlier);
-    Arc::new(meta)
 }
 
 #[cfg(test)]
@@ -1550,7 +1643,7 @@ mod tests {
     }
 
     #[test]
-    fn versions_and_objects_with_the_same_labels_share_them() {
+    fn an_object_s_versions_with_the_same_metadata_share_it_and_changed_labels_are_read() {
         let mut r = initial_list();
         let relabeled = String::from_utf8(obj("a", "102", "3"))
             .unwrap()
@@ -1566,21 +1659,114 @@ mod tests {
             events.iter().map(|e| &e.object.meta.labels).collect();
         let a = k.get(t.base_position(), "ns", "a").unwrap();
         let base = &a.meta.labels;
-        assert!(Arc::ptr_eq(base, labels[0]), "the same labels: shared");
-        assert!(!Arc::ptr_eq(labels[0], labels[1]), "new labels: their own");
+        assert!(Arc::ptr_eq(base, labels[0]), "the same metadata: kept once");
         assert_eq!(labels[1].get("tier").map(String::as_str), Some("1"));
-        assert!(!Arc::ptr_eq(labels[1], labels[2]));
         assert_eq!(
             labels[2].as_ref(),
             base.as_ref(),
             "back to the first ones, by value"
         );
-        assert!(Arc::ptr_eq(labels[2], base), "and kept once");
-        // Other objects with equal labels share them too.
-        let b = k.get(t.base_position(), "ns", "b").unwrap();
-        let b = &b.meta.labels;
-        assert_eq!(b, base);
-        assert!(Arc::ptr_eq(b, base));
+        assert_eq!(events[2].object.meta.resource_version, "103");
+    }
+
+    /// A small random history of 40 objects (added, changed, deleted, relisted) against a
+    /// model: every list and get at every position, across many snapshots.
+    #[test]
+    fn every_list_and_get_at_every_position_is_the_model_s_across_snapshots() {
+        let mut r = initial_list();
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut rv = 100;
+        // The model: after each record, every live object's name, resourceVersion and bytes.
+        let mut live: BTreeMap<String, (String, Vec<u8>)> = BTreeMap::new();
+        live.insert("a".into(), ("95".into(), obj("a", "95", "1")));
+        live.insert("b".into(), ("90".into(), obj("b", "90", "1")));
+        let mut states = vec![live.clone(); r.records.len() + 1];
+        for step in 0..3000 {
+            rv += 1;
+            let name = format!("o{}", next(40));
+            let rvs = rv.to_string();
+            let body = obj(&name, &rvs, &format!("{step}"));
+            if step % 500 == 499 {
+                // A relist: everything listed again, one left out (an inferred deletion).
+                r.push(Op::ListBegin, "", "", vec![]);
+                states.push(live.clone());
+                let gone = live.keys().next().cloned();
+                for (n, (own, bytes)) in live.clone() {
+                    if Some(&n) == gone.as_ref() {
+                        continue;
+                    }
+                    r.push(Op::Listed, &n, &own, bytes);
+                    states.push(live.clone());
+                }
+                if let Some(g) = gone {
+                    r.push(Op::Deleted { inferred: true }, &g, "", vec![]);
+                    live.remove(&g);
+                    states.push(live.clone());
+                }
+                r.push(Op::ListEnd, "", &rvs, vec![]);
+                states.push(live.clone());
+                continue;
+            }
+            let op = match (live.contains_key(&name), next(4)) {
+                (false, _) => Op::Added,
+                (true, 0) => Op::Deleted { inferred: false },
+                (true, _) => Op::Modified,
+            };
+            if op == (Op::Deleted { inferred: false }) {
+                live.remove(&name);
+            } else {
+                live.insert(name.clone(), (rvs.clone(), body.clone()));
+            }
+            r.push(op, &name, &rvs, body);
+            states.push(live.clone());
+        }
+        let t = r.timeline();
+        let k = &t.kinds()[0];
+        assert!(k.snapshots.len() > 10, "{} snapshots", k.snapshots.len());
+        assert_eq!(k.rv_mode(), RvMode::Recorded, "{:?}", k.rv_note());
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        assert_eq!(states.len(), t.len() + 1);
+        for (p, want) in states.iter().enumerate().skip(t.base_position()) {
+            let got: Vec<(String, String)> = k
+                .list(p, None)
+                .map(|(key, v)| (key.name, text(&v.json.bytes())))
+                .collect();
+            let want_list: Vec<(String, String)> = want
+                .iter()
+                .map(|(n, (_, b))| (n.clone(), text(b)))
+                .collect();
+            if got != want_list {
+                let names = |l: &[(String, String)]| {
+                    l.iter()
+                        .map(|(n, _)| n.clone())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                panic!(
+                    "position {p}: {} against {}",
+                    names(&got),
+                    names(&want_list)
+                );
+            }
+            for name in ["o3", "o17", "a", "zz"] {
+                let got = k.get(p, "ns", name).map(|v| text(&v.json.bytes()));
+                assert_eq!(got, want.get(name).map(|(_, b)| text(b)), "{name} at {p}");
+            }
+            let after = ObjectKey {
+                namespace: "ns".into(),
+                name: "o2".into(),
+            };
+            let rest: Vec<String> = k.list(p, Some(&after)).map(|(key, _)| key.name).collect();
+            let want_rest: Vec<String> =
+                want.keys().filter(|n| n.as_str() > "o2").cloned().collect();
+            assert_eq!(rest, want_rest, "after o2 at {p}");
+        }
     }
 
     #[test]
