@@ -944,10 +944,14 @@ impl Indexing {
     /// Indexes the next record, prepared by [`Indexing::preparer`]'s preparer.
     pub fn push_prepared(&mut self, p: Prepared) {
         let Prepared {
-            record: r,
+            record: mut r,
             json,
             meta,
         } = p;
+        let meta = match (&json, meta) {
+            (Some(_), None) => Some(json::meta(&std::mem::take(&mut r.object))),
+            (_, meta) => meta,
+        };
         let index = self.times.len();
         if index >= MAX_RECORDS {
             if !self.overflow {
@@ -1068,17 +1072,20 @@ struct Head<'a> {
 /// A record prepared for [`Indexing::push_prepared`] by a [`Preparer`].
 #[derive(Debug)]
 pub struct Prepared {
-    /// The record, without its object.
+    /// The record; its object only when kept, for its metadata to be read on the indexing
+    /// thread.
     record: Record,
     /// Its object, kept.
     json: Option<Json>,
-    /// Its object's metadata, for the records of an object.
+    /// Why its object is not served, or for an empty object its metadata.
     meta: Option<Result<Meta, String>>,
 }
 
-/// Keeps records' objects (in the scratch file, each against its object's last version) and
-/// reads their metadata: the part of indexing that can run on the thread that reads the
-/// recording ([`Indexing::preparer`]). It prepares the records of one recording in order.
+/// Keeps records' objects (in the scratch file, each against its object's last version): the
+/// part of indexing that can run on the thread that reads the recording
+/// ([`Indexing::preparer`]), which also inflates it. It prepares the records of one recording in
+/// order. Reading an object's metadata, which costs about as much as keeping it, is left to the
+/// indexing thread so that both threads are about as busy.
 pub struct Preparer {
     recent: BTreeMap<Kind, Recent>,
     encoder: Encoder,
@@ -1116,14 +1123,17 @@ impl Preparer {
             // object without one is not served.
             (None, (!deleted).then(|| json::meta(&object)))
         } else {
-            let meta = json::meta(&object);
             let recent = match self.recent.get_mut(&record.kind) {
                 Some(r) => r,
                 None => self.recent.entry(record.kind.clone()).or_default(),
             };
             // Kept whether or not it is an object: the base of the object's next version.
+            let bytes = object.clone();
             match recent.keep(&record.namespace, &record.name, object, &mut self.encoder) {
-                Some(json) => (Some(json), Some(meta)),
+                Some(json) => {
+                    record.object = bytes;
+                    (Some(json), None)
+                }
                 None => (None, Some(Err("an object of 4 GiB or more".to_owned()))),
             }
         };
