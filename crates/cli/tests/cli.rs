@@ -494,6 +494,76 @@ fn convert_writes_version_1_and_back_with_the_same_records() {
 }
 
 #[test]
+fn convert_splits_a_recording_into_a_flight_recorder_s_files_that_read_as_one_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = recording("rerender-race");
+    let out = dir.path().join("split");
+    let split = |out: &Path| {
+        run(&[
+            "convert",
+            src.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--records-per-file",
+            "7",
+        ])
+    };
+    let o = split(&out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let jsonl = |p: &Path| stdout(&run(&["inspect", p.to_str().unwrap(), "--jsonl"]));
+    let records = jsonl(&src).lines().count();
+    assert!(records > 14, "{records}");
+    let files = std::fs::read_dir(&out).unwrap().count();
+    assert_eq!(files, records.div_ceil(7));
+    // The same records, in the same order, and no time between the files.
+    assert_eq!(jsonl(&out), jsonl(&src));
+    let summary = stdout(&run(&["inspect", out.to_str().unwrap()]));
+    assert!(summary.contains("no gaps"), "{summary}");
+    assert!(
+        summary.contains(&format!("{files} closed cleanly")),
+        "{summary}"
+    );
+    // The same findings as the one file.
+    let findings = |p: &Path| {
+        let o = run(&["analyze", p.to_str().unwrap(), "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let kinds: Vec<String> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| format!("{} {} {}", f["rule"], f["at"], f["summary"]))
+            .collect();
+        kinds
+    };
+    assert!(!findings(&src).is_empty());
+    assert_eq!(findings(&out), findings(&src));
+    // Into a directory that already holds recordings: refused, nothing added.
+    let o = split(&out);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("already holds recordings"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), files);
+    // A damaged recording: exit 2 and no files left.
+    let bytes = std::fs::read(&src).unwrap();
+    let damaged = dir.path().join("damaged.rfr");
+    std::fs::write(&damaged, &bytes[..bytes.len() - 20]).unwrap();
+    let out = dir.path().join("damaged-split");
+    let o = run(&[
+        "convert",
+        damaged.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--records-per-file",
+        "7",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+}
+
+#[test]
 fn convert_of_a_damaged_recording_exits_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(recording("rerender-race")).unwrap();
