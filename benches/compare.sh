@@ -19,6 +19,8 @@
 #   benches/compare.sh [EVENTS] [ROLLOUTS] [SEED]     default: 1000000 events over 200 rollouts
 #   APPLICATIONS=1 benches/compare.sh ...             each rollout managed by an Argo CD Application
 #   CROWDED=0 benches/compare.sh ...                  without the crowded namespace below
+#   DIR_RECORDS=10000000 benches/compare.sh ...       also serve DIR over a flight recorder's
+#                                                     directory of that many records (below)
 #
 # Then analyze -o json vs gzip -dc on a second generated recording, a namespace the size of a
 # cluster's: 200 rollouts of 100 pods in one namespace (simulate scale --per-namespace 200
@@ -75,14 +77,14 @@ records=$(gzip -dc "$jsonl" | wc -l)
 bytes=$(stat -c %s "$file")
 gz6=$(stat -c %s "$jsonl")
 
-# serve FILE [--at T]: from start to its first answer (it prints its URL once it listens, after
+# serve FILE [--at T] (or $served, a directory): from start to its first answer (it prints its URL once it listens, after
 # reading the whole recording), then one list of each kind at the served moment (curl's time),
 # then its peak RSS once stopped. Prints "seconds peak_kib slowest_list_s slowest_list_path".
 serve_first() {
   local out="$dir/first.out" t0 t1 url pid slowest=0 slowest_path=- p t
   rm -f "$out" "$dir/first.time"
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$dir/first.time" "$bin" serve "$file" --kubeconfig-out "$dir/first.kc" "$@" \
+  /usr/bin/time -f "%M" -o "$dir/first.time" "$bin" serve "${served:-$file}" --kubeconfig-out "$dir/first.kc" "$@" \
     >"$out" 2>"$dir/first.err" &
   pid=$!
   until [ -s "$out" ]; do
@@ -213,5 +215,36 @@ if [ "${CROWDED:-1}" != 0 ]; then
   read -r cg_s _ < <(measure gzip -dc "$crowded")
   awk -v a="$c_s" -v g="$cg_s" -v kib="$c_kib" 'BEGIN {
     printf "crowded namespace: analyze / gzip -dc %.2f (analyze %.2f s, %.1f MiB; gzip -dc %.2f s)   (target <= 1.0)\n", a / g, a, kib / 1024, g
+  }'
+fi
+
+# serve DIR over a flight recorder's directory of DIR_RECORDS records (opt-in: it takes a while):
+# a recording of that many records, the same rollouts and seed, split by `convert
+# --records-per-file` into ten files as a rotating recorder writes them.
+if [ -n "${DIR_RECORDS:-}" ]; then
+  big="$dir/scale-$DIR_RECORDS-$rollouts-$seed.rfr"
+  if [ ! -s "$big" ]; then
+    echo "generating $DIR_RECORDS events over $rollouts rollouts (seed $seed)..." >&2
+    "$bin" simulate scale --rollouts "$rollouts" --events "$DIR_RECORDS" --seed "$seed" -o "$big" >/dev/null 2>&1
+  fi
+  flight="$dir/scale-$DIR_RECORDS-$rollouts-$seed.d"
+  if [ ! -d "$flight" ]; then
+    "$bin" convert "$big" -o "$flight" --records-per-file $(( DIR_RECORDS / 10 )) 2>/dev/null
+  fi
+  served=$flight
+  read -r d_s d_kib d_list d_path < <(serve_first)
+  read -r da_s da_kib < <(measure "$bin" analyze "$flight" -o json --fail-on never)
+  half=$("$bin" inspect "$big" -o json | jq -r '
+    def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
+    ((.last_record_at | t) - (.first_record_at | t)) / 2 | floor')
+  read -r dm_s dm_kib dm_list dm_path < <(serve_first --at "+${half}s")
+  unset served
+  records=$("$bin" inspect "$big" -o json | jq -r '.records')
+  awk -v n="$records" -v files="$(ls "$flight" | wc -l)" -v f="$d_s" -v a="$da_s" -v akib="$da_kib" \
+      -v kib="$d_kib" -v l="$d_list" -v lp="$d_path" -v m="$dm_s" -v mkib="$dm_kib" -v ml="$dm_list" 'BEGIN {
+    printf "serve DIR, %d records in %d files: first answer / analyze DIR %.2f (serve %.2f s, analyze %.2f s, %.1f MiB)   (target <= 1.5)\n", n, files, f / a, f, a, akib / 1024
+    printf "serve DIR --at mid: first answer %.2f s, %.2f of the end'"'"'s   (target <= 1.0)\n", m, m / f
+    printf "serve DIR peak RSS:          %.1f MiB at the end, %.1f MiB mid   (target <= 256)\n", kib / 1024, mkib / 1024
+    printf "serve DIR list, slowest kind: %.0f ms (%s) at the end, %.0f ms mid   (target <= 100 ms at 2,000 objects)\n", l * 1000, lp, ml * 1000
   }'
 fi
