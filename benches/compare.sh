@@ -74,8 +74,8 @@ read -r a1_s a1_kib < <(measure "$bin" analyze "$v1" -o json --fail-on never)
 read -r g1_s _ < <(measure gzip -dc "$v1")
 
 records=$(gzip -dc "$jsonl" | wc -l)
-bytes=$(stat -c %s "$file")
-gz6=$(stat -c %s "$jsonl")
+bytes=$(stat -L -c %s "$file")
+gz6=$(stat -L -c %s "$jsonl")
 
 # serve FILE [--at T] (or $served, a directory): from start to its first answer (it prints its URL once it listens, after
 # reading the whole recording), then one list of each kind at the served moment (curl's time),

@@ -101,6 +101,19 @@ impl<T: Row> Rows<T> {
         }
     }
 
+    /// Rows `from..to` (to the end at most), read a block at a time.
+    pub fn read(&self, from: usize, to: usize) -> Vec<T> {
+        let to = to.min(self.len());
+        let mut out = Vec::with_capacity(to.saturating_sub(from));
+        let mut at = from;
+        while at < to {
+            let end = ((at / BLOCK + 1) * BLOCK).min(to);
+            out.extend(self.range(at, end));
+            at = end;
+        }
+        out
+    }
+
     /// The first row of block `b` (the last one may be partial).
     fn first(&self, b: usize) -> Option<T> {
         match self.blocks.get(b) {
@@ -225,6 +238,10 @@ mod tests {
             assert_eq!(r.get(5000), None);
             let all: Vec<i64> = (0..1000).filter_map(|i| r.get(i)).collect();
             assert_eq!(all, (0..1000).map(|i| i * 3).collect::<Vec<_>>());
+            assert_eq!(r.read(0, 1000), all);
+            assert_eq!(r.read(63, 130), all[63..130]);
+            assert_eq!(r.read(990, 5000), all[990..]);
+            assert!(r.read(1200, 1300).is_empty());
         }
     }
 

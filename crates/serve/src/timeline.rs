@@ -308,13 +308,13 @@ pub struct KindTimeline {
     lists: Mutex<Vec<(usize, Arc<Live>)>>,
 }
 
-/// The live objects of a kind once some events took effect: each one's key and version, in key
-/// order.
-type Live = Vec<(ObjectKey, u32)>;
+/// The live objects of a kind once some events took effect: each one's key, version and the
+/// event that made it, in key order.
+type Live = Vec<(ObjectKey, u32, Ev)>;
 
 /// Where the live objects are written once the first `applied` events of a kind took effect: as
-/// many entries of the slot (`u32`), namespace and name (each a `u32` length and its bytes), in
-/// key order.
+/// many entries of the version (`u32`), the event that made it (its row), namespace and name
+/// (each a `u32` length and its bytes), in key order.
 #[derive(Clone, Copy, Debug)]
 struct Snapshot {
     applied: usize,
@@ -327,7 +327,7 @@ struct Snapshot {
 const SNAPSHOT_EVERY: usize = if cfg!(test) { 64 } else { 16 << 10 };
 
 /// How many decoded metadata a kind keeps at most.
-const METAS_KEPT: usize = 8192;
+const METAS_KEPT: usize = 32 << 10;
 
 /// How many listed states a kind keeps.
 const LISTS_KEPT: usize = 4;
@@ -519,17 +519,18 @@ impl KindTimeline {
         // Where each live version is in `live`.
         let mut at: HashMap<u32, usize> = HashMap::default();
         at.reserve(live.len());
-        for (i, (_, slot)) in live.iter().enumerate() {
+        for (i, (_, slot, _)) in live.iter().enumerate() {
             at.insert(*slot, i);
         }
         let mut added = false;
-        for i in start..applied.min(self.events.len()) {
-            let Some(e) = self.events.get(i) else { break };
+        let rows = self.events.read(start, applied);
+        for (i, e) in (start..).zip(rows) {
             let slot = i as u32;
             let deleted = e.kind == EventType::Deleted;
             match at.remove(&e.previous) {
                 Some(j) => {
                     live[j].1 = if deleted { NONE } else { slot };
+                    live[j].2 = e;
                     if !deleted {
                         at.insert(slot, j);
                     }
@@ -543,13 +544,13 @@ impl KindTimeline {
                         name: meta.name.to_string(),
                     };
                     at.insert(slot, live.len());
-                    live.push((key, slot));
+                    live.push((key, slot, e));
                     added = true;
                 }
                 None => {}
             }
         }
-        live.retain(|(_, slot)| *slot != NONE);
+        live.retain(|(_, slot, _)| *slot != NONE);
         if added {
             live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         }
@@ -566,11 +567,12 @@ impl KindTimeline {
     pub fn get(&self, position: usize, namespace: &str, name: &str) -> Option<Arc<Version>> {
         let live = self.live(self.before_base + self.applied_at(position));
         let i = live
-            .binary_search_by(|(k, _)| {
+            .binary_search_by(|(k, _, _)| {
                 (k.namespace.as_str(), k.name.as_str()).cmp(&(namespace, name))
             })
             .ok()?;
-        self.version(live[i].1)
+        let (_, slot, e) = &live[i];
+        self.version_of(*slot, e)
     }
 
     /// Every object at `position` in key order (namespace, then name), starting after `after`.
@@ -580,10 +582,10 @@ impl KindTimeline {
         after: Option<&ObjectKey>,
     ) -> impl Iterator<Item = (ObjectKey, Arc<Version>)> + '_ {
         let live = self.live(self.before_base + self.applied_at(position));
-        let from = after.map_or(0, |k| live.partition_point(|(key, _)| key <= k));
+        let from = after.map_or(0, |k| live.partition_point(|(key, _, _)| key <= k));
         (from..live.len()).filter_map(move |i| {
-            let (key, slot) = &live[i];
-            Some((key.clone(), self.version(*slot)?))
+            let (key, slot, e) = &live[i];
+            Some((key.clone(), self.version_of(*slot, e)?))
         })
     }
 }
@@ -609,9 +611,12 @@ fn read_snapshot(spill: &Spill, place: Place) -> Live {
     while !b.is_empty() {
         let entry = (|| {
             let slot = u32_of(&mut b)?;
+            let (row, rest) = (b.get(..Ev::SIZE)?, b.get(Ev::SIZE..)?);
+            let e = Ev::take(row);
+            b = rest;
             let namespace = str_of(&mut b)?;
             let name = str_of(&mut b)?;
-            Some((ObjectKey { namespace, name }, slot))
+            Some((ObjectKey { namespace, name }, slot, e))
         })();
         match entry {
             Some(e) => live.push(e),
@@ -622,9 +627,10 @@ fn read_snapshot(spill: &Spill, place: Place) -> Live {
 }
 
 /// Appends a snapshot's record of `live` (in key order).
-fn write_snapshot(live: &[(ObjectKey, u32)], out: &mut Vec<u8>) {
-    for (key, slot) in live {
+fn write_snapshot(live: &[(ObjectKey, u32, Ev)], out: &mut Vec<u8>) {
+    for (key, slot, e) in live {
         out.extend_from_slice(&slot.to_le_bytes());
+        e.put(out);
         out.extend_from_slice(&(key.namespace.len() as u32).to_le_bytes());
         out.extend_from_slice(key.namespace.as_bytes());
         out.extend_from_slice(&(key.name.len() as u32).to_le_bytes());
@@ -849,11 +855,10 @@ struct Building {
 #[derive(Clone)]
 struct Last {
     slot: u32,
+    /// The event that made it.
+    ev: Ev,
     json: Json,
     meta: Arc<Meta>,
-    /// Where `meta` is kept.
-    meta_place: Place,
-    own: u64,
 }
 
 /// A recording being indexed as it is read, one record at a time: what [`Timeline::read`] does,
@@ -1183,7 +1188,7 @@ impl Building {
                     namespace: l.meta.namespace.to_string(),
                     name: l.meta.name.to_string(),
                 };
-                (key, l.slot)
+                (key, l.slot, l.ev)
             })
             .collect();
         live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -1252,7 +1257,7 @@ impl Building {
             (None, None) => {
                 self.key_of(&r.namespace, &r.name);
                 match self.live.get(self.key.as_slice()) {
-                    Some(l) => Ok((l.json.clone(), Arc::clone(&l.meta), l.own)),
+                    Some(l) => Ok((l.json.clone(), Arc::clone(&l.meta), l.ev.own)),
                     None => return,
                 }
             }
@@ -1297,7 +1302,7 @@ impl Building {
             (false, None) => Some(EventType::Added),
             (false, Some(o))
                 if r.op == Op::Listed
-                    && self.texts.same(own_rv(o.own), own_rv(own))
+                    && self.texts.same(own_rv(o.ev.own), own_rv(own))
                     && *o.meta == *meta
                     && o.json == json =>
             {
@@ -1308,7 +1313,7 @@ impl Building {
         let Some(event) = event else { return };
         // Metadata is kept once per run of an object's versions that have the same.
         let (meta, meta_place) = match existing {
-            Some(o) if *o.meta == *meta => (Arc::clone(&o.meta), o.meta_place),
+            Some(o) if *o.meta == *meta => (Arc::clone(&o.meta), o.ev.meta),
             _ => {
                 let mut bytes = Vec::new();
                 meta.encode(&mut bytes);
@@ -1334,7 +1339,7 @@ impl Building {
         if inferred {
             flags |= INFERRED;
         }
-        self.events.push(Ev {
+        let ev = Ev {
             rv: rv.value,
             index,
             previous,
@@ -1349,16 +1354,16 @@ impl Building {
             depth: json.depth(),
             meta: meta_place,
             own,
-        });
+        };
+        self.events.push(ev);
         if deleted {
             self.live.remove(self.key.as_slice());
         } else {
             let last = Last {
                 slot: at,
+                ev,
                 json,
                 meta,
-                meta_place,
-                own,
             };
             match self.live.get_mut(self.key.as_slice()) {
                 Some(l) => *l = last,
