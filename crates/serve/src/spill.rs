@@ -267,6 +267,29 @@ mod tests {
         assert!(spill.read(spill.len() - 1, 2, &mut out).is_err());
     }
 
+    #[test]
+    fn overwrites_read_back_across_the_written_part_and_the_buffer_and_without_a_file() {
+        for spill in [Spill::create().unwrap(), Spill::memory()] {
+            // With a file, the first BUFFER bytes are written and the next 40 buffered.
+            spill.append(&vec![7u8; BUFFER]);
+            let at = spill.append(&[1u8; 40]);
+            assert_eq!(at, BUFFER as u64);
+            // Over both.
+            spill.overwrite(at - 20, &[2u8; 40]).unwrap();
+            let mut out = Vec::new();
+            spill.read(at - 25, 65, &mut out).unwrap();
+            let want = [vec![7u8; 5], vec![2u8; 40], vec![1u8; 20]].concat();
+            assert_eq!(out, want);
+            assert!(spill.overwrite(spill.len() - 1, &[0, 0]).is_err());
+            spill.flush().unwrap();
+            spill.overwrite(at + 10, &[3u8; 5]).unwrap();
+            let mut out = Vec::new();
+            spill.read(at, 40, &mut out).unwrap();
+            let want = [vec![2u8; 10], vec![3u8; 5], vec![2u8; 5], vec![1u8; 20]].concat();
+            assert_eq!(out, want);
+        }
+    }
+
     #[cfg(unix)]
     #[test]
     fn the_file_leaves_no_name_behind() {
