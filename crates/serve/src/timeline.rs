@@ -286,8 +286,8 @@ const INFERRED: u8 = 4;
 
 /// Every served state of one kind.
 ///
-/// Its events, versions and metadata are on disk: rows ([`Rows`]) and records in the server's
-/// scratch file, with the live objects written there every so often ([`Snapshot`]). Memory holds
+/// Its events, versions and metadata are on disk: fixed-size rows and records in the server's
+/// scratch file, with the live objects written there every so often (snapshots). Memory holds
 /// where they are; the [`Version`]s, [`Event`]s and lists a request needs are made from them.
 #[derive(Debug)]
 pub struct KindTimeline {
