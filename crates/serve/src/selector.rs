@@ -105,7 +105,6 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
-    /// True when the labels satisfy every requirement.
     /// True when it selects everything.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -171,7 +170,6 @@ impl FieldSelector {
         self.0.push((Field::Name, true, name.to_owned()));
     }
 
-    /// True when the object's metadata satisfies every term.
     /// True when it selects everything.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
