@@ -76,10 +76,7 @@ impl<T: Row> Rows<T> {
                 const { assert!(T::SIZE <= 64, "a row is read into 64 bytes") };
                 let mut bytes = [0u8; 64];
                 let buf = &mut bytes[..T::SIZE];
-                let at = at + (j * T::SIZE) as u64;
-                if let Err(e) = self.spill.read_exact(at, buf) {
-                    panic!("internal error: the server's spill file cannot be read: {e}");
-                }
+                self.spill.must_read_exact(at + (j * T::SIZE) as u64, buf);
                 Some(T::take(buf))
             }
             None if b == self.blocks.len() => self.last.get(j).copied(),

@@ -187,10 +187,17 @@ impl Spill {
             .ok_or_else(|| io::Error::other("the spill has no file"))
     }
 
-    /// Appends the `len` bytes at `at` to `out`; the bytes were appended by this server before,
-    /// so failing to read them (a full or removed temp directory) leaves nothing true to answer.
+    /// Appends the `len` bytes at `at` to `out`, as [`Spill::must_read_exact`] reads them.
     pub fn must_read(&self, at: u64, len: usize, out: &mut Vec<u8>) {
-        if let Err(e) = self.read(at, len, out) {
+        let start = out.len();
+        out.resize(start + len, 0);
+        self.must_read_exact(at, &mut out[start..]);
+    }
+
+    /// Fills `out` with the bytes at `at`; they were appended by this server before, so failing
+    /// to read them (a full or removed temp directory) leaves nothing true to answer.
+    pub fn must_read_exact(&self, at: u64, out: &mut [u8]) {
+        if let Err(e) = self.read_exact(at, out) {
             panic!("internal error: the server's spill file cannot be read: {e}");
         }
     }
