@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rf_format::{End, FORMAT_VERSION, Record, Writer};
+use rf_format::{End, FORMAT_VERSION, Header, Reader, Record, Writer};
 
 use crate::atomic::write_atomically;
 use crate::exit::Exit;
@@ -52,26 +52,14 @@ pub fn run(args: &ConvertArgs, _out: &mut dyn Write) -> Result<Exit> {
     let mut records = 0u64;
     let mut end = None;
     write_atomically(&args.output, |file| {
-        let mut writer = Writer::with_format(
-            BufWriter::new(file),
-            &header,
-            Writer::<Vec<u8>>::LEVEL,
-            args.format_version,
-        )?;
+        let mut writer = writer(file, &header, args.format_version)?;
         for record in &mut recording.reader {
             let record = record.with_context(|| format!("failed to read recording {path}"))?;
             writer.write(&record)?;
             records += 1;
         }
         end = recording.reader.end();
-        match (end, recording.reader.trailer()) {
-            (Some(End::Closed), Some(trailer)) => {
-                writer.finish_at(trailer.closed_at)?.flush()?;
-            }
-            // A recording that was not closed stays so: every record, no end marker.
-            _ => writer.flush()?,
-        }
-        Ok(())
+        end_as_read(writer, &recording.reader)
     })?;
     eprintln!(
         "wrote {records} records from {path} (format version {from}) to {} (format version {}){}",
@@ -84,6 +72,35 @@ pub fn run(args: &ConvertArgs, _out: &mut dyn Write) -> Result<Exit> {
         }
     );
     Ok(Exit::Ok)
+}
+
+/// A writer of format version `version` into `file`, starting with `header`.
+fn writer<'a>(
+    file: &'a mut std::fs::File,
+    header: &Header,
+    version: u32,
+) -> Result<Writer<BufWriter<&'a mut std::fs::File>>> {
+    Ok(Writer::with_format(
+        BufWriter::new(file),
+        header,
+        Writer::<Vec<u8>>::LEVEL,
+        version,
+    )?)
+}
+
+/// Ends what `writer` wrote as `reader`'s recording ended: closed at its close time, or (a
+/// recording that was not closed stays so) every record and no end marker.
+fn end_as_read<W: Write, R: std::io::Read>(
+    mut writer: Writer<W>,
+    reader: &Reader<R>,
+) -> Result<()> {
+    match (reader.end(), reader.trailer()) {
+        (Some(End::Closed), Some(trailer)) => {
+            writer.finish_at(trailer.closed_at)?.flush()?;
+        }
+        _ => writer.flush()?,
+    }
+    Ok(())
 }
 
 /// Writes the records of `args.file` into files of `n` records in the directory `args.output`.
@@ -108,7 +125,7 @@ fn split(args: &ConvertArgs, n: u64) -> Result<Exit> {
         .file
         .file_stem()
         .map_or_else(|| "recording".into(), |s| s.to_string_lossy().into_owned());
-    let next = |reader: &mut rf_format::Reader<_>| -> Result<Option<Record>> {
+    let next = |reader: &mut Reader<_>| -> Result<Option<Record>> {
         reader
             .next()
             .transpose()
@@ -126,12 +143,7 @@ fn split(args: &ConvertArgs, n: u64) -> Result<Exit> {
                 h.started_at = first.observed_at;
             }
             write_atomically(&file, |f| {
-                let mut writer = Writer::with_format(
-                    BufWriter::new(f),
-                    &h,
-                    Writer::<Vec<u8>>::LEVEL,
-                    args.format_version,
-                )?;
+                let mut writer = writer(f, &h, args.format_version)?;
                 let mut last = h.started_at;
                 let mut count = 0;
                 while count < n {
@@ -147,13 +159,7 @@ fn split(args: &ConvertArgs, n: u64) -> Result<Exit> {
                     writer.finish_at(first.observed_at.max(last))?.flush()?;
                     return Ok(());
                 }
-                match (reader.end(), reader.trailer()) {
-                    (Some(End::Closed), Some(trailer)) => {
-                        writer.finish_at(trailer.closed_at)?.flush()?;
-                    }
-                    _ => writer.flush()?,
-                }
-                Ok(())
+                end_as_read(writer, reader)
             })?;
             written.push(file);
             if pending.is_none() {
