@@ -407,13 +407,14 @@ impl KindTimeline {
 
     /// Event `i` after the base, in record order.
     pub fn event(&self, i: usize) -> Option<Event> {
-        self.event_with(i, true)
+        self.event_with(i, usize::MAX, true)
     }
 
-    /// Event `i` after the base; its [`Event::previous`] only if `previous` (making a version
-    /// costs; a watch without selectors does not need the one before).
-    pub fn event_with(&self, i: usize, previous: bool) -> Option<Event> {
-        let e = self.served(i)?;
+    /// Event `i` after the base, if its record's index is below `released` (its row is read
+    /// once); its [`Event::previous`] only if `previous` (making a version costs; a watch
+    /// without selectors does not need the one before).
+    pub fn event_with(&self, i: usize, released: usize, previous: bool) -> Option<Event> {
+        let e = self.served(i).filter(|e| (e.index as usize) < released)?;
         let slot = u32::try_from(self.before_base + i).ok()?;
         Some(Event {
             index: e.index as usize,
@@ -486,19 +487,18 @@ impl KindTimeline {
 
     /// The metadata kept at `place`.
     fn meta(&self, place: Place) -> Option<Arc<Meta>> {
-        let key = place.to_parts().0;
+        let (at, len) = place.to_parts();
         let mut metas = self.metas.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = metas.get(&key) {
+        if let Some(m) = metas.get(&at) {
             return Some(Arc::clone(m));
         }
-        let (at, len) = place.to_parts();
         let mut bytes = Vec::new();
         self.events.spill().must_read(at, len as usize, &mut bytes);
         let meta = Arc::new(Meta::decode(&bytes)?);
         if metas.len() >= METAS_KEPT {
             metas.clear();
         }
-        metas.insert(key, Arc::clone(&meta));
+        metas.insert(at, Arc::clone(&meta));
         Some(meta)
     }
 
@@ -773,23 +773,24 @@ impl Recent {
         &mut self,
         namespace: &str,
         name: &str,
-        bytes: Vec<u8>,
+        bytes: &[u8],
         encoder: &mut Encoder,
     ) -> Option<Json> {
         self.key_of(namespace, name);
         let added = bytes.len();
         let json = match self.by_key.get_mut(self.key.as_slice()) {
             Some((base, base_bytes)) => {
-                let json = Json::after(base, base_bytes, &bytes, encoder)?;
+                let json = Json::after(base, base_bytes, bytes, encoder)?;
                 self.bytes -= base_bytes.len();
                 *base = json.clone();
-                *base_bytes = bytes;
+                base_bytes.clear();
+                base_bytes.extend_from_slice(bytes);
                 json
             }
             None => {
-                let json = encoder.whole(&bytes)?;
+                let json = encoder.whole(bytes)?;
                 self.by_key
-                    .insert(self.key.as_slice().into(), (json.clone(), bytes));
+                    .insert(self.key.as_slice().into(), (json.clone(), bytes.to_vec()));
                 json
             }
         };
@@ -855,9 +856,8 @@ struct Building {
 #[derive(Clone)]
 struct Last {
     slot: u32,
-    /// The event that made it.
+    /// The event that made it (where its bytes are).
     ev: Ev,
-    json: Json,
     meta: Arc<Meta>,
 }
 
@@ -1077,8 +1077,7 @@ struct Head<'a> {
 /// A record prepared for [`Indexing::push_prepared`] by a [`Preparer`].
 #[derive(Debug)]
 pub struct Prepared {
-    /// The record; its object only when kept, for its metadata to be read on the indexing
-    /// thread.
+    /// The record, with its object: its metadata is read on the indexing thread.
     record: Record,
     /// Its object, kept.
     json: Option<Json>,
@@ -1118,27 +1117,27 @@ impl Preparer {
     }
 
     /// Prepares the next record.
-    pub fn prepare(&mut self, mut record: Record) -> Prepared {
-        let object = std::mem::take(&mut record.object);
+    pub fn prepare(&mut self, record: Record) -> Prepared {
         let deleted = matches!(record.op, Op::Deleted { .. });
         let (json, meta) = if !record.op.has_object() {
             (None, None)
-        } else if object.is_empty() {
+        } else if record.object.is_empty() {
             // A deletion without its object is of the last state; any other record of an
             // object without one is not served.
-            (None, (!deleted).then(|| json::meta(&object)))
+            (None, (!deleted).then(|| json::meta(&record.object)))
         } else {
             let recent = match self.recent.get_mut(&record.kind) {
                 Some(r) => r,
                 None => self.recent.entry(record.kind.clone()).or_default(),
             };
             // Kept whether or not it is an object: the base of the object's next version.
-            let bytes = object.clone();
-            match recent.keep(&record.namespace, &record.name, object, &mut self.encoder) {
-                Some(json) => {
-                    record.object = bytes;
-                    (Some(json), None)
-                }
+            match recent.keep(
+                &record.namespace,
+                &record.name,
+                &record.object,
+                &mut self.encoder,
+            ) {
+                Some(json) => (Some(json), None),
                 None => (None, Some(Err("an object of 4 GiB or more".to_owned()))),
             }
         };
@@ -1257,7 +1256,11 @@ impl Building {
             (None, None) => {
                 self.key_of(&r.namespace, &r.name);
                 match self.live.get(self.key.as_slice()) {
-                    Some(l) => Ok((l.json.clone(), Arc::clone(&l.meta), l.ev.own)),
+                    Some(l) => Ok((
+                        l.ev.json(self.events.spill()),
+                        Arc::clone(&l.meta),
+                        l.ev.own,
+                    )),
                     None => return,
                 }
             }
@@ -1304,7 +1307,7 @@ impl Building {
                 if r.op == Op::Listed
                     && self.texts.same(own_rv(o.ev.own), own_rv(own))
                     && *o.meta == *meta
-                    && o.json == json =>
+                    && o.ev.json(self.events.spill()) == json =>
             {
                 None
             }
@@ -1359,12 +1362,7 @@ impl Building {
         if deleted {
             self.live.remove(self.key.as_slice());
         } else {
-            let last = Last {
-                slot: at,
-                ev,
-                json,
-                meta,
-            };
+            let last = Last { slot: at, ev, meta };
             match self.live.get_mut(self.key.as_slice()) {
                 Some(l) => *l = last,
                 None => {

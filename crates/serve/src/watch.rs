@@ -310,9 +310,8 @@ async fn run(shared: Arc<Shared>, w: Watch, tx: mpsc::Sender<Bytes>) {
             break;
         }
         let released = shared.clock.released(&tl);
-        let due = k.event_index(next).filter(|&index| index < released);
         // The version before only when a selector may tell it from this one.
-        if let Some(e) = due.and_then(|_| k.event_with(next, p.selects())) {
+        if let Some(e) = k.event_with(next, released, p.selects()) {
             next += 1;
             last_rv = last_rv.max(e.rv);
             dirty = true;
