@@ -15,6 +15,7 @@ use std::sync::Arc;
 use rf_format::{DeltaEncoder, apply_delta};
 
 use crate::spill::Spill;
+use crate::wire::{Take, put_u32, put_u64};
 
 /// A version this many steps from a whole one is kept whole.
 const KEYFRAME: u8 = 16;
@@ -39,8 +40,9 @@ enum Node {
 }
 
 /// Where a kept version's record is in its spill file: its offset, its length, and whether it is
-/// a delta. A delta's record is the [`Place`] of its base ([`DELTA_HEAD`] bytes), then the pieces
-/// that rebuild it from the base's bytes; a whole version's record is its bytes.
+/// a delta. A delta's record is the [`Place`] of its base (its offset as a `u64`, its length as
+/// a `u32`), then the pieces that rebuild it from the base's bytes; a whole version's record is
+/// its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Place {
     /// The offset, with [`DELTA`] set for a delta.
@@ -50,9 +52,6 @@ pub struct Place {
 
 /// [`Place::at`]: the record is a delta.
 const DELTA: u64 = 1 << 63;
-
-/// The bytes a delta's record starts with: its base's place.
-const DELTA_HEAD: usize = 12;
 
 impl Place {
     /// The place as two numbers (for a row of the timeline).
@@ -83,16 +82,11 @@ impl Place {
 
 /// A delta's record: its base, and its pieces.
 fn split_delta(record: &[u8]) -> (Place, &[u8]) {
-    let (head, pieces) = record.split_at(DELTA_HEAD.min(record.len()));
-    let mut at = [0u8; 8];
-    let mut len = [0u8; 4];
-    at.copy_from_slice(head.get(..8).unwrap_or(&[0; 8]));
-    len.copy_from_slice(head.get(8..12).unwrap_or(&[0; 4]));
-    let base = Place {
-        at: u64::from_le_bytes(at),
-        len: u32::from_le_bytes(len),
-    };
-    (base, pieces)
+    let mut b = Take(record);
+    match (b.u64(), b.u32()) {
+        (Some(at), Some(len)) => (Place { at, len }, b.0),
+        _ => (Place { at: 0, len: 0 }, &[]),
+    }
 }
 
 /// What makes the pieces of a delta, with its buffers, and where it keeps what it makes.
@@ -180,8 +174,8 @@ impl Json {
         }
         let record = &mut encoder.record;
         record.clear();
-        record.extend_from_slice(&base_place.at.to_le_bytes());
-        record.extend_from_slice(&base_place.len.to_le_bytes());
+        put_u64(record, base_place.at);
+        put_u32(record, base_place.len);
         record.extend_from_slice(&encoder.pieces);
         let stored = u32::try_from(record.len()).ok()?;
         let at = encoder.spill.append(record);

@@ -9,6 +9,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::wire::{Take, put_str, put_u32};
+
 /// The metadata fields selectors and tables need. The server keeps it on disk (encoded), once
 /// per run of an object's versions that have the same.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -37,56 +39,38 @@ pub struct Meta {
 impl Meta {
     /// Appends it, but for its resourceVersion, as [`Meta::decode`] reads it.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        fn part(out: &mut Vec<u8>, s: &str) {
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-        part(out, &self.name);
-        part(out, &self.namespace);
-        part(out, &self.uid);
+        put_str(out, &self.name);
+        put_str(out, &self.namespace);
+        put_str(out, &self.uid);
         match &self.creation_timestamp {
             Some(t) => {
                 out.push(1);
-                part(out, t);
+                put_str(out, t);
             }
             None => out.push(0),
         }
-        out.extend_from_slice(&(self.labels.len() as u32).to_le_bytes());
+        put_u32(out, self.labels.len() as u32);
         for (k, v) in self.labels.iter() {
-            part(out, k);
-            part(out, v);
+            put_str(out, k);
+            put_str(out, v);
         }
     }
 
     /// The metadata [`Meta::encode`] wrote into `bytes` (with an empty resourceVersion); `None`
     /// for bytes it did not write.
     pub fn decode(bytes: &[u8]) -> Option<Meta> {
-        fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-            let (head, rest) = (b.get(..n)?, b.get(n..)?);
-            *b = rest;
-            Some(head)
-        }
-        fn count(b: &mut &[u8]) -> Option<usize> {
-            let mut n = [0u8; 4];
-            n.copy_from_slice(take(b, 4)?);
-            usize::try_from(u32::from_le_bytes(n)).ok()
-        }
-        fn part<'a>(b: &mut &'a [u8]) -> Option<&'a str> {
-            let n = count(b)?;
-            std::str::from_utf8(take(b, n)?).ok()
-        }
-        let mut b = bytes;
-        let name = Arc::from(part(&mut b)?);
-        let namespace = Arc::from(part(&mut b)?);
-        let uid = Arc::from(part(&mut b)?);
-        let creation_timestamp = match take(&mut b, 1)? {
-            [1] => Some(Arc::from(part(&mut b)?)),
+        let mut b = Take(bytes);
+        let name = Arc::from(b.str()?);
+        let namespace = Arc::from(b.str()?);
+        let uid = Arc::from(b.str()?);
+        let creation_timestamp = match b.bytes(1)? {
+            [1] => Some(Arc::from(b.str()?)),
             _ => None,
         };
         let mut labels = BTreeMap::new();
-        for _ in 0..count(&mut b)? {
-            let k = part(&mut b)?.to_owned();
-            labels.insert(k, part(&mut b)?.to_owned());
+        for _ in 0..b.u32()? {
+            let k = b.str()?.to_owned();
+            labels.insert(k, b.str()?.to_owned());
         }
         b.is_empty().then(|| Meta {
             name,

@@ -119,6 +119,7 @@ mod spill;
 mod table;
 mod timeline;
 mod watch;
+mod wire;
 
 pub use body::Json;
 pub use error::{Error, Result};

@@ -20,6 +20,7 @@ use crate::json::{self, Meta};
 use crate::resource::Resource;
 use crate::rows::{Row, Rows};
 use crate::spill::Spill;
+use crate::wire::{Take, put_str, put_u32};
 
 /// An object's identity within its kind.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -595,27 +596,14 @@ fn read_snapshot(spill: &Spill, place: Place) -> Live {
     let (at, len) = place.to_parts();
     let mut bytes = Vec::new();
     spill.must_read(at, len as usize, &mut bytes);
+    let mut b = Take(&bytes);
     let mut live = Vec::new();
-    let mut b = bytes.as_slice();
-    let u32_of = |b: &mut &[u8]| -> Option<u32> {
-        let (head, rest) = (b.get(..4)?, b.get(4..)?);
-        *b = rest;
-        Some(u32::from_le_bytes([head[0], head[1], head[2], head[3]]))
-    };
-    let str_of = |b: &mut &[u8]| -> Option<String> {
-        let n = u32_of(b)? as usize;
-        let (head, rest) = (b.get(..n)?, b.get(n..)?);
-        *b = rest;
-        String::from_utf8(head.to_vec()).ok()
-    };
     while !b.is_empty() {
         let entry = (|| {
-            let slot = u32_of(&mut b)?;
-            let (row, rest) = (b.get(..Ev::SIZE)?, b.get(Ev::SIZE..)?);
-            let e = Ev::take(row);
-            b = rest;
-            let namespace = str_of(&mut b)?;
-            let name = str_of(&mut b)?;
+            let slot = b.u32()?;
+            let e = Ev::take(b.bytes(Ev::SIZE)?);
+            let namespace = b.str()?.to_owned();
+            let name = b.str()?.to_owned();
             Some((ObjectKey { namespace, name }, slot, e))
         })();
         match entry {
@@ -629,17 +617,13 @@ fn read_snapshot(spill: &Spill, place: Place) -> Live {
 /// Appends a snapshot's record of `live` (in key order).
 fn write_snapshot(live: &[(ObjectKey, u32, Ev)], out: &mut Vec<u8>) {
     for (key, slot, e) in live {
-        out.extend_from_slice(&slot.to_le_bytes());
+        put_u32(out, *slot);
         e.put(out);
-        out.extend_from_slice(&(key.namespace.len() as u32).to_le_bytes());
-        out.extend_from_slice(key.namespace.as_bytes());
-        out.extend_from_slice(&(key.name.len() as u32).to_le_bytes());
-        out.extend_from_slice(key.name.as_bytes());
+        put_str(out, &key.namespace);
+        put_str(out, &key.name);
     }
 }
 
-/// A recording, indexed for serving: the state of every kind at every position, and the events
-/// between them.
 #[derive(Debug)]
 pub struct Timeline {
     header: Header,
