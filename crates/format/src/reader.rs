@@ -44,6 +44,16 @@ pub struct Reader<R: Read> {
     bases: Bases,
     /// The kinds whose objects are read ([`Reader::objects_of`]).
     wanted: fn(&Kind) -> bool,
+    /// The last record's delta body, when kept ([`Reader::keep_deltas`]).
+    delta: Option<Delta>,
+}
+
+/// A delta body's pieces, kept for [`Reader::delta`].
+#[derive(Debug, Default)]
+struct Delta {
+    pieces: Vec<u8>,
+    /// Whether the last record read had a delta body (its pieces are the ones above).
+    last: bool,
 }
 
 impl<R: Read> fmt::Debug for Reader<R> {
@@ -83,6 +93,7 @@ impl<R: Read> Reader<R> {
             trailer: None,
             bases: Bases::default(),
             wanted: |_| true,
+            delta: None,
         };
         let mut preamble = [0u8; 12];
         let got = reader.read_fully(&mut preamble, "the preamble")?;
@@ -140,6 +151,25 @@ impl<R: Read> Reader<R> {
         self
     }
 
+    /// Keeps each record's delta body, for [`Reader::delta`]: a reader that keeps versions as
+    /// deltas of their object's last version (the replay server) can take the recording's
+    /// rather than encode its own.
+    pub fn keep_deltas(mut self) -> Self {
+        self.delta = Some(Delta::default());
+        self
+    }
+
+    /// The pieces of the last record's delta body (docs/format.md, "Delta bodies"): they
+    /// rebuild its object from the object of the latest earlier record of the same kind,
+    /// namespace and name in this file. `None` when the body was whole or not read, and unless
+    /// [`Reader::keep_deltas`] was asked.
+    pub fn delta(&self) -> Option<&[u8]> {
+        self.delta
+            .as_ref()
+            .filter(|d| d.last)
+            .map(|d| d.pieces.as_slice())
+    }
+
     /// The recording's header.
     pub fn header(&self) -> &Header {
         &self.header
@@ -175,7 +205,7 @@ impl<R: Read> Reader<R> {
 
     /// Reads the next record; `Ok(None)` at the end of the recording.
     pub fn next_record(&mut self) -> Result<Option<Record>> {
-        let mut rec = blank_record();
+        let mut rec = Record::blank();
         if !self.read_into(&mut rec)? {
             return Ok(None);
         }
@@ -195,6 +225,9 @@ impl<R: Read> Reader<R> {
         // A buffer that once held a huge object is not kept for every later one.
         if rec.object.capacity() > MAX_KEPT_OBJECT {
             rec.object = Vec::new();
+        }
+        if let Some(d) = &mut self.delta {
+            d.last = false;
         }
         let result = self.read_record(rec);
         match &result {
@@ -220,7 +253,14 @@ impl<R: Read> Reader<R> {
         {
             if len != 0 && len <= MAX_FRAME_LEN as usize && avail.len() - 4 >= len {
                 if let Some(body) = codec::decode_record_into(&avail[4..4 + len], version, rec) {
-                    let result = materialize(&mut self.bases, self.wanted, version, rec, body);
+                    let result = materialize(
+                        &mut self.bases,
+                        self.wanted,
+                        version,
+                        rec,
+                        body,
+                        self.delta.as_mut(),
+                    );
                     self.src.consume(4 + len);
                     let frame_start = self.offset;
                     self.offset += 4 + len as u64;
@@ -240,10 +280,24 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         };
         let result = match codec::decode_record_into(&self.buf, version, rec) {
-            Some(body) => materialize(&mut self.bases, self.wanted, version, rec, body),
+            Some(body) => materialize(
+                &mut self.bases,
+                self.wanted,
+                version,
+                rec,
+                body,
+                self.delta.as_mut(),
+            ),
             None => codec::decode_record_exact(&self.buf, version).and_then(|(record, body)| {
                 *rec = record;
-                materialize(&mut self.bases, self.wanted, version, rec, body.as_body())
+                materialize(
+                    &mut self.bases,
+                    self.wanted,
+                    version,
+                    rec,
+                    body.as_body(),
+                    self.delta.as_mut(),
+                )
             }),
         };
         result.map_err(|detail| Error::Decode {
@@ -430,13 +484,15 @@ impl<R: Read> Iterator for Reader<R> {
     }
 }
 
-/// Sets `rec.object` from its decoded `body` and, from version 2, keeps it as the next base.
+/// Sets `rec.object` from its decoded `body` and, from version 2, keeps it as the next base;
+/// a delta body's pieces also in `delta`, if given.
 fn materialize(
     bases: &mut Bases,
     wanted: fn(&Kind) -> bool,
     version: u32,
     rec: &mut Record,
     body: Body<'_>,
+    delta: Option<&mut Delta>,
 ) -> std::result::Result<(), String> {
     if !wanted(&rec.kind) {
         rec.object.clear();
@@ -458,6 +514,11 @@ fn materialize(
                 ));
             };
             delta::apply(base, pieces, &mut rec.object)?;
+            if let Some(d) = delta {
+                d.pieces.clear();
+                d.pieces.extend_from_slice(pieces);
+                d.last = true;
+            }
         }
     }
     if let Some(found) = found {
@@ -468,22 +529,6 @@ fn materialize(
 
 /// Object buffers larger than this are not reused for the next record.
 const MAX_KEPT_OBJECT: usize = 1024 * 1024;
-
-/// A record to read into.
-fn blank_record() -> Record {
-    Record {
-        seq: 0,
-        observed_at: crate::Timestamp(0),
-        kind: crate::Kind::Event,
-        op: crate::Op::Added,
-        namespace: String::new(),
-        name: String::new(),
-        uid: String::new(),
-        resource_version: String::new(),
-        actor: None,
-        object: Vec::new(),
-    }
-}
 
 fn hex_prefix(bytes: &[u8]) -> String {
     let shown: Vec<String> = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();

@@ -260,6 +260,23 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record to read into ([`crate::Reader::read_into`]): no kind, op or time worth reading,
+    /// every string and the object empty.
+    pub fn blank() -> Record {
+        Record {
+            seq: 0,
+            observed_at: Timestamp(0),
+            kind: Kind::Event,
+            op: Op::Added,
+            namespace: String::new(),
+            name: String::new(),
+            uid: String::new(),
+            resource_version: String::new(),
+            actor: None,
+            object: Vec::new(),
+        }
+    }
+
     /// Writes the record's kind, namespace and name into `key` (cleared first) as one byte
     /// string: each part length-prefixed, so that no two objects share one. A reused buffer
     /// makes it a key for tables of objects without an allocation per lookup.

@@ -94,6 +94,8 @@ fn split_delta(record: &[u8]) -> (Place, &[u8]) {
 pub struct Encoder {
     encoder: DeltaEncoder,
     pieces: Vec<u8>,
+    /// What given pieces rebuild, to check them.
+    rebuilt: Vec<u8>,
     /// A delta's record: its base's place, then its pieces.
     record: Vec<u8>,
     spill: Arc<Spill>,
@@ -105,6 +107,7 @@ impl Encoder {
         Encoder {
             encoder: DeltaEncoder::default(),
             pieces: Vec::new(),
+            rebuilt: Vec::new(),
             record: Vec::new(),
             spill,
         }
@@ -151,10 +154,15 @@ impl Json {
     /// `target`, kept as the pieces that rebuild it from `base` (whose bytes are `base_bytes`),
     /// or whole: every 16 versions, when the pieces would not be much smaller, and when `base`
     /// is not kept where the encoder keeps what it makes. `None` past 4 GiB.
+    ///
+    /// `given` are pieces that may rebuild `target` from `base_bytes` (the recording's delta
+    /// body, whose base is the object's last version in its file): taken if they do, which is
+    /// checked (rebuilding is a copy, encoding a search), encoded anew if they do not.
     pub fn after(
         base: &Json,
         base_bytes: &[u8],
         target: &[u8],
+        given: Option<&[u8]>,
         encoder: &mut Encoder,
     ) -> Option<Json> {
         let depth = base.depth() + 1;
@@ -166,17 +174,31 @@ impl Json {
         if depth >= KEYFRAME || base_bytes.is_empty() || target.is_empty() {
             return encoder.whole(target);
         }
-        encoder
-            .encoder
-            .encode(base_bytes, target, &mut encoder.pieces);
-        if encoder.pieces.len() > target.len() / 2 {
+        let rebuilt = &mut encoder.rebuilt;
+        let pieces = match given {
+            Some(pieces)
+                if {
+                    rebuilt.clear();
+                    apply_delta(base_bytes, pieces, rebuilt).is_ok() && rebuilt == target
+                } =>
+            {
+                pieces
+            }
+            _ => {
+                encoder
+                    .encoder
+                    .encode(base_bytes, target, &mut encoder.pieces);
+                &encoder.pieces
+            }
+        };
+        if pieces.len() > target.len() / 2 {
             return encoder.whole(target);
         }
         let record = &mut encoder.record;
         record.clear();
         put_u64(record, base_place.at);
         put_u32(record, base_place.len);
-        record.extend_from_slice(&encoder.pieces);
+        record.extend_from_slice(pieces);
         let stored = u32::try_from(record.len()).ok()?;
         let at = encoder.spill.append(record);
         Some(Json(Arc::new(Node::Kept {
@@ -399,7 +421,9 @@ mod tests {
         let mut kept: Vec<Json> = vec![encoder.whole(&version(0)).unwrap()];
         for n in 1..n {
             let base = kept[n - 1].clone();
-            kept.push(Json::after(&base, &version(n - 1), &version(n), &mut encoder).unwrap());
+            kept.push(
+                Json::after(&base, &version(n - 1), &version(n), None, &mut encoder).unwrap(),
+            );
         }
         kept
     }
@@ -459,6 +483,36 @@ mod tests {
     }
 
     #[test]
+    fn given_pieces_are_kept_when_they_rebuild_the_version_and_encoded_anew_when_not() {
+        let spill = Spill::memory();
+        let mut encoder = Encoder::new(Arc::clone(&spill));
+        let (base_bytes, target) = (version(1), version(2));
+        let base = encoder.whole(&base_bytes).unwrap();
+        let pieces_of = |json: &Json| {
+            let record = json.place().unwrap().read(&spill);
+            split_delta(&record).1.to_vec()
+        };
+        // Pieces the encoder would not write: the first byte copied alone, then the rest.
+        let mut given = Vec::new();
+        DeltaEncoder::default().encode(&base_bytes, &target[1..], &mut given);
+        given.splice(0..0, [2, 0]);
+        let mut own = Vec::new();
+        DeltaEncoder::default().encode(&base_bytes, &target, &mut own);
+        assert_ne!(given, own);
+        let taken = Json::after(&base, &base_bytes, &target, Some(&given), &mut encoder).unwrap();
+        assert_eq!(pieces_of(&taken), given);
+        assert_eq!(&*taken.bytes(), &target[..]);
+        // Pieces of another version: not what rebuilds this one, so its own are encoded.
+        let mut wrong = Vec::new();
+        DeltaEncoder::default().encode(&base_bytes, &version(3), &mut wrong);
+        for given in [&wrong[..], b"\xff"] {
+            let json = Json::after(&base, &base_bytes, &target, Some(given), &mut encoder).unwrap();
+            assert_eq!(pieces_of(&json), own);
+            assert_eq!(&*json.bytes(), &target[..]);
+        }
+    }
+
+    #[test]
     fn unlike_bytes_are_kept_whole() {
         let mut encoder = Encoder::new(Spill::memory());
         let a = encoder.whole(b"{\"a\":1}").unwrap();
@@ -466,16 +520,17 @@ mod tests {
             &a,
             b"{\"a\":1}",
             b"[\"entirely\",\"different\"]",
+            None,
             &mut encoder,
         )
         .unwrap();
         assert_eq!(b.depth(), 0);
-        let empty = Json::after(&a, b"{\"a\":1}", b"", &mut encoder).unwrap();
+        let empty = Json::after(&a, b"{\"a\":1}", b"", None, &mut encoder).unwrap();
         assert!(empty.is_empty());
         assert_eq!(&*empty.bytes(), b"");
         // A base not kept in the encoder's spill is not one a delta can name.
         let memory = Json::whole(b"{\"a\":1}");
-        let c = Json::after(&memory, b"{\"a\":1}", b"{\"a\":2}", &mut encoder).unwrap();
+        let c = Json::after(&memory, b"{\"a\":1}", b"{\"a\":2}", None, &mut encoder).unwrap();
         assert_eq!(c.depth(), 0);
         assert_eq!(&*c.bytes(), b"{\"a\":2}");
     }

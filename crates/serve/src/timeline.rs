@@ -733,13 +733,17 @@ impl Timeline {
 
 /// The bytes of the last version of live objects, by [`rf_format::push_object_key`], and the
 /// [`Json`] they are: what the next version is kept against. At most [`RECENT_BUDGET`] bytes
-/// of them: past it, some are forgotten (their next version is kept whole), so that a kind's
-/// many objects that rarely change (a cluster's Events) do not stay in memory.
+/// of them: past it, some are forgotten (their next version is kept as a new object's), so
+/// that a kind's many objects that rarely change (a cluster's Events) do not stay in memory.
 #[derive(Default)]
 struct Recent {
     by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
     key: Vec<u8>,
     bytes: usize,
+    /// The version of the kind kept whole last, and its bytes: a new object is kept against
+    /// it (objects of a kind are much alike: a new Pod repeats its siblings, a new Event the
+    /// Events before it), so that only the first version of a kind is kept whole.
+    template: Option<(Json, Vec<u8>)>,
 }
 
 /// What [`Recent`] keeps of a kind's objects, at most.
@@ -751,20 +755,22 @@ impl Recent {
         rf_format::push_object_key(&mut self.key, namespace, name);
     }
 
-    /// `bytes` kept against the last version of the object, if any; they become the last
-    /// version's. `None` for bytes too long to keep (4 GiB).
+    /// `bytes` kept against the last version of the object, if any (with `delta`, the pieces
+    /// that may rebuild them from it: see [`Json::after`]); they become the last version's.
+    /// `None` for bytes too long to keep (4 GiB).
     fn keep(
         &mut self,
         namespace: &str,
         name: &str,
         bytes: &[u8],
+        delta: Option<&[u8]>,
         encoder: &mut Encoder,
     ) -> Option<Json> {
         self.key_of(namespace, name);
         let added = bytes.len();
         let json = match self.by_key.get_mut(self.key.as_slice()) {
             Some((base, base_bytes)) => {
-                let json = Json::after(base, base_bytes, bytes, encoder)?;
+                let json = Json::after(base, base_bytes, bytes, delta, encoder)?;
                 self.bytes -= base_bytes.len();
                 *base = json.clone();
                 base_bytes.clear();
@@ -772,12 +778,25 @@ impl Recent {
                 json
             }
             None => {
-                let json = encoder.whole(bytes)?;
+                let json = match &self.template {
+                    Some((template, template_bytes)) => {
+                        Json::after(template, template_bytes, bytes, None, encoder)?
+                    }
+                    None => encoder.whole(bytes)?,
+                };
                 self.by_key
                     .insert(self.key.as_slice().into(), (json.clone(), bytes.to_vec()));
                 json
             }
         };
+        if json.depth() == 0 {
+            let (template, template_bytes) = self
+                .template
+                .get_or_insert_with(|| (json.clone(), Vec::new()));
+            *template = json.clone();
+            template_bytes.clear();
+            template_bytes.extend_from_slice(bytes);
+        }
         self.bytes += added;
         if self.bytes > RECENT_BUDGET {
             // Down to half, the others first.
@@ -919,7 +938,7 @@ impl Indexing {
     /// Indexes the next record. Past 4,294,967,294 records the rest are not served, with a
     /// warning.
     pub fn push(&mut self, r: Record) {
-        let prepared = self.preparer.prepare(r);
+        let prepared = self.preparer.prepare(r, None);
         self.push_prepared(prepared);
     }
 
@@ -1100,8 +1119,9 @@ impl Preparer {
         }
     }
 
-    /// Prepares the next record.
-    pub fn prepare(&mut self, record: Record) -> Prepared {
+    /// Prepares the next record; `delta` is its delta body's pieces, if the recording has them
+    /// ([`rf_format::Reader::delta`]), so that they need not be encoded again.
+    pub fn prepare(&mut self, record: Record, delta: Option<&[u8]>) -> Prepared {
         let deleted = matches!(record.op, Op::Deleted { .. });
         let (json, meta) = if !record.op.has_object() {
             (None, None)
@@ -1119,6 +1139,7 @@ impl Preparer {
                 &record.namespace,
                 &record.name,
                 &record.object,
+                delta,
                 &mut self.encoder,
             ) {
                 Some(json) => (Some(json), None),
@@ -1527,6 +1548,43 @@ mod tests {
             r#"{{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}","uid":"u-{name}","labels":{{"app":"web"}}}},"spec":{{"x":"{extra}"}}}}"#
         )
         .into_bytes()
+    }
+
+    #[test]
+    fn a_new_object_is_kept_against_the_version_of_its_kind_kept_whole_last() {
+        let spill = Spill::memory();
+        let mut preparer = Preparer::new(Arc::clone(&spill));
+        let mut prepare = |kind: Kind, name: &str, rv: &str, object: Vec<u8>| {
+            let record = Record {
+                seq: 1,
+                observed_at: Timestamp::from_unix_seconds(1),
+                kind,
+                op: Op::Added,
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: String::new(),
+                resource_version: rv.into(),
+                actor: None,
+                object: object.clone(),
+            };
+            let json = preparer.prepare(record, None).json.expect("kept");
+            assert_eq!(&*json.bytes(), &object[..]);
+            json.depth()
+        };
+        // The first of its kind is whole; the next ones, of other names, are deltas of it.
+        assert_eq!(prepare(Kind::ReplicaSet, "a", "1", obj("a", "1", "x")), 0);
+        assert_eq!(prepare(Kind::ReplicaSet, "b", "2", obj("b", "2", "x")), 1);
+        assert_eq!(prepare(Kind::ReplicaSet, "c", "3", obj("c", "3", "y")), 1);
+        // Another kind has its own.
+        assert_eq!(prepare(Kind::Pod, "a", "4", obj("a", "4", "x")), 0);
+        // A new object unlike the last whole one is whole, and the next new ones are kept
+        // against it.
+        let unlike = br#"["entirely","different","and","long","enough"]"#.to_vec();
+        assert_eq!(prepare(Kind::ReplicaSet, "d", "5", unlike.clone()), 0);
+        let mut alike = unlike.clone();
+        alike.insert(1, b'0');
+        alike.insert(2, b',');
+        assert_eq!(prepare(Kind::ReplicaSet, "e", "6", alike), 1);
     }
 
     struct Rec {

@@ -50,7 +50,9 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
     let mut indexing = Indexing::new(&header);
     let mut trailer = None;
     let mut before: Option<(PathBuf, Timestamp)> = None;
-    for Recording { path, mut reader } in recordings {
+    for Recording { path, reader } in recordings {
+        // Its delta bodies are the pieces the server keeps versions as, most of the time.
+        let mut reader = reader.keep_deltas();
         let start = reader.header().started_at;
         if let Some((prev, end)) = &before {
             input::follows(prev, *end, &path, start, ONE_FILE)?;
@@ -63,9 +65,12 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
         let reading = std::thread::spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
             let ended = loop {
-                match reader.next_record() {
-                    Ok(Some(r)) => {
-                        batch.push(preparer.prepare(r));
+                // Into a new record, not `next_record`: the object is dropped once indexed,
+                // so its spare capacity is not worth a copy to shed.
+                let mut r = rf_format::Record::blank();
+                match reader.read_into(&mut r) {
+                    Ok(true) => {
+                        batch.push(preparer.prepare(r, reader.delta()));
                         if batch.len() == BATCH {
                             if tx.send(std::mem::take(&mut batch)).is_err() {
                                 break Ok(());
@@ -73,7 +78,7 @@ fn load(path: &Path, partial: bool) -> Result<Timeline> {
                             batch.reserve(BATCH);
                         }
                     }
-                    Ok(None) => break Ok(()),
+                    Ok(false) => break Ok(()),
                     Err(e) => break Err(e),
                 }
             };
