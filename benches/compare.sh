@@ -10,8 +10,9 @@
 #   peak RSS of analyze      (target: <= 100 MiB at 1M events)
 #   file size                vs  gzip -6 of the same JSON lines (target: within 5%)
 #   serve FILE: time to its first answer vs analyze (target: <= 1.5x), at the end and at a
-#   moment in the middle (--at; no slower than the end), its peak RSS (target: <= 256 MiB), and
-#   how long a list of each kind takes at the served moment (target: <= 100 ms at 2,000 objects)
+#   moment in the middle (--at; no slower than the end), its peak RSS (target: <= 256 MiB), how
+#   long a list of each kind takes at the served moment (target: <= 100 ms at 2,000 objects),
+#   and the size of its scratch file
 #   record from serve --speed max, record pinned to one core and serve to another (taskset):
 #   records/s on one core, and CPU per record; serve --speed max to plain watch clients, one
 #   curl per kind (events/s, CPU of serve)
@@ -20,7 +21,8 @@
 #   APPLICATIONS=1 benches/compare.sh ...             each rollout managed by an Argo CD Application
 #   CROWDED=0 benches/compare.sh ...                  without the crowded namespace below
 #   DIR_RECORDS=10000000 benches/compare.sh ...       also serve DIR over a flight recorder's
-#                                                     directory of that many records (below)
+#                                                     directory of that many records (below),
+#                                                     alternately with analyze DIR_ROUNDS times (2)
 #
 # Then analyze -o json vs gzip -dc on a second generated recording, a namespace the size of a
 # cluster's: 200 rollouts of 100 pods in one namespace (simulate scale --per-namespace 200
@@ -79,9 +81,10 @@ gz6=$(stat -L -c %s "$jsonl")
 
 # serve FILE [--at T] (or $served, a directory): from start to its first answer (it prints its URL once it listens, after
 # reading the whole recording), then one list of each kind at the served moment (curl's time),
-# then its peak RSS once stopped. Prints "seconds peak_kib slowest_list_s slowest_list_path".
+# then its peak RSS once stopped, and the size of its scratch file (unlinked when made: found
+# among its open files). Prints "seconds peak_kib slowest_list_s slowest_list_path scratch_bytes".
 serve_first() {
-  local out="$dir/first.out" t0 t1 url pid slowest=0 slowest_path=- p t
+  local out="$dir/first.out" t0 t1 url pid server fd scratch=0 slowest=0 slowest_path=- p t
   rm -f "$out" "$dir/first.time"
   t0=$(date +%s.%N)
   /usr/bin/time -f "%M" -o "$dir/first.time" "$bin" serve "${served:-$file}" --kubeconfig-out "$dir/first.kc" "$@" \
@@ -93,16 +96,22 @@ serve_first() {
   done
   t1=$(date +%s.%N)
   url=$(head -1 "$out")
+  server=$(pgrep -P "$pid" || echo "$pid")
+  for fd in /proc/"$server"/fd/*; do
+    case "$(readlink "$fd" 2>/dev/null)" in
+      *.rollout-forensics-serve-*.spill*) scratch=$(stat -L -c %s "$fd") ;;
+    esac
+  done
   for p in /apis/argoproj.io/v1alpha1/rollouts /apis/apps/v1/replicasets /api/v1/services \
     /apis/discovery.k8s.io/v1/endpointslices /api/v1/pods /api/v1/events; do
     t=$(curl -s -o /dev/null -w '%{time_total}' "$url$p")
     if awk -v a="$t" -v b="$slowest" 'BEGIN { exit !(a > b) }'; then slowest=$t; slowest_path=$p; fi
   done
-  kill -INT "$(pgrep -P "$pid" || echo "$pid")" 2>/dev/null || true
+  kill -INT "$server" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $(tail -1 "$dir/first.time") $slowest $slowest_path"
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $(tail -1 "$dir/first.time") $slowest $slowest_path $scratch"
 }
-read -r f_s f_kib f_list f_path < <(serve_first)
+read -r f_s f_kib f_list f_path f_scratch < <(serve_first)
 read -r a3_s _ < <(measure "$bin" analyze "$file" -o json --fail-on never)
 half=$("$bin" inspect "$file" -o json | jq -r '
   def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
@@ -110,11 +119,12 @@ half=$("$bin" inspect "$file" -o json | jq -r '
 mid="+${half}s"
 read -r m_s m_kib m_list m_path < <(serve_first --at "$mid")
 awk -v f="$f_s" -v a="$a3_s" -v kib="$f_kib" -v l="$f_list" -v lp="$f_path" -v m="$m_s" -v mkib="$m_kib" \
-    -v ml="$m_list" -v mp="$m_path" -v mid="$mid" 'BEGIN {
+    -v ml="$m_list" -v mp="$m_path" -v mid="$mid" -v sc="$f_scratch" -v bytes="$bytes" 'BEGIN {
   printf "serve FILE, first answer / analyze: %.2f (serve %.2f s, analyze %.2f s)   (target <= 1.5)\n", f / a, f, a
   printf "serve --at %s (mid): first answer %.2f s, %.2f of the end'"'"'s   (target <= 1.0)\n", mid, m, m / f
   printf "serve peak RSS:              %.1f MiB at the end, %.1f MiB mid   (target <= 256)\n", kib / 1024, mkib / 1024
   printf "serve list, slowest kind:    %.0f ms (%s) at the end, %.0f ms (%s) mid   (target <= 100 ms at 2,000 objects)\n", l * 1000, lp, ml * 1000, mp
+  printf "serve scratch file:          %.0f MB, %.1fx the recording\n", sc / 1e6, sc / bytes
 }'
 
 # record <- serve --speed max, on loopback.
@@ -232,17 +242,27 @@ if [ -n "${DIR_RECORDS:-}" ]; then
     "$bin" convert "$big" -o "$flight" --records-per-file $(( DIR_RECORDS / 10 )) 2>/dev/null
   fi
   served=$flight
-  read -r d_s d_kib d_list d_path < <(serve_first)
-  read -r da_s da_kib < <(measure "$bin" analyze "$flight" -o json --fail-on never)
+  # Serve and analyze alternately, DIR_ROUNDS times (2 unless set): at a minute each, a busy
+  # machine's drift shows as rounds that disagree, and the ratio is each round's.
+  ratios=""
+  for _ in $(seq 1 "${DIR_ROUNDS:-2}"); do
+    read -r d_s d_kib d_list d_path d_scratch < <(serve_first)
+    read -r da_s da_kib < <(measure "$bin" analyze "$flight" -o json --fail-on never)
+    ratios="$ratios $(awk -v f="$d_s" -v a="$da_s" 'BEGIN { printf "%.2f (%.0f s / %.0f s)", f / a, f, a }')"
+  done
   half=$("$bin" inspect "$big" -o json | jq -r '
     def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
     ((.last_record_at | t) - (.first_record_at | t)) / 2 | floor')
-  read -r dm_s dm_kib dm_list dm_path < <(serve_first --at "+${half}s")
+  read -r dm_s dm_kib dm_list dm_path _ < <(serve_first --at "+${half}s")
   unset served
   records=$("$bin" inspect "$big" -o json | jq -r '.records')
-  awk -v n="$records" -v files="$(ls "$flight" | wc -l)" -v f="$d_s" -v a="$da_s" -v akib="$da_kib" \
-      -v kib="$d_kib" -v l="$d_list" -v lp="$d_path" -v m="$dm_s" -v mkib="$dm_kib" -v ml="$dm_list" 'BEGIN {
-    printf "serve DIR, %d records in %d files: first answer / analyze DIR %.2f (serve %.2f s, analyze %.2f s, %.1f MiB)   (target <= 1.5)\n", n, files, f / a, f, a, akib / 1024
+  dir_bytes=$(stat -L -c %s "$flight"/*.rfr | awk '{ s += $1 } END { print s }')
+  awk -v n="$records" -v files="$(ls "$flight" | wc -l)" -v f="$d_s" -v r="$ratios" -v akib="$da_kib" \
+      -v kib="$d_kib" -v l="$d_list" -v lp="$d_path" -v m="$dm_s" -v mkib="$dm_kib" -v ml="$dm_list" \
+      -v sc="$d_scratch" -v bytes="$dir_bytes" 'BEGIN {
+    printf "serve DIR, %d records in %d files: first answer / analyze DIR, by round:%s   (target <= 1.5)\n", n, files, r
+    printf "analyze DIR peak RSS:        %.1f MiB\n", akib / 1024
+    printf "serve DIR scratch file:      %.0f MB, %.1fx the recordings\n", sc / 1e6, sc / bytes
     printf "serve DIR --at mid: first answer %.2f s, %.2f of the end'"'"'s   (target <= 1.0)\n", m, m / f
     printf "serve DIR peak RSS:          %.1f MiB at the end, %.1f MiB mid   (target <= 256)\n", kib / 1024, mkib / 1024
     printf "serve DIR list, slowest kind: %.0f ms (%s) at the end, %.0f ms mid   (target <= 100 ms at 2,000 objects)\n", l * 1000, lp, ml * 1000
