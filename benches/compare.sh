@@ -117,7 +117,7 @@ half=$("$bin" inspect "$file" -o json | jq -r '
   def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
   ((.last_record_at | t) - (.first_record_at | t)) / 2 | floor')
 mid="+${half}s"
-read -r m_s m_kib m_list m_path < <(serve_first --at "$mid")
+read -r m_s m_kib m_list m_path _ < <(serve_first --at "$mid")
 awk -v f="$f_s" -v a="$a3_s" -v kib="$f_kib" -v l="$f_list" -v lp="$f_path" -v m="$m_s" -v mkib="$m_kib" \
     -v ml="$m_list" -v mp="$m_path" -v mid="$mid" -v sc="$f_scratch" -v bytes="$bytes" 'BEGIN {
   printf "serve FILE, first answer / analyze: %.2f (serve %.2f s, analyze %.2f s)   (target <= 1.5)\n", f / a, f, a
