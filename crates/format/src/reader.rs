@@ -40,6 +40,12 @@ pub struct Reader<R: Read> {
     state: State,
     buf: Vec<u8>,
     trailer: Option<Trailer>,
+    objects: Objects,
+}
+
+/// What makes a record's object from its decoded body.
+#[derive(Debug)]
+struct Objects {
     /// From version 2: the base of each object, for the delta bodies of its next records.
     bases: Bases,
     /// The kinds whose objects are read ([`Reader::objects_of`]).
@@ -91,9 +97,11 @@ impl<R: Read> Reader<R> {
             state: State::Reading,
             buf: Vec::new(),
             trailer: None,
-            bases: Bases::default(),
-            wanted: |_| true,
-            delta: None,
+            objects: Objects {
+                bases: Bases::default(),
+                wanted: |_| true,
+                delta: None,
+            },
         };
         let mut preamble = [0u8; 12];
         let got = reader.read_fully(&mut preamble, "the preamble")?;
@@ -147,7 +155,7 @@ impl<R: Read> Reader<R> {
     /// earlier object of its kind, namespace and name, and the bases of the kinds read are
     /// never dropped before the writer's (they share the writer's budget with fewer bases).
     pub fn objects_of(mut self, wanted: fn(&Kind) -> bool) -> Self {
-        self.wanted = wanted;
+        self.objects.wanted = wanted;
         self
     }
 
@@ -155,7 +163,7 @@ impl<R: Read> Reader<R> {
     /// deltas of their object's last version (the replay server) can take the recording's
     /// rather than encode its own.
     pub fn keep_deltas(mut self) -> Self {
-        self.delta = Some(Delta::default());
+        self.objects.delta = Some(Delta::default());
         self
     }
 
@@ -164,7 +172,8 @@ impl<R: Read> Reader<R> {
     /// namespace and name in this file. `None` when the body was whole or not read, and unless
     /// [`Reader::keep_deltas`] was asked.
     pub fn delta(&self) -> Option<&[u8]> {
-        self.delta
+        self.objects
+            .delta
             .as_ref()
             .filter(|d| d.last)
             .map(|d| d.pieces.as_slice())
@@ -226,7 +235,7 @@ impl<R: Read> Reader<R> {
         if rec.object.capacity() > MAX_KEPT_OBJECT {
             rec.object = Vec::new();
         }
-        if let Some(d) = &mut self.delta {
+        if let Some(d) = &mut self.objects.delta {
             d.last = false;
         }
         let result = self.read_record(rec);
@@ -253,14 +262,7 @@ impl<R: Read> Reader<R> {
         {
             if len != 0 && len <= MAX_FRAME_LEN as usize && avail.len() - 4 >= len {
                 if let Some(body) = codec::decode_record_into(&avail[4..4 + len], version, rec) {
-                    let result = materialize(
-                        &mut self.bases,
-                        self.wanted,
-                        version,
-                        rec,
-                        body,
-                        self.delta.as_mut(),
-                    );
+                    let result = self.objects.materialize(version, rec, body);
                     self.src.consume(4 + len);
                     let frame_start = self.offset;
                     self.offset += 4 + len as u64;
@@ -280,24 +282,10 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         };
         let result = match codec::decode_record_into(&self.buf, version, rec) {
-            Some(body) => materialize(
-                &mut self.bases,
-                self.wanted,
-                version,
-                rec,
-                body,
-                self.delta.as_mut(),
-            ),
+            Some(body) => self.objects.materialize(version, rec, body),
             None => codec::decode_record_exact(&self.buf, version).and_then(|(record, body)| {
                 *rec = record;
-                materialize(
-                    &mut self.bases,
-                    self.wanted,
-                    version,
-                    rec,
-                    body.as_body(),
-                    self.delta.as_mut(),
-                )
+                self.objects.materialize(version, rec, body.as_body())
             }),
         };
         result.map_err(|detail| Error::Decode {
@@ -484,47 +472,48 @@ impl<R: Read> Iterator for Reader<R> {
     }
 }
 
-/// Sets `rec.object` from its decoded `body` and, from version 2, keeps it as the next base;
-/// a delta body's pieces also in `delta`, if given.
-fn materialize(
-    bases: &mut Bases,
-    wanted: fn(&Kind) -> bool,
-    version: u32,
-    rec: &mut Record,
-    body: Body<'_>,
-    delta: Option<&mut Delta>,
-) -> std::result::Result<(), String> {
-    if !wanted(&rec.kind) {
-        rec.object.clear();
-        return Ok(());
-    }
-    // Version 1 has no bases, and a record without an object (a marker) changes none.
-    let empty = matches!(body, Body::Full(bytes) if bytes.is_empty());
-    let found = (version >= 2 && !empty).then(|| bases.find(rec));
-    match body {
-        Body::Full(bytes) => {
+impl Objects {
+    /// Sets `rec.object` from its decoded `body` and, from version 2, keeps it as the next base;
+    /// a delta body's pieces also, if kept.
+    fn materialize(
+        &mut self,
+        version: u32,
+        rec: &mut Record,
+        body: Body<'_>,
+    ) -> std::result::Result<(), String> {
+        let bases = &mut self.bases;
+        if !(self.wanted)(&rec.kind) {
             rec.object.clear();
-            rec.object.extend_from_slice(bytes);
+            return Ok(());
         }
-        Body::Delta(pieces) => {
-            let Some(base) = found.as_ref().and_then(|f| bases.base(f)) else {
-                return Err(format!(
-                    "a delta body for {} {}/{}, which has no earlier object in this recording",
-                    rec.kind, rec.namespace, rec.name
-                ));
-            };
-            delta::apply(base, pieces, &mut rec.object)?;
-            if let Some(d) = delta {
-                d.pieces.clear();
-                d.pieces.extend_from_slice(pieces);
-                d.last = true;
+        // Version 1 has no bases, and a record without an object (a marker) changes none.
+        let empty = matches!(body, Body::Full(bytes) if bytes.is_empty());
+        let found = (version >= 2 && !empty).then(|| bases.find(rec));
+        match body {
+            Body::Full(bytes) => {
+                rec.object.clear();
+                rec.object.extend_from_slice(bytes);
+            }
+            Body::Delta(pieces) => {
+                let Some(base) = found.as_ref().and_then(|f| bases.base(f)) else {
+                    return Err(format!(
+                        "a delta body for {} {}/{}, which has no earlier object in this recording",
+                        rec.kind, rec.namespace, rec.name
+                    ));
+                };
+                delta::apply(base, pieces, &mut rec.object)?;
+                if let Some(d) = &mut self.delta {
+                    d.pieces.clear();
+                    d.pieces.extend_from_slice(pieces);
+                    d.last = true;
+                }
             }
         }
+        if let Some(found) = found {
+            bases.after_found(rec, found);
+        }
+        Ok(())
     }
-    if let Some(found) = found {
-        bases.after_found(rec, found);
-    }
-    Ok(())
 }
 
 /// Object buffers larger than this are not reused for the next record.
