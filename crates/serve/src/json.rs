@@ -126,7 +126,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOf<T> {
 /// Reads an object's metadata. Fails on anything that is not a JSON object with a `metadata`
 /// object: so [`with_resource_version`] can set the resourceVersion of any object it reads.
 pub fn meta(object: &[u8]) -> Result<Meta, String> {
-    if let Some(meta) = skimmed_meta(object) {
+    meta_like(object, None)
+}
+
+/// [`meta`], sharing with `like` (the object's version before, most often the same but for its
+/// resourceVersion) the strings and labels that are the same: no allocation for them, and
+/// comparing the two is then mostly comparing pointers.
+pub fn meta_like(object: &[u8], like: Option<&Meta>) -> Result<Meta, String> {
+    if let Some(meta) = skimmed_meta(object, like) {
         return Ok(meta);
     }
     serde_json::from_slice::<MapOf<WithMeta>>(object)
@@ -140,7 +147,7 @@ pub fn meta(object: &[u8]) -> Result<Meta, String> {
 /// of the indexing thread's time. `None` for anything else (a key with an escape, a field
 /// twice, a field that is not a string, text that is not JSON, nesting deeper than it follows):
 /// serde then decides, so the answer is serde's either way.
-fn skimmed_meta(b: &[u8]) -> Option<Meta> {
+fn skimmed_meta(b: &[u8], like: Option<&Meta>) -> Option<Meta> {
     use rf_format::json::{skip_value, ws};
     // Nesting left for a member's value, below serde's limit of 128 open containers.
     const ROOM: u32 = 100;
@@ -155,7 +162,7 @@ fn skimmed_meta(b: &[u8]) -> Option<Meta> {
         if metadata.is_some() {
             return None;
         }
-        let (meta, end) = skim_metadata(b, at, ROOM - 1)?;
+        let (meta, end) = skim_metadata(b, at, ROOM - 1, like)?;
         metadata = Some(meta);
         Some(end)
     })?;
@@ -163,9 +170,14 @@ fn skimmed_meta(b: &[u8]) -> Option<Meta> {
     metadata
 }
 
-/// The fields [`Meta`] holds of the metadata object at `at`, and where it ends.
-fn skim_metadata(b: &[u8], at: usize, room: u32) -> Option<(Meta, usize)> {
+/// The fields [`Meta`] holds of the metadata object at `at` (those equal to `like`'s shared with
+/// it), and where it ends.
+fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<(Meta, usize)> {
     use rf_format::json::{literal_end, skip_value};
+    let shared = |text: &str, field: fn(&Meta) -> &Arc<str>| match like.map(field) {
+        Some(same) if **same == *text => Arc::clone(same),
+        _ => Arc::from(text),
+    };
     let mut m = Meta::default();
     // Which fields were read (serde refuses one twice).
     let mut seen = 0u8;
@@ -181,15 +193,15 @@ fn skim_metadata(b: &[u8], at: usize, room: u32) -> Option<(Meta, usize)> {
             match key {
                 b"name" => {
                     once(1)?;
-                    m.name = Arc::from(text);
+                    m.name = shared(&text, |m| &m.name);
                 }
                 b"namespace" => {
                     once(2)?;
-                    m.namespace = Arc::from(text);
+                    m.namespace = shared(&text, |m| &m.namespace);
                 }
                 b"uid" => {
                     once(4)?;
-                    m.uid = Arc::from(text);
+                    m.uid = shared(&text, |m| &m.uid);
                 }
                 _ => {
                     once(8)?;
@@ -204,7 +216,10 @@ fn skim_metadata(b: &[u8], at: usize, room: u32) -> Option<(Meta, usize)> {
                 return literal_end(b, at, b"null").ok();
             }
             let (text, end) = skim_string(b, at)?;
-            m.creation_timestamp = Some(Arc::from(text));
+            m.creation_timestamp = Some(match like.and_then(|l| l.creation_timestamp.as_ref()) {
+                Some(same) if **same == *text => Arc::clone(same),
+                _ => Arc::from(text),
+            });
             Some(end)
         }
         b"labels" => {
@@ -212,13 +227,51 @@ fn skim_metadata(b: &[u8], at: usize, room: u32) -> Option<(Meta, usize)> {
             if b.get(at) == Some(&b'n') {
                 return literal_end(b, at, b"null").ok();
             }
-            let mut labels = BTreeMap::new();
+            // While they are `like`'s labels in its order, nothing is built: `like`'s map is
+            // shared. At the first that is not, the map is built from the ones before (`like`'s
+            // first, the same) and the rest.
+            let mut same = like.map(|l| l.labels.iter());
+            let mut matched = 0usize;
+            let mut labels: Option<BTreeMap<String, String>> = None;
             let end = skim_members(b, at, |key, escaped, at| {
                 let (value, end) = skim_string(b, at)?;
-                labels.insert(key_text(key, escaped)?, value.into_owned());
+                let key = key_text(key, escaped)?;
+                if labels.is_none() {
+                    match same.as_mut().and_then(|s| s.next()) {
+                        Some((k, v)) if *k == key && *v == value => {
+                            matched += 1;
+                            return Some(end);
+                        }
+                        _ => {
+                            let before = like.map(|l| l.labels.iter().take(matched));
+                            labels = Some(
+                                before
+                                    .into_iter()
+                                    .flatten()
+                                    .map(|(k, v)| (k.clone(), v.clone()))
+                                    .collect(),
+                            );
+                        }
+                    }
+                }
+                labels
+                    .get_or_insert_default()
+                    .insert(key.into_owned(), value.into_owned());
                 Some(end)
             })?;
-            m.labels = Arc::new(labels);
+            m.labels = match (labels, like) {
+                (Some(labels), _) => Arc::new(labels),
+                // Every label was `like`'s, in order: all of them, if none is left.
+                (None, Some(l)) if matched == l.labels.len() => Arc::clone(&l.labels),
+                (None, Some(l)) => Arc::new(
+                    l.labels
+                        .iter()
+                        .take(matched)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                (None, None) => Arc::default(),
+            };
             Some(end)
         }
         _ => Some(skip_value(b, at, room).ok()?.0),
@@ -227,12 +280,14 @@ fn skim_metadata(b: &[u8], at: usize, room: u32) -> Option<(Meta, usize)> {
 }
 
 /// A label's key: its text, escapes decoded.
-fn key_text(key: &[u8], escaped: bool) -> Option<String> {
+fn key_text(key: &[u8], escaped: bool) -> Option<std::borrow::Cow<'_, str>> {
     let text = std::str::from_utf8(key).ok()?;
     if escaped {
-        return rf_format::json::unescape(text).ok();
+        return rf_format::json::unescape(text)
+            .ok()
+            .map(std::borrow::Cow::Owned);
     }
-    Some(text.to_owned())
+    Some(std::borrow::Cow::Borrowed(text))
 }
 
 /// The members of the object at `i`: calls `member` with each key's text (between its quotes,
@@ -589,7 +644,7 @@ mod tests {
             br#"{"metadata":{}}"#,
         ];
         for object in skimmed {
-            let fast = skimmed_meta(object);
+            let fast = skimmed_meta(object, None);
             assert!(fast.is_some(), "{}", String::from_utf8_lossy(object));
             assert_eq!(
                 fast,
@@ -619,7 +674,7 @@ mod tests {
         ];
         for object in left_to_serde {
             assert_eq!(
-                skimmed_meta(object),
+                skimmed_meta(object, None),
                 None,
                 "{}",
                 String::from_utf8_lossy(object)
@@ -633,8 +688,8 @@ mod tests {
             o.push(b'}');
             o
         };
-        assert!(skimmed_meta(&deep(90)).is_some());
-        assert_eq!(skimmed_meta(&deep(120)), None);
+        assert!(skimmed_meta(&deep(90), None).is_some());
+        assert_eq!(skimmed_meta(&deep(120), None), None);
         assert!(serde_meta(&deep(120)).is_some());
     }
 
@@ -663,7 +718,14 @@ mod tests {
                     _ => damaged[at] = alphabet[next(alphabet.len())],
                 }
             }
-            match skimmed_meta(&damaged) {
+            let like = meta(object).unwrap();
+            assert_eq!(
+                meta_like(&damaged, Some(&like)).ok(),
+                serde_meta(&damaged),
+                "{}",
+                String::from_utf8_lossy(&damaged)
+            );
+            match skimmed_meta(&damaged, None) {
                 Some(m) => {
                     skimmed += 1;
                     assert_eq!(
@@ -681,6 +743,52 @@ mod tests {
             skimmed > 1_000 && refused > 1_000,
             "{skimmed} skimmed, {refused} refused"
         );
+    }
+
+    #[test]
+    fn metadata_read_against_a_version_before_is_the_same_and_shares_what_is_the_same() {
+        let object = |rv: &str, labels: &str| {
+            format!(
+                r#"{{"kind":"Pod","metadata":{{"name":"web-1","namespace":"prod","uid":"u-1","resourceVersion":"{rv}","creationTimestamp":"2026-03-14T13:00:00Z","labels":{labels}}},"spec":{{}}}}"#
+            )
+            .into_bytes()
+        };
+        let labelings = [
+            r#"{"app":"web","pod-template-hash":"7d9f","tier":"front"}"#,
+            r#"{"app":"web","pod-template-hash":"7d9f"}"#,
+            r#"{"app":"web","pod-template-hash":"8e0a","tier":"front"}"#,
+            r#"{"app":"web","pod-template-hash":"7d9f","tier":"front","zone":"a"}"#,
+            r#"{"tier":"front","app":"web","pod-template-hash":"7d9f"}"#,
+            r#"{"app":"web","app":"api","pod-template-hash":"7d9f","tier":"front"}"#,
+            r#"{"a\u0070p":"web"}"#,
+            r#"{}"#,
+            r#"null"#,
+        ];
+        let mut likes: Vec<Meta> = labelings
+            .iter()
+            .map(|l| meta(&object("1", l)).unwrap())
+            .collect();
+        likes.push(Meta::default());
+        likes
+            .push(meta(br#"{"metadata":{"name":"other","namespace":"dev","uid":"u-2"}}"#).unwrap());
+        for labels in labelings {
+            let now = object("2", labels);
+            let alone = meta(&now).unwrap();
+            for like in &likes {
+                let read = meta_like(&now, Some(like)).unwrap();
+                assert_eq!(read, alone, "{labels} against {like:?}");
+            }
+        }
+        // The same but for its resourceVersion: every string and the labels are shared.
+        let before = meta(&object("1", labelings[0])).unwrap();
+        let after = meta_like(&object("2", labelings[0]), Some(&before)).unwrap();
+        assert!(Arc::ptr_eq(&after.name, &before.name) && Arc::ptr_eq(&after.uid, &before.uid));
+        assert!(Arc::ptr_eq(&after.labels, &before.labels));
+        assert_eq!(after.resource_version, "2");
+        // A label changed: the strings are still shared, the labels are the object's own.
+        let changed = meta_like(&object("3", labelings[2]), Some(&before)).unwrap();
+        assert!(Arc::ptr_eq(&changed.namespace, &before.namespace));
+        assert!(!Arc::ptr_eq(&changed.labels, &before.labels));
     }
 
     #[test]

@@ -956,10 +956,6 @@ impl Indexing {
             json,
             meta,
         } = p;
-        let meta = match (&json, meta) {
-            (Some(_), None) => Some(json::meta(&std::mem::take(&mut r.object))),
-            (_, meta) => meta,
-        };
         let index = self.times.len();
         if index >= MAX_RECORDS {
             if !self.overflow {
@@ -993,6 +989,14 @@ impl Indexing {
                 .kinds
                 .entry(kind.clone())
                 .or_insert_with(|| Building::new(Arc::clone(&self.spill))),
+        };
+        // Read against the object's version before, whose strings and labels it mostly shares.
+        let meta = match (&json, meta) {
+            (Some(_), None) => Some(json::meta_like(
+                &std::mem::take(&mut r.object),
+                b.live_meta(&namespace, &name).as_deref(),
+            )),
+            (_, meta) => meta,
         };
         let head = Head {
             seq,
@@ -1175,6 +1179,14 @@ impl Building {
     fn key_of(&mut self, namespace: &str, name: &str) {
         self.key.clear();
         rf_format::push_object_key(&mut self.key, namespace, name);
+    }
+
+    /// The metadata of the live object `namespace`/`name`, if any.
+    fn live_meta(&mut self, namespace: &str, name: &str) -> Option<Arc<Meta>> {
+        self.key_of(namespace, name);
+        self.live
+            .get(self.key.as_slice())
+            .map(|l| Arc::clone(&l.meta))
     }
 
     /// Writes the live objects, when enough events came since they were written last.
