@@ -174,9 +174,19 @@ fn skimmed_meta(b: &[u8], like: Option<&Meta>) -> Option<Meta> {
 /// it), and where it ends.
 fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<(Meta, usize)> {
     use rf_format::json::{literal_end, skip_value};
-    let shared = |text: &str, field: fn(&Meta) -> &Arc<str>| match like.map(field) {
+    // `like`'s string when it is the same text, a new one otherwise.
+    let shared = |text: &str, same: Option<&Arc<str>>| match same {
         Some(same) if **same == *text => Arc::clone(same),
         _ => Arc::from(text),
+    };
+    // `like`'s first `n` labels, as a map of the object's own.
+    let first_labels = |n: usize| -> BTreeMap<String, String> {
+        let labels = like.map(|l| l.labels.iter().take(n));
+        labels
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     };
     let mut m = Meta::default();
     // Which fields were read (serde refuses one twice).
@@ -193,15 +203,15 @@ fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<
             match key {
                 b"name" => {
                     once(1)?;
-                    m.name = shared(&text, |m| &m.name);
+                    m.name = shared(&text, like.map(|l| &l.name));
                 }
                 b"namespace" => {
                     once(2)?;
-                    m.namespace = shared(&text, |m| &m.namespace);
+                    m.namespace = shared(&text, like.map(|l| &l.namespace));
                 }
                 b"uid" => {
                     once(4)?;
-                    m.uid = shared(&text, |m| &m.uid);
+                    m.uid = shared(&text, like.map(|l| &l.uid));
                 }
                 _ => {
                     once(8)?;
@@ -216,10 +226,10 @@ fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<
                 return literal_end(b, at, b"null").ok();
             }
             let (text, end) = skim_string(b, at)?;
-            m.creation_timestamp = Some(match like.and_then(|l| l.creation_timestamp.as_ref()) {
-                Some(same) if **same == *text => Arc::clone(same),
-                _ => Arc::from(text),
-            });
+            m.creation_timestamp = Some(shared(
+                &text,
+                like.and_then(|l| l.creation_timestamp.as_ref()),
+            ));
             Some(end)
         }
         b"labels" => {
@@ -242,16 +252,7 @@ fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<
                             matched += 1;
                             return Some(end);
                         }
-                        _ => {
-                            let before = like.map(|l| l.labels.iter().take(matched));
-                            labels = Some(
-                                before
-                                    .into_iter()
-                                    .flatten()
-                                    .map(|(k, v)| (k.clone(), v.clone()))
-                                    .collect(),
-                            );
-                        }
+                        _ => labels = Some(first_labels(matched)),
                     }
                 }
                 labels
@@ -263,14 +264,7 @@ fn skim_metadata(b: &[u8], at: usize, room: u32, like: Option<&Meta>) -> Option<
                 (Some(labels), _) => Arc::new(labels),
                 // Every label was `like`'s, in order: all of them, if none is left.
                 (None, Some(l)) if matched == l.labels.len() => Arc::clone(&l.labels),
-                (None, Some(l)) => Arc::new(
-                    l.labels
-                        .iter()
-                        .take(matched)
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                ),
-                (None, None) => Arc::default(),
+                (None, _) => Arc::new(first_labels(matched)),
             };
             Some(end)
         }
