@@ -1,8 +1,10 @@
 //! An object's JSON as the server keeps it. The server keeps every version of every object, and
 //! most versions repeat the one before almost byte for byte: a version is kept as the pieces
-//! that rebuild it from the one before (the recording's own delta bodies, docs/format.md), with
-//! a whole one every [`KEYFRAME`] versions so that rebuilding one never walks far. On 100,000
-//! records of the bench file the served versions take 51 MB kept so, 290 MB whole.
+//! that rebuild it from the one before (the recording's own delta bodies, docs/format.md), in
+//! chains of fewer than [`KEYFRAME`] deltas from a whole version, so that rebuilding one never
+//! walks far. A chain's whole version is mostly not the object's own: the timeline starts a
+//! chain from a version of the same kind kept whole (its template), so that only a kind's first
+//! version, and one unlike any before, are kept whole.
 //!
 //! Versions are kept in the server's scratch file ([`Spill`]), each record saying what it is
 //! rebuilt from: a version is named by its [`Place`] alone, so the timeline keeps it on disk too.
@@ -210,6 +212,12 @@ impl Json {
             len,
             depth,
         })))
+    }
+
+    /// True when a version kept after it would be kept whole: its chain of deltas is as long
+    /// as one may be.
+    pub fn chain_is_full(&self) -> bool {
+        self.depth() + 1 >= KEYFRAME
     }
 
     /// How many deltas separate it from a whole version.

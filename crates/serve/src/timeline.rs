@@ -740,9 +740,10 @@ struct Recent {
     by_key: HashMap<Box<[u8]>, (Json, Vec<u8>)>,
     key: Vec<u8>,
     bytes: usize,
-    /// The version of the kind kept whole last, and its bytes: a new object is kept against
-    /// it (objects of a kind are much alike: a new Pod repeats its siblings, a new Event the
-    /// Events before it), so that only the first version of a kind is kept whole.
+    /// The version of the kind kept whole last, and its bytes: a new object, and an object's
+    /// version after a full chain of deltas, is kept against it (objects of a kind are much
+    /// alike: a new Pod repeats its siblings, a new Event the Events before it), so that only
+    /// the first version of a kind, and one unlike it, is kept whole.
     template: Option<(Json, Vec<u8>)>,
 }
 
@@ -770,7 +771,14 @@ impl Recent {
         let added = bytes.len();
         let json = match self.by_key.get_mut(self.key.as_slice()) {
             Some((base, base_bytes)) => {
-                let json = Json::after(base, base_bytes, bytes, delta, encoder)?;
+                // At the end of a chain, the next version starts one from the kind's template:
+                // one delta from a version kept whole, where a whole one would repeat it.
+                let json = match &self.template {
+                    Some((template, template_bytes)) if base.chain_is_full() => {
+                        Json::after(template, template_bytes, bytes, None, encoder)?
+                    }
+                    _ => Json::after(base, base_bytes, bytes, delta, encoder)?,
+                };
                 self.bytes -= base_bytes.len();
                 *base = json.clone();
                 base_bytes.clear();
@@ -1597,6 +1605,17 @@ mod tests {
         alike.insert(1, b'0');
         alike.insert(2, b',');
         assert_eq!(prepare(Kind::ReplicaSet, "e", "6", alike), 1);
+        // An object's versions chain until the chain is full; the next starts a new chain
+        // from the kind's template, so none after its kind's first is whole.
+        let mut depths = Vec::new();
+        for v in 0..40 {
+            let rv = (100 + v).to_string();
+            depths.push(prepare(Kind::Pod, "web", &rv, obj("web", &rv, &"x".repeat(v))));
+        }
+        let full = depths.iter().position(|&d| d == 15).expect("a full chain");
+        assert_eq!(depths[..=full], (1..=15).collect::<Vec<u8>>()[..]);
+        assert_eq!(depths[full + 1], 1, "{depths:?}");
+        assert!(depths.iter().all(|&d| (1..16).contains(&d)), "{depths:?}");
     }
 
     struct Rec {
