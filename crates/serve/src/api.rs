@@ -139,8 +139,17 @@ impl Params {
     }
 }
 
+/// Answers one request; one that fails inside the server (a version its scratch file no longer
+/// reads) is answered 500 with what failed, not with a dropped connection.
+pub fn answer(shared: &Arc<Shared>, req: &Request<Incoming>) -> Resp {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(shared, req))) {
+        Ok(resp) => resp,
+        Err(payload) => http::internal_error(&*payload),
+    }
+}
+
 /// Answers one request.
-pub fn route(shared: &Arc<Shared>, req: &Request<Incoming>) -> Resp {
+fn route(shared: &Arc<Shared>, req: &Request<Incoming>) -> Resp {
     let path = req.uri().path();
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if req.method() != Method::GET && req.method() != Method::HEAD {

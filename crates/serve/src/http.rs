@@ -111,6 +111,27 @@ pub fn status(code: StatusCode, reason: &str, message: &str, details: Option<Val
     )
 }
 
+/// 500 InternalError for a request that failed inside the server (its scratch file could not
+/// be read): `payload` is what the failure carried.
+pub fn internal_error(payload: &(dyn std::any::Any + Send)) -> Resp {
+    status(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "InternalError",
+        panic_message(payload),
+        None,
+    )
+}
+
+/// The message a panic carried.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    match payload.downcast_ref::<&'static str>() {
+        Some(s) => s,
+        None => payload
+            .downcast_ref::<String>()
+            .map_or("internal error", String::as_str),
+    }
+}
+
 /// 400 BadRequest naming the parameter.
 pub fn bad_request(message: &str) -> Resp {
     status(StatusCode::BAD_REQUEST, "BadRequest", message, None)

@@ -99,7 +99,7 @@ impl Server {
                     connections.spawn(async move {
                         let service = service_fn(move |req| {
                             let shared = shared.clone();
-                            async move { Ok::<_, Infallible>(crate::api::route(&shared, &req)) }
+                            async move { Ok::<_, Infallible>(crate::api::answer(&shared, &req)) }
                         });
                         let _ = http1::Builder::new()
                             .serve_connection(TokioIo::new(stream), service)
@@ -197,4 +197,76 @@ pub fn kubeconfig(url: &str, namespace: Option<&str>) -> String {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {name}\n  cluster:\n    server: {}\ncontexts:\n- name: {name}\n  context:\n    cluster: {name}\n    user: {name}\n{ns}current-context: {name}\nusers:\n- name: {name}\n  user: {{}}\npreferences: {{}}\n",
         q(url)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    use super::*;
+    use crate::options::Pace;
+
+    const RECORDING: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../recordings/rerender-race.rfr"
+    );
+
+    /// The whole response to a GET of `path` (the server closes the connection after it).
+    fn get(addr: SocketAddr, path: &str) -> String {
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("request");
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).expect("response");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn a_scratch_file_that_no_longer_reads_is_a_500_and_a_watch_s_error_event() {
+        let file = std::fs::File::open(RECORDING).expect("recording");
+        let tl = Arc::new(Timeline::read(file).expect("timeline"));
+        let options = Options {
+            pace: Pace::At(tl.end()),
+            ..Options::default()
+        };
+        let server = Background::start(Arc::clone(&tl), options).expect("server");
+        let addr = server.local_addr();
+        let list = "/apis/apps/v1/namespaces/payments/replicasets";
+        let ok = get(addr, list);
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        let rv = ok
+            .split("\"resourceVersion\":\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .expect("the list's resourceVersion")
+            .to_owned();
+
+        tl.spill().fail_reads();
+        let failed = get(addr, list);
+        assert!(failed.starts_with("HTTP/1.1 500"), "{failed}");
+        assert!(failed.contains("\"reason\":\"InternalError\""), "{failed}");
+        assert!(failed.contains("cannot be read"), "{failed}");
+        // A watch from before the last events needs versions it can no longer read: it ends
+        // with an ERROR event that says why.
+        let base = tl.kind("apps", "replicasets").expect("kind").base_rv();
+        assert_ne!(base.to_string(), rv, "the watch has events to send");
+        let watched = get(addr, &format!("{list}?watch=1&resourceVersion={base}"));
+        assert!(watched.starts_with("HTTP/1.1 200"), "{watched}");
+        assert!(
+            watched.contains("{\"type\":\"ERROR\",\"object\":{"),
+            "{watched}"
+        );
+        assert!(watched.contains("\"code\":500"), "{watched}");
+        assert!(watched.contains("cannot be read"), "{watched}");
+        // The server goes on answering.
+        let version = get(addr, "/version");
+        assert!(version.starts_with("HTTP/1.1 200"), "{version}");
+        server.stop().expect("stop");
+    }
 }

@@ -26,6 +26,9 @@ pub struct Spill {
     written: AtomicU64,
     /// The bytes appended after `written`, not yet written.
     tail: Mutex<Tail>,
+    /// Reads fail: a test's stand-in for a scratch file that can no longer be read.
+    #[cfg(test)]
+    fail_reads: std::sync::atomic::AtomicBool,
 }
 
 struct Tail {
@@ -82,6 +85,8 @@ impl Spill {
                 bytes: Vec::with_capacity(buffer),
                 failed: None,
             }),
+            #[cfg(test)]
+            fail_reads: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -143,6 +148,10 @@ impl Spill {
 
     /// Fills `out` with the bytes at `at`.
     pub fn read_exact(&self, at: u64, out: &mut [u8]) -> io::Result<()> {
+        #[cfg(test)]
+        if self.fail_reads.load(Ordering::Relaxed) {
+            return Err(io::Error::other("reads made to fail by a test"));
+        }
         let end = at + out.len() as u64;
         if end <= self.written.load(Ordering::Acquire) {
             return read_at(self.file()?, out, at);
@@ -179,6 +188,12 @@ impl Spill {
             return Ok(());
         }
         write_at(self.file()?, file_part, at)
+    }
+
+    /// Makes every later read fail.
+    #[cfg(test)]
+    pub fn fail_reads(&self) {
+        self.fail_reads.store(true, Ordering::Relaxed);
     }
 
     fn file(&self) -> io::Result<&File> {

@@ -660,6 +660,12 @@ impl Timeline {
         indexing.finish(header, trailer)
     }
 
+    /// Where its versions and rows are kept.
+    #[cfg(test)]
+    pub(crate) fn spill(&self) -> &Arc<Spill> {
+        self.times.spill()
+    }
+
     /// The recording's header.
     pub fn header(&self) -> &Header {
         &self.header
@@ -1610,7 +1616,12 @@ mod tests {
         let mut depths = Vec::new();
         for v in 0..40 {
             let rv = (100 + v).to_string();
-            depths.push(prepare(Kind::Pod, "web", &rv, obj("web", &rv, &"x".repeat(v))));
+            depths.push(prepare(
+                Kind::Pod,
+                "web",
+                &rv,
+                obj("web", &rv, &"x".repeat(v)),
+            ));
         }
         let full = depths.iter().position(|&d| d == 15).expect("a full chain");
         assert_eq!(depths[..=full], (1..=15).collect::<Vec<u8>>()[..]);

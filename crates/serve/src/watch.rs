@@ -100,7 +100,19 @@ pub fn start(shared: &Arc<Shared>, kind_index: usize, namespace: Option<&str>, p
         deadline: Instant::now() + timeout,
     };
     let (tx, rx) = mpsc::channel(BUFFERED_CHUNKS);
-    tokio::spawn(run(shared.clone(), w, tx));
+    let watch = tokio::spawn(run(shared.clone(), w, tx.clone()));
+    // A watch that fails inside the server (a version its scratch file no longer reads) ends
+    // with an ERROR event saying so, as the API server ends one it cannot go on with; the
+    // stream ends when both senders are dropped.
+    tokio::spawn(async move {
+        if let Err(e) = watch.await {
+            if e.is_panic() {
+                let payload = e.into_panic();
+                let message = http::panic_message(&*payload);
+                let _ = tx.send(error_line(500, "InternalError", message)).await;
+            }
+        }
+    });
     http::stream(rx)
 }
 
