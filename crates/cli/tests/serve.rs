@@ -393,6 +393,10 @@ fn serve_prints_its_url_writes_a_kubeconfig_and_stops_on_sigint_with_exit_0() {
     assert!(stderr.contains("serving "), "{stderr}");
     assert!(stderr.contains("state at 2026-03-14T13:06:00Z"), "{stderr}");
     assert!(stderr.contains("kubeconfig: "), "{stderr}");
+    // Where its scratch file is, and what it holds.
+    assert!(stderr.contains("scratch file in "), "{stderr}");
+    assert!(stderr.contains(" (unlinked): "), "{stderr}");
+    assert!(stderr.contains(", rows "), "{stderr}");
 }
 
 #[test]

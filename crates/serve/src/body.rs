@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use rf_format::{DeltaEncoder, apply_delta};
 
-use crate::spill::Spill;
+use crate::spill::{Holds, Spill};
 use crate::wire::{Take, put_u32, put_u64};
 
 /// A version this many steps from a whole one is kept whole.
@@ -118,7 +118,7 @@ impl Encoder {
     /// `bytes`, kept whole in this encoder's spill; `None` past 4 GiB.
     pub fn whole(&self, bytes: &[u8]) -> Option<Json> {
         let len = u32::try_from(bytes.len()).ok()?;
-        let at = self.spill.append(bytes);
+        let at = self.spill.append(bytes, Holds::Whole);
         Some(Json(Arc::new(Node::Kept {
             spill: Arc::clone(&self.spill),
             place: Place { at, len },
@@ -202,7 +202,7 @@ impl Json {
         put_u32(record, base_place.len);
         record.extend_from_slice(pieces);
         let stored = u32::try_from(record.len()).ok()?;
-        let at = encoder.spill.append(record);
+        let at = encoder.spill.append(record, Holds::Deltas);
         Some(Json(Arc::new(Node::Kept {
             spill: Arc::clone(&encoder.spill),
             place: Place {

@@ -128,6 +128,7 @@ pub use options::{Faults, Options, Pace};
 pub use resource::Resource;
 pub use selector::{FieldSelector, LabelSelector};
 pub use server::{Background, Server, kubeconfig};
+pub use spill::{Holds, Scratch};
 pub use table::human_duration;
 pub use timeline::{
     Event, EventType, Indexing, KindTimeline, ObjectKey, Prepared, Preparer, RvMode, Timeline,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::spill::Spill;
+use crate::spill::{Holds, Spill};
 
 /// A row's encoding: `SIZE` bytes (at most 64), always the same for the same value.
 pub trait Row: Copy {
@@ -62,7 +62,7 @@ impl<T: Row> Rows<T> {
             for r in &self.last {
                 r.put(&mut bytes);
             }
-            let at = self.spill.append(&bytes);
+            let at = self.spill.append(&bytes, Holds::Rows);
             self.blocks.push((at, self.last[0]));
             self.last.clear();
         }

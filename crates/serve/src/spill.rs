@@ -16,6 +16,103 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The bytes appended last, written to the file when they reach this size.
 const BUFFER: usize = 1 << 20;
 
+/// What appended bytes hold: a spill tells how much of it each holds ([`Spill::held`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holds {
+    /// Versions kept whole.
+    Whole,
+    /// Versions kept as deltas.
+    Deltas,
+    /// Rows: events, record times.
+    Rows,
+    /// Snapshots of the live objects.
+    Snapshots,
+    /// Versions' metadata.
+    Metadata,
+}
+
+impl Holds {
+    /// Every kind of bytes, in [`Spill::held`]'s order.
+    pub const ALL: [Holds; 5] = [
+        Holds::Deltas,
+        Holds::Rows,
+        Holds::Snapshots,
+        Holds::Metadata,
+        Holds::Whole,
+    ];
+
+    /// What it is called when told.
+    pub fn name(self) -> &'static str {
+        match self {
+            Holds::Deltas => "deltas",
+            Holds::Rows => "rows",
+            Holds::Snapshots => "snapshots",
+            Holds::Metadata => "metadata",
+            Holds::Whole => "whole versions",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Holds::Deltas => 0,
+            Holds::Rows => 1,
+            Holds::Snapshots => 2,
+            Holds::Metadata => 3,
+            Holds::Whole => 4,
+        }
+    }
+}
+
+/// What a server's scratch file holds, as told to its user: how much, and of what.
+#[derive(Clone, Debug)]
+pub struct Scratch {
+    /// It is a file (else everything is in memory: no file could be made or written).
+    pub in_file: bool,
+    /// How many bytes of each.
+    pub held: [(Holds, u64); 5],
+}
+
+impl Scratch {
+    /// How many bytes in all.
+    pub fn total(&self) -> u64 {
+        self.held.iter().map(|(_, n)| n).sum()
+    }
+}
+
+impl std::fmt::Display for Scratch {
+    /// `401 MB: deltas 283 MB, rows 69 MB, ...`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", size(self.total()))?;
+        let mut sep = ": ";
+        for (what, n) in self.held {
+            write!(f, "{sep}{} {}", what.name(), size(n))?;
+            sep = ", ";
+        }
+        Ok(())
+    }
+}
+
+/// `n` bytes in decimal units, to about three figures.
+fn size(n: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "TB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1_000, "kB"),
+    ];
+    for (unit, name) in UNITS {
+        if n >= unit {
+            let x = n as f64 / unit as f64;
+            return if x < 10.0 {
+                format!("{x:.1} {name}")
+            } else {
+                format!("{x:.0} {name}")
+            };
+        }
+    }
+    format!("{n} B")
+}
+
 /// An append-only file of byte strings, read back by position. Without a file (none could be
 /// made, or one stopped taking writes) what it has not written stays in memory: everything
 /// appended is readable either way.
@@ -26,6 +123,8 @@ pub struct Spill {
     written: AtomicU64,
     /// The bytes appended after `written`, not yet written.
     tail: Mutex<Tail>,
+    /// How many bytes of each [`Holds`] were appended.
+    held: [AtomicU64; 5],
     /// Reads fail: a test's stand-in for a scratch file that can no longer be read.
     #[cfg(test)]
     fail_reads: std::sync::atomic::AtomicBool,
@@ -85,6 +184,7 @@ impl Spill {
                 bytes: Vec::with_capacity(buffer),
                 failed: None,
             }),
+            held: Default::default(),
             #[cfg(test)]
             fail_reads: std::sync::atomic::AtomicBool::new(false),
         })
@@ -95,9 +195,10 @@ impl Spill {
         self.tail.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends `bytes`; returns where they start. When the file fails to take them, they and
-    /// everything after are kept in memory ([`Spill::flush`] says why).
-    pub fn append(&self, bytes: &[u8]) -> u64 {
+    /// Appends `bytes`, which hold `what`; returns where they start. When the file fails to
+    /// take them, they and everything after are kept in memory ([`Spill::flush`] says why).
+    pub fn append(&self, bytes: &[u8], what: Holds) -> u64 {
+        self.held[what.index()].fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let mut tail = self.tail();
         let at = self.written.load(Ordering::Acquire) + tail.bytes.len() as u64;
         tail.bytes.extend_from_slice(bytes);
@@ -217,6 +318,16 @@ impl Spill {
         }
     }
 
+    /// How many bytes of each of [`Holds::ALL`] were appended.
+    pub fn held(&self) -> [(Holds, u64); 5] {
+        Holds::ALL.map(|h| (h, self.held[h.index()].load(Ordering::Relaxed)))
+    }
+
+    /// True when what it holds is in a file (else, in memory).
+    pub fn in_file(&self) -> bool {
+        self.file.is_some() && self.tail().failed.is_none()
+    }
+
     /// How many bytes were appended.
     pub fn len(&self) -> u64 {
         self.written.load(Ordering::Acquire) + self.tail().bytes.len() as u64
@@ -264,13 +375,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_scratch_file_is_told_by_what_it_holds() {
+        let spill = Spill::memory();
+        spill.append(&[0; 1500], Holds::Deltas);
+        spill.append(&[0; 20], Holds::Whole);
+        spill.append(&[0; 2_500_000], Holds::Rows);
+        spill.append(&[0; 40], Holds::Deltas);
+        let scratch = Scratch {
+            in_file: spill.in_file(),
+            held: spill.held(),
+        };
+        assert!(!scratch.in_file);
+        assert_eq!(scratch.total(), spill.len());
+        assert_eq!(
+            scratch.to_string(),
+            "2.5 MB: deltas 1.5 kB, rows 2.5 MB, snapshots 0 B, metadata 0 B, whole versions 20 B"
+        );
+        assert_eq!(size(999), "999 B");
+        assert_eq!(size(401_400_000), "401 MB");
+        assert_eq!(size(3_954_000_000), "4.0 GB");
+        assert!(Spill::create().unwrap().in_file());
+    }
+
+    #[test]
     fn what_is_appended_reads_back_before_and_after_it_is_written() {
         let spill = Spill::create().unwrap();
         let mut places = Vec::new();
         // Enough to cross the buffer several times, in pieces of many sizes.
         for n in 0..3000usize {
             let bytes = vec![(n % 251) as u8; n % 1700];
-            let at = spill.append(&bytes);
+            let at = spill.append(&bytes, Holds::Deltas);
             places.push((at, bytes));
             // Read back at once: from the buffer or the file.
             let (at, bytes) = &places[n / 2];
@@ -293,8 +427,8 @@ mod tests {
     fn overwrites_read_back_across_the_written_part_and_the_buffer_and_without_a_file() {
         for spill in [Spill::create().unwrap(), Spill::memory()] {
             // With a file, the first BUFFER bytes are written and the next 40 buffered.
-            spill.append(&vec![7u8; BUFFER]);
-            let at = spill.append(&[1u8; 40]);
+            spill.append(&vec![7u8; BUFFER], Holds::Rows);
+            let at = spill.append(&[1u8; 40], Holds::Rows);
             assert_eq!(at, BUFFER as u64);
             // Over both.
             spill.overwrite(at - 20, &[2u8; 40]).unwrap();
@@ -318,7 +452,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rf-spill-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let spill = Spill::create_in(&dir).unwrap();
-        spill.append(b"abc");
+        spill.append(b"abc", Holds::Metadata);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir(&dir).unwrap();
     }

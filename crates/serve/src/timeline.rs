@@ -19,7 +19,7 @@ use crate::body::{Encoder, Json, Place};
 use crate::json::{self, Meta};
 use crate::resource::Resource;
 use crate::rows::{Row, Rows};
-use crate::spill::Spill;
+use crate::spill::{Holds, Scratch, Spill};
 use crate::wire::{Take, put_str, put_u32};
 
 /// An object's identity within its kind.
@@ -660,6 +660,15 @@ impl Timeline {
         indexing.finish(header, trailer)
     }
 
+    /// What its scratch file holds.
+    pub fn scratch(&self) -> Scratch {
+        let spill = self.times.spill();
+        Scratch {
+            in_file: spill.in_file(),
+            held: spill.held(),
+        }
+    }
+
     /// Where its versions and rows are kept.
     #[cfg(test)]
     pub(crate) fn spill(&self) -> &Arc<Spill> {
@@ -1227,7 +1236,7 @@ impl Building {
         let Ok(len) = u32::try_from(bytes.len()) else {
             return;
         };
-        let at = self.events.spill().append(&bytes);
+        let at = self.events.spill().append(&bytes, Holds::Snapshots);
         self.snapshots.push(Snapshot {
             applied,
             place: Place::from_parts(at, len),
@@ -1354,7 +1363,7 @@ impl Building {
                 let Ok(len) = u32::try_from(bytes.len()) else {
                     return;
                 };
-                let at = self.events.spill().append(&bytes);
+                let at = self.events.spill().append(&bytes, Holds::Metadata);
                 (meta, Place::from_parts(at, len))
             }
         };
@@ -2015,6 +2024,16 @@ mod tests {
         assert_eq!(records[initial - 1].op, Op::ListEnd);
         assert_eq!(t.base_position(), initial);
         assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+        // Its scratch file is a file, every byte of it told as what it holds; a kind's first
+        // version is whole, most are deltas, and every kind has rows and metadata.
+        let scratch = t.scratch();
+        assert!(scratch.in_file);
+        assert_eq!(scratch.total(), t.spill().len());
+        let held = |what| scratch.held.iter().find(|(h, _)| *h == what).unwrap().1;
+        assert!(held(Holds::Deltas) > held(Holds::Whole), "{scratch}");
+        for what in [Holds::Whole, Holds::Rows, Holds::Metadata] {
+            assert!(held(what) > 0, "{scratch}");
+        }
         // Every kind it holds is served, from its initial list's version to its highest.
         let mut held = header.source.kinds.clone();
         held.extend(records.iter().map(|r| r.kind.clone()));

@@ -203,6 +203,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
         .build()
         .context("failed to start the server's runtime")?;
     runtime.block_on(async {
+        let scratch = timeline.scratch();
         let server = Server::bind(Arc::new(timeline), options).await?;
         let url = server.url();
         let (config_path, temp_dir) = match &args.kubeconfig_out {
@@ -215,6 +216,14 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
         std::fs::write(&config_path, kubeconfig(&url, namespace.as_deref()))
             .with_context(|| format!("failed to write the kubeconfig {}", config_path.display()))?;
         eprintln!("serving {} at {url} ({state})", args.file.display());
+        if scratch.in_file {
+            eprintln!(
+                "scratch file in {} (unlinked): {scratch}",
+                std::env::temp_dir().display()
+            );
+        } else {
+            eprintln!("kept in memory, with no scratch file: {scratch}");
+        }
         eprintln!(
             "kubeconfig: {}{} (try: kubectl --kubeconfig {} get rollouts,rs)",
             config_path.display(),
