@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The bytes appended last, written to the file when they reach this size.
 const BUFFER: usize = 1 << 20;
 
-/// What appended bytes hold: a spill tells how much of it each holds ([`Spill::held`]).
+/// What a scratch file's bytes hold ([`Scratch::held`] tells how much of each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Holds {
     /// Versions kept whole.
@@ -32,7 +32,7 @@ pub enum Holds {
 }
 
 impl Holds {
-    /// Every kind of bytes, in [`Spill::held`]'s order.
+    /// Every kind of bytes, in [`Scratch::held`]'s order.
     pub const ALL: [Holds; 5] = [
         Holds::Deltas,
         Holds::Rows,
