@@ -16,11 +16,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The bytes appended last, written to the file when they reach this size.
 const BUFFER: usize = 1 << 20;
 
-/// What a scratch file's bytes hold ([`Scratch::held`] tells how much of each).
+/// What a scratch file's bytes hold ([`Scratch::held`] tells how much of each), in the order
+/// they are told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Holds {
-    /// Versions kept whole.
-    Whole,
     /// Versions kept as deltas.
     Deltas,
     /// Rows: events, record times.
@@ -29,7 +28,12 @@ pub enum Holds {
     Snapshots,
     /// Versions' metadata.
     Metadata,
+    /// Versions kept whole.
+    Whole,
 }
+
+/// How many kinds of bytes there are.
+const HOLDS: usize = Holds::ALL.len();
 
 impl Holds {
     /// Every kind of bytes, in [`Scratch::held`]'s order.
@@ -53,13 +57,7 @@ impl Holds {
     }
 
     fn index(self) -> usize {
-        match self {
-            Holds::Deltas => 0,
-            Holds::Rows => 1,
-            Holds::Snapshots => 2,
-            Holds::Metadata => 3,
-            Holds::Whole => 4,
-        }
+        self as usize
     }
 }
 
@@ -69,7 +67,7 @@ pub struct Scratch {
     /// It is a file (else everything is in memory: no file could be made or written).
     pub in_file: bool,
     /// How many bytes of each.
-    pub held: [(Holds, u64); 5],
+    pub held: [(Holds, u64); HOLDS],
 }
 
 impl Scratch {
@@ -124,7 +122,7 @@ pub struct Spill {
     /// The bytes appended after `written`, not yet written.
     tail: Mutex<Tail>,
     /// How many bytes of each [`Holds`] were appended.
-    held: [AtomicU64; 5],
+    held: [AtomicU64; HOLDS],
     /// Reads fail: a test's stand-in for a scratch file that can no longer be read.
     #[cfg(test)]
     fail_reads: std::sync::atomic::AtomicBool,
@@ -319,7 +317,7 @@ impl Spill {
     }
 
     /// How many bytes of each of [`Holds::ALL`] were appended.
-    pub fn held(&self) -> [(Holds, u64); 5] {
+    pub fn held(&self) -> [(Holds, u64); HOLDS] {
         Holds::ALL.map(|h| (h, self.held[h.index()].load(Ordering::Relaxed)))
     }
 
