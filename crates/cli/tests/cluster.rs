@@ -131,10 +131,72 @@ fn undecided(report: &Value) -> &Vec<Value> {
     report["recording"]["undecided"].as_array().unwrap()
 }
 
+/// `wait APP -n NS --new-revision -o json` (and `extra`; `--for pause` unless it says another)
+/// running against the
+/// cluster, recording what it watched, with what it prints.
+struct Waiting {
+    child: Killed,
+    out: std::thread::JoinHandle<Vec<u8>>,
+    err: std::thread::JoinHandle<Vec<u8>>,
+    watched: std::path::PathBuf,
+}
+
+impl Waiting {
+    fn start(c: &real::Cluster, ns: &str, file: &str, extra: &[&str]) -> Waiting {
+        let watched = c.home.path().join(file);
+        let mut wait = c.forensics();
+        wait.args(["wait", APP, "-n", ns, "--new-revision"]);
+        if !extra.contains(&"--for") {
+            wait.args(["--for", "pause"]);
+        }
+        wait.args(["-o", "json", "--record"])
+            .arg(&watched)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = Killed(wait.spawn().unwrap());
+        let out = drain(child.0.stdout.take());
+        let err = drain(child.0.stderr.take());
+        Waiting {
+            child,
+            out,
+            err,
+            watched,
+        }
+    }
+
+    /// Returns once its watch of rollouts has listed them.
+    fn watching(&mut self) {
+        let watched = self.watched.clone();
+        until(
+            "wait's watch of rollouts",
+            Duration::from_secs(30),
+            || {
+                real::records_so_far(&watched)
+                    .iter()
+                    .any(|r| r.op == rf_format::Op::ListEnd && r.kind == rf_format::Kind::Rollout)
+                    .then_some(())
+            },
+            || format!("{:?}", self.child.0.try_wait()),
+        );
+    }
+
+    /// Its exit code, its JSON answer and its log, once it ended (within `limit`).
+    fn end(mut self, limit: Duration) -> (Option<i32>, Value, String) {
+        let status = wait_bounded(&mut self.child, limit, "wait");
+        let out = text(&self.out.join().unwrap());
+        let err = text(&self.err.join().unwrap());
+        let answer = serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("wait's answer is not JSON ({e}): {out}{err}"));
+        (status.code(), answer, err)
+    }
+}
+
 /// Test 1 and test 5: the seed incident. A canary paused at its first pause is re-rendered with
-/// only `checksum/config` changed; the real controller restarts it at step 0. A pipeline re-run
-/// waiting with `wait --for pause --new-revision` reports the restart, has its timer reset, and
-/// exits 0 at the new revision's pause, after more than its timeout in all.
+/// only `checksum/config` changed; the real controller restarts it at step 0. The pipeline's
+/// `wait --for pause --new-revision`, started before the release, answers at the pause of the
+/// release it waited for; the re-run's, started as the re-render lands, answers at the new
+/// revision's pause, not at the lost one.
 #[test]
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
@@ -142,8 +204,6 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     let ns = Namespace::new(&c, "seed");
     let file = c.home.path().join("seed.rfr");
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
-    // minReadySeconds makes each step wait for its pods, so a pause comes seconds after a
-    // restart: the wait below outlives its timeout only if the restart reset it.
     let render = |image, checksum| Render {
         image,
         checksum,
@@ -151,76 +211,41 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
         ..Render::default()
     };
     c.apply(&ns.name, &render(0, "c0").yaml());
-    ns.wait_phase(APP, "Healthy");
+    let stable = hash(&ns.wait_phase(APP, "Healthy"));
+
+    // The pipeline's wait, started before its release is applied.
+    let mut first_wait = Waiting::start(&c, &ns.name, "wait.rfr", &["--timeout", "60s"]);
+    first_wait.watching();
     c.apply(&ns.name, &render(1, "a").yaml());
+    let (code, answer, log) = first_wait.end(Duration::from_secs(90));
     let first = hash(&ns.wait_paused_at(APP, 1));
-
-    // The pipeline re-run: it starts once the first render is paused, so only a new revision
-    // counts; it writes what it watched, which says when its watch is running.
-    let watched = c.home.path().join("wait.rfr");
-    let mut wait = c.forensics();
-    wait.args([
-        "wait",
-        APP,
-        "-n",
-        &ns.name,
-        "--for",
-        "pause",
-        "--new-revision",
-        "--timeout",
-        "15s",
-        "-o",
-        "json",
-        "--record",
-    ])
-    .arg(&watched)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut waiting = Killed(wait.spawn().unwrap());
-    let wait_out = drain(waiting.0.stdout.take());
-    let wait_err = drain(waiting.0.stderr.take());
-    until(
-        "wait's watch of rollouts",
-        Duration::from_secs(30),
-        || {
-            real::records_so_far(&watched)
-                .iter()
-                .any(|r| r.op == rf_format::Op::ListEnd && r.kind == rf_format::Kind::Rollout)
-                .then_some(())
-        },
-        || format!("{:?}", waiting.0.try_wait()),
-    );
-    std::thread::sleep(Duration::from_secs(11));
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(answer["last"]["pod_hash"], first.as_str(), "{answer}{log}");
+    assert_ne!(first, stable);
     assert!(
-        waiting.0.try_wait().unwrap().is_none(),
-        "wait does not count the pause reached before it started"
+        log.contains(&format!(
+            "{}/{APP}: Paused at step 1/4 on {first} (new), paused",
+            ns.name
+        )),
+        "the log shows the pause it answered at: {log}"
     );
 
+    // The values re-render at the pause; the re-run's wait starts as it lands.
     c.apply(&ns.name, &render(1, "b").yaml());
-    let status = wait_bounded(&mut waiting, Duration::from_secs(60), "wait");
-    let out = text(&wait_out.join().unwrap());
-    let err = text(&wait_err.join().unwrap());
-    assert_eq!(status.code(), Some(0), "{out}{err}");
-    let outcome: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(outcome["outcome"], "reached", "{outcome}");
-    assert!(
-        outcome["waited_seconds"].as_f64().unwrap() > 15.0,
-        "waited past its timeout, the timer reset by the restart: {outcome}"
-    );
-    assert_eq!(outcome["last"]["restarts"], 1, "{outcome}");
-    assert!(
-        outcome["notes"]
-            .to_string()
-            .contains("restarted on a new pod template"),
-        "the wait says why its timer started again: {outcome}{err}"
-    );
-
-    let second = ns.wait_paused_at(APP, 1);
-    let second_hash = hash(&second);
+    let rerun = Waiting::start(&c, &ns.name, "rerun.rfr", &["--timeout", "60s"]);
+    let (code, answer, log) = rerun.end(Duration::from_secs(90));
+    let second = hash(&ns.wait_paused_at(APP, 1));
     assert_ne!(
-        first, second_hash,
+        first, second,
         "the checksum alone made a new pod-template hash"
     );
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(
+        answer["last"]["pod_hash"],
+        second.as_str(),
+        "the re-run answers at the new revision's pause, not the lost one: {answer}{log}"
+    );
+
     // The orphan rule decides 30 s after the restart; the recording goes past that.
     std::thread::sleep(Duration::from_secs(35));
     let sets = ns.replica_sets();
@@ -234,7 +259,7 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     }
     let restart = &of_rule(&report, "rerender-restart")[0];
     assert!(
-        restart["summary"].as_str().unwrap().contains(&second_hash),
+        restart["summary"].as_str().unwrap().contains(&second),
         "{restart}"
     );
     let orphans = of_rule(&report, "orphaned-replicaset");
@@ -244,6 +269,140 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
         "orphaned-replicaset exactly when the real controller left {first} running: {sets:?} {found:?}"
     );
     assert!(undecided(&report).is_empty(), "{report}");
+    // Where it ended: paused on the second render, the first's ReplicaSet not current.
+    let end = &report["rollouts"][0];
+    assert_eq!(end["pod_hash"], second.as_str(), "{end}");
+    assert_eq!(end["stable_rs"], stable.as_str(), "{end}");
+    assert_eq!(end["step_index"], 1, "{end}");
+}
+
+/// `wait --for pause --new-revision` answers at the new revision's pause whether it starts
+/// before the apply, as the apply lands, or after the controller moved and paused: the new
+/// revision is the one that is not stable.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_46_wait_for_a_new_revision_started_before_during_or_after_the_apply() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "wait-start");
+    let render = |image| Render {
+        image,
+        checksum: "c0",
+        min_ready: 3,
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0).yaml());
+    ns.wait_phase(APP, "Healthy");
+
+    // Before: started, watching, then the release.
+    let mut before = Waiting::start(&c, &ns.name, "before.rfr", &["--timeout", "60s"]);
+    before.watching();
+    c.apply(&ns.name, &render(1).yaml());
+    let (code, answer, log) = before.end(Duration::from_secs(90));
+    let paused = hash(&ns.wait_paused_at(APP, 1));
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(answer["last"]["pod_hash"], paused.as_str(), "{answer}{log}");
+    assert!(
+        log.contains(&format!(
+            "waiting for {}/{APP}: pause on a new revision",
+            ns.name
+        )),
+        "{log}"
+    );
+    plugin(&c, &ns.name, &["promote", "--full", APP]);
+    ns.wait_status(APP, "Healthy on the new revision", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+
+    // During: the apply and the wait start together.
+    let during = Waiting::start(&c, &ns.name, "during.rfr", &["--timeout", "60s"]);
+    c.apply(&ns.name, &render(2).yaml());
+    let (code, answer, log) = during.end(Duration::from_secs(90));
+    let paused = hash(&ns.wait_paused_at(APP, 1));
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(answer["last"]["pod_hash"], paused.as_str(), "{answer}{log}");
+
+    // After: the controller has moved and paused before the wait starts (the report of
+    // `wait` timing out here, 30 s after a pause it had reached, is what this replaced).
+    let after = Waiting::start(&c, &ns.name, "after.rfr", &["--timeout", "30s"]);
+    let begun = std::time::Instant::now();
+    let (code, answer, log) = after.end(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(answer["outcome"], "reached", "{answer}{log}");
+    assert_eq!(answer["last"]["pod_hash"], paused.as_str(), "{answer}{log}");
+    assert!(
+        begun.elapsed() < Duration::from_secs(20),
+        "answered at once, not at its timeout: {:?} {log}",
+        begun.elapsed()
+    );
+    // Named by its image, the same pause counts; another image does not.
+    let by_image = Waiting::start(&c, &ns.name, "image.rfr", &["--image", &image(2)]);
+    let (code, answer, log) = by_image.end(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{answer}{log}");
+    let other = Waiting::start(
+        &c,
+        &ns.name,
+        "other-image.rfr",
+        &["--image", &image(3), "--timeout", "3s"],
+    );
+    let (code, answer, log) = other.end(Duration::from_secs(60));
+    assert_eq!(code, Some(3), "{answer}{log}");
+    assert!(
+        log.contains("(not the revision waited for)"),
+        "the log says the paused revision is not the one named: {log}"
+    );
+}
+
+/// A re-render while the wait waits for Healthy, the canary at a timed pause, restarts the
+/// canary and the wait's timer: the wait answers once the second render is Healthy, after more
+/// than its timeout in all.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_46_a_rerender_during_the_wait_starts_its_timer_again() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "wait-rerender");
+    // The first render pauses 12 s at step 1; the second lands 8 s in and takes 12 s more,
+    // Healthy about 22 s after the release: past the 18 s timeout, which only a reset by the
+    // restart (at 8 s, to 26 s) lets the wait outlive.
+    let render = |image, checksum| Render {
+        image,
+        checksum,
+        steps: "[{setWeight: 20}, {pause: {duration: 12s}}, {setWeight: 50}]",
+        ..Render::default()
+    };
+    c.apply(&ns.name, &render(0, "c0").yaml());
+    ns.wait_phase(APP, "Healthy");
+    let mut waiting = Waiting::start(
+        &c,
+        &ns.name,
+        "wait.rfr",
+        &["--for", "healthy", "--timeout", "18s"],
+    );
+    waiting.watching();
+    let released = std::time::Instant::now();
+    c.apply(&ns.name, &render(1, "a").yaml());
+    let first = hash(&ns.wait_paused_at(APP, 1));
+    std::thread::sleep(Duration::from_secs(8).saturating_sub(released.elapsed()));
+    c.apply(&ns.name, &render(1, "b").yaml());
+    let (code, answer, log) = waiting.end(Duration::from_secs(90));
+    let done = ns.wait_status(APP, "Healthy on the second render", |s| {
+        s["phase"] == "Healthy" && s["stableRS"] == s["currentPodHash"]
+    });
+    let second = hash(&done);
+    assert_ne!(first, second);
+    assert_eq!(code, Some(0), "{answer}{log}");
+    assert_eq!(answer["outcome"], "reached", "{answer}{log}");
+    assert_eq!(answer["last"]["pod_hash"], second.as_str(), "{answer}{log}");
+    assert_eq!(answer["last"]["restarts"], 1, "{answer}{log}");
+    assert!(
+        answer["waited_seconds"].as_f64().unwrap() > 18.0,
+        "waited past its timeout, the timer reset by the restart: {answer}{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "the canary restarted on a new pod template ({first} -> {second}, restart 1 of at most 3)"
+        )),
+        "the log says why the timer started again: {log}"
+    );
 }
 
 /// Runs a rollout from nothing to Healthy on image 0, then releases image 1 and waits for the
