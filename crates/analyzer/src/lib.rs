@@ -60,7 +60,10 @@ pub use model::diff::{Change, Path, Segment, only_annotations, string_values, te
 pub use model::revisions::{HashChange, Revisions};
 pub use model::rollout::RevisionClass;
 pub use model::world::{RouterPath, router_paths};
-pub use report::finding::{ConditionChange, Evidence, Finding, Remedy, Rule, Severity, Subject};
+pub use report::end::{Resolver, RolloutEnd, Settled};
+pub use report::finding::{
+    ConditionChange, Evidence, Finding, Remedy, Resolved, Rule, Severity, Subject,
+};
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};
 pub use report::timeline::{

@@ -162,14 +162,30 @@ impl TimelineWindow {
     }
 }
 
+/// `--rollout` and `-n`: which rollout a report is limited to.
+#[derive(Debug, Args)]
+pub struct Only {
+    /// Only this rollout: NAMESPACE/NAME, or NAME with `-n NAMESPACE` (NAME alone: the
+    /// rollout of that name in whichever namespace holds it).
+    #[arg(long, value_name = "NS/NAME")]
+    pub rollout: Option<String>,
+    /// The namespace of `--rollout NAME`.
+    #[arg(
+        short = 'n',
+        long = "namespace",
+        value_name = "NS",
+        requires = "rollout"
+    )]
+    pub namespace: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Recording files (.rfr), read as one history in order of their start times.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Only this rollout: NAMESPACE/NAME.
-    #[arg(long, value_name = "NS/NAME")]
-    pub rollout: Option<String>,
+    #[command(flatten)]
+    pub only: Only,
     #[command(flatten)]
     pub window: Window,
     /// Output format (markdown and html include the timelines).
@@ -201,9 +217,8 @@ pub struct TimelineArgs {
     /// Recording files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Only this rollout: NAMESPACE/NAME.
-    #[arg(long, value_name = "NS/NAME")]
-    pub rollout: Option<String>,
+    #[command(flatten)]
+    pub only: Only,
     #[command(flatten)]
     pub window: TimelineWindow,
     /// Output format: a table per rollout, or JSON (the `timelines` of the JSON report,

@@ -126,14 +126,13 @@ pub fn open_all(paths: &[PathBuf]) -> Result<Vec<Recording>> {
     Ok(recs)
 }
 
+/// How `timeline` reads recordings that are not one history (it has no `--each`).
+pub const ONE_AT_A_TIME: &str = "name one file, or run timeline once per file";
+
 /// Opens recordings that must be one history (as a flight recorder's files are): from one
 /// source, each starting where the one before ended ([`replay`] checks the spans as it goes).
-/// Unrelated recordings joined would read as one incident.
-pub fn open_history(paths: &[PathBuf]) -> Result<Vec<Recording>> {
-    open_history_or(paths, EACH)
-}
-
-/// [`open_history`], `otherwise` saying what to do instead when the files are not one history.
+/// Unrelated recordings joined would read as one incident. `otherwise` says what to do
+/// instead when the files are not one history ([`EACH`], [`ONE_AT_A_TIME`]).
 pub fn open_history_or(paths: &[PathBuf], otherwise: &str) -> Result<Vec<Recording>> {
     let recordings = open_all(paths)?;
     let source = |r: &Recording| {
@@ -164,7 +163,7 @@ pub fn open_history_or(paths: &[PathBuf], otherwise: &str) -> Result<Vec<Recordi
 }
 
 /// How to read recordings that are not one history.
-const EACH: &str = "name one file, or pass --each to analyze each on its own";
+pub const EACH: &str = "name one file, or pass --each to analyze each on its own";
 
 /// A file may start this much before the one before it ended and still follow it: the
 /// recorder's clock stamps both.
@@ -215,6 +214,7 @@ pub fn replay(
     recordings: Vec<Recording>,
     analyzer: &mut Analyzer,
     objects: Objects,
+    otherwise: &str,
 ) -> Result<Vec<Damage>> {
     let mut damage = Vec::new();
     // The file before, while the files must be one history; the analyzer knows when the
@@ -225,7 +225,7 @@ pub fn replay(
         if let (Some(prev), Some(end)) = (before.as_ref(), analyzer.stopped_at())
             && objects == Objects::Analyzed
         {
-            follows(prev, end, &path, start, EACH)?;
+            follows(prev, end, &path, start, otherwise)?;
         }
         let reader = match objects {
             Objects::All => reader,
@@ -313,8 +313,15 @@ pub fn resolve_window(
     }
     let need_end = since.is_some_and(TimeSpec::needs_end) || until.is_some_and(TimeSpec::needs_end);
     let (start, end) = span(paths, need_end)?;
-    let since = since.map(|t| t.resolve(start, end));
-    let until = until.map(|t| t.resolve(start, end));
+    let since = since
+        .map(|t| t.resolve(start, end).context("in --since"))
+        .transpose()?;
+    let until = until
+        .map(|t| {
+            t.resolve(start, end)
+                .with_context(|| format!("in {until_flag}"))
+        })
+        .transpose()?;
     // The end is checked after the replay, which finds it ([`Scope::check`]).
     if let Some(u) = until.filter(|u| *u < start) {
         bail!(
@@ -342,14 +349,21 @@ pub fn resolve_window(
     Ok((since, until))
 }
 
-/// Parses `NAMESPACE/NAME`.
-pub fn parse_rollout(s: &str) -> Result<(String, String)> {
-    match s.split_once('/') {
-        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+/// Parses `--rollout`: `NAMESPACE/NAME`, or `NAME` in `namespace` (`-n`); `NAME` alone is the
+/// rollout of that name in any namespace (an empty namespace, as the analyzer reads it).
+pub fn parse_rollout(s: &str, namespace: Option<&str>) -> Result<(String, String)> {
+    match (s.split_once('/'), namespace) {
+        (Some((ns, name)), given) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            if let Some(given) = given.filter(|g| *g != ns) {
+                anyhow::bail!(
+                    "--rollout {s} names namespace {ns}, but -n says {given}: give one of them"
+                );
+            }
             Ok((ns.to_owned(), name.to_owned()))
         }
+        (None, given) if !s.is_empty() => Ok((given.unwrap_or_default().to_owned(), s.to_owned())),
         _ => anyhow::bail!(
-            "invalid --rollout {s:?}: expected NAMESPACE/NAME, e.g. payments/checkout-api"
+            "invalid --rollout {s:?}: expected NAMESPACE/NAME or NAME (with -n NAMESPACE), e.g. payments/checkout-api"
         ),
     }
 }
@@ -407,10 +421,30 @@ impl Scope {
             return Ok(());
         };
         let seen = analyzer.rollouts();
-        if seen.iter().any(|(n, m)| n == ns && m == name) {
+        if ns.is_empty() {
+            // `--rollout NAME` without a namespace: the one namespace that has it.
+            let namespaces: Vec<&str> = seen
+                .iter()
+                .filter(|(_, m)| m == name)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            match namespaces.as_slice() {
+                [_] => return Ok(()),
+                [] => {}
+                many => bail!(
+                    "--rollout {name} is in {} namespaces ({}): say which with -n NAMESPACE or NAMESPACE/{name}",
+                    many.len(),
+                    many.join(", ")
+                ),
+            }
+        } else if seen.iter().any(|(n, m)| n == ns && m == name) {
             return Ok(());
         }
-        let want = format!("{ns}/{name}");
+        let want = if ns.is_empty() {
+            name.clone()
+        } else {
+            format!("{ns}/{name}")
+        };
         let scope = self.until.map_or_else(
             || "the recording".to_owned(),
             |u| format!("the recording up to {}", rfc3339(u)),
@@ -472,7 +506,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The analyzer's options from the shared flags: `--rollout`, the time window, timelines.
 pub fn options(
     files: &[PathBuf],
-    rollout: Option<&str>,
+    only: &crate::args::Only,
     window: &Window,
     timelines: bool,
 ) -> Result<rf_analyzer::Options> {
@@ -483,7 +517,11 @@ pub fn options(
         window.until_flag(),
     )?;
     Ok(rf_analyzer::Options {
-        rollout: rollout.map(parse_rollout).transpose()?,
+        rollout: only
+            .rollout
+            .as_deref()
+            .map(|r| parse_rollout(r, only.namespace.as_deref()))
+            .transpose()?,
         since,
         until,
         timelines,

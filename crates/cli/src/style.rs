@@ -97,8 +97,56 @@ pub fn table(width: usize) -> comfy_table::Table {
     t
 }
 
-/// Writes `table`, each line without the padding comfy-table leaves at its end.
+/// Writes `table`, each line without the padding comfy-table leaves at its end. A cell wraps
+/// between words, not inside one (`CanaryP auseStep`): each column is at least as wide as its
+/// longest word, but for the column with the most text (the free text of a finding or a
+/// change), which takes the width that is left and splits only a word longer than that. A
+/// table whose other columns' words do not fit the width is wider than it.
 pub fn write_table(w: &mut dyn std::io::Write, table: &comfy_table::Table) -> std::io::Result<()> {
+    /// The least width left to the free-text column.
+    const FREE_TEXT_MIN: usize = 12;
+    let mut table = table.clone();
+    // Per column: its longest word and all its text, in chars.
+    let mut longest: Vec<usize> = Vec::new();
+    let mut total: Vec<usize> = Vec::new();
+    let rows = table.header().into_iter().chain(table.row_iter());
+    for row in rows {
+        for (i, cell) in row.cell_iter().enumerate() {
+            let content = cell.content();
+            let word = content
+                .split_whitespace()
+                .map(|w| w.chars().count())
+                .max()
+                .unwrap_or(0);
+            if longest.len() <= i {
+                longest.resize(i + 1, 0);
+                total.resize(i + 1, 0);
+            }
+            longest[i] = longest[i].max(word);
+            total[i] += content.chars().count();
+        }
+    }
+    let free = (0..total.len()).max_by_key(|&i| (total[i], i));
+    // Each column's padding (a space each side) and separator.
+    let others: usize = (0..longest.len())
+        .filter(|&i| Some(i) != free)
+        .map(|i| longest[i] + 3)
+        .sum();
+    let width = usize::from(table.width().unwrap_or(u16::MAX));
+    if width < others + FREE_TEXT_MIN + 3 {
+        table.set_width(u16::try_from(others + FREE_TEXT_MIN + 3).unwrap_or(u16::MAX));
+    }
+    let width = usize::from(table.width().unwrap_or(u16::MAX));
+    for (i, column) in table.column_iter_mut().enumerate() {
+        let mut bound = longest.get(i).copied().unwrap_or(0);
+        if Some(i) == free {
+            bound = bound.min(width.saturating_sub(others + 3));
+        }
+        // The bound counts the column's padding.
+        column.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+            comfy_table::Width::Fixed(u16::try_from(bound + 2).unwrap_or(u16::MAX)),
+        ));
+    }
     for line in table.lines() {
         writeln!(w, "{}", line.trim_end())?;
     }
@@ -131,4 +179,31 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_46_a_narrow_table_wraps_cells_between_words_not_inside_them() {
+        let mut t = table(50);
+        t.set_header(vec!["TIME", "PHASE", "CHANGES"]);
+        t.add_row(vec![
+            "03:27:53",
+            "Paused (CanaryPauseStep)",
+            "step 0 -> 1; currentPodHash 66c66dbf9f -> 54477fc49b",
+        ]);
+        let mut out = Vec::new();
+        write_table(&mut out, &t).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for word in [
+            "(CanaryPauseStep)",
+            "66c66dbf9f",
+            "54477fc49b",
+            "currentPodHash",
+        ] {
+            assert!(text.contains(word), "{word} cut:\n{text}");
+        }
+    }
 }

@@ -395,6 +395,19 @@ fn issue_24_files_that_are_not_one_history_are_an_error_unless_each() {
         "{}",
         stderr(&o)
     );
+    // timeline has no --each: it does not suggest one.
+    assert!(
+        !stderr(&o).contains("--each") && stderr(&o).contains("run timeline once per file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["timeline", all]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        !stderr(&o).contains("--each") && stderr(&o).contains("run timeline once per file"),
+        "{}",
+        stderr(&o)
+    );
     // --each: one report per file, the worst exit code.
     let o = run(&["analyze", all, "--each", "-o", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -655,10 +668,18 @@ fn the_readme_shows_the_real_output_of_its_first_command() {
     let start = readme.find("## Example\n\n```\n").unwrap();
     let block = &readme[start..]["## Example\n\n```\n".len()..];
     let block = &block[..block.find("\n```").unwrap()];
-    // As the README runs it, from the project's root.
+    // The README's first command, as it runs it, from the project's root.
+    let first = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("cargo run --release -- analyze "))
+        .expect("the README's first command");
+    assert!(
+        first.starts_with("recordings/real/"),
+        "the example is a recording the real controller wrote: {first}"
+    );
     let o = bin()
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(["analyze", "recordings/rerender-race.rfr"])
+        .args(["analyze", first])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));

@@ -160,6 +160,20 @@ fn check_of_a_missing_rollout_or_a_bad_flag_is_an_input_error() {
         "{}",
         text(&out.stderr)
     );
+    // A typo is answered with the names there are, nearest first.
+    let out = check(
+        &s.kubeconfig,
+        s.dir.path(),
+        &["chekout-api", "-n", "payments"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(
+            "rollout payments/chekout-api not found; rollouts in payments, nearest first: checkout-api"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = check(
         &s.kubeconfig,

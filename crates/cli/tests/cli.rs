@@ -140,9 +140,35 @@ fn rollout_filter_and_time_window_limit_the_findings() {
             .all(|f| f["rule"] != "rerender-restart"),
         "{v}"
     );
-    let o = analyze("rerender-race", &["--rollout", "payments"]);
+    let o = analyze("rerender-race", &["--rollout", "payments/checkout-api/x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("NAMESPACE/NAME"));
+    // NAME with -n, as wait and check take it, or NAME alone: the same report.
+    let whole = analyze(
+        "rerender-race",
+        &["--rollout", "payments/checkout-api", "-o", "json"],
+    );
+    for args in [
+        &["--rollout", "checkout-api", "-n", "payments"][..],
+        &["--rollout", "checkout-api"][..],
+    ] {
+        let o = analyze("rerender-race", &[args, &["-o", "json"][..]].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.stdout, whole.stdout, "{args:?}");
+    }
+    let o = analyze(
+        "rerender-race",
+        &["--rollout", "payments/checkout-api", "-n", "shop"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("but -n says shop"), "{}", stderr(&o));
+    let o = analyze("rerender-race", &["--rollout", "chekout-api"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no rollout chekout-api in the recording; its rollouts, nearest first: payments/checkout-api"),
+        "{}",
+        stderr(&o)
+    );
     let o = analyze("rerender-race", &["--since", "yesterday"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("RFC 3339"), "{}", stderr(&o));

@@ -900,8 +900,72 @@ fn issue_24_record_warns_of_a_namespace_that_does_not_exist_and_goes_on() {
         "{err}"
     );
     assert!(!err.contains("namespace \"payments\""), "{err}");
+    // It says what it records and where, as it starts.
+    assert!(
+        err.contains(&format!(
+            "recording namespaces paymnets, payments to {}; for 2s, or until Ctrl-C",
+            out.display()
+        )),
+        "{err}"
+    );
     let (_, records) = read_closed(&out);
     assert!(records.iter().any(|r| r.namespace == "payments"));
+    // The report counts each kind's records as the recorder's summary does: the objects'
+    // records, not the lists' bookkeeping (kinds listed with nothing in them count 0).
+    let per_kind = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("per kind: "))
+        .unwrap_or_else(|| panic!("the summary counts per kind: {err}"));
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.arg("analyze").arg(&out).args(["-o", "json"]);
+        c
+    });
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let counted: Vec<String> = report["recording"]["by_kind"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let mut said: Vec<&str> = per_kind.split(", ").collect();
+    said.sort_unstable();
+    assert_eq!(said, counted, "{err}");
+    // Its report says nothing was recorded from the namespace that did not exist.
+    let analyze = |file: &Path| {
+        let o = run_bounded({
+            let mut c = bin(s.dir.path());
+            c.arg("analyze").arg(file);
+            c
+        });
+        text(&o.stdout)
+    };
+    let report = analyze(&out);
+    assert!(
+        report.contains("nothing was recorded from namespace paymnets: it did not exist or held none of the recorded kinds"),
+        "{report}"
+    );
+    // A recording of that namespace alone holds no evidence, and says so, not "No findings".
+    let typo = s.dir.path().join("only-typo.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "-n",
+            "paymnets",
+            "--duration",
+            "1s",
+            "-o",
+            typo.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let report = analyze(&typo);
+    assert!(
+        report.contains("No findings, and no evidence: the recording holds no object at all"),
+        "{report}"
+    );
+    assert!(!report.contains("No findings:"), "{report}");
 }
 
 #[test]
@@ -933,6 +997,16 @@ fn wait_succeeds_resets_on_a_rerender_and_fails_fast_with_distinct_codes() {
     let (code, out, err) = wait_on("image-only-release", &common);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("healthy reached"), "{out}");
+    // Its log says what it waits for, and each state it saw, as a pipeline's log shows them.
+    assert!(
+        err.contains("waiting for payments/checkout-api: healthy on a new revision (not the stable one, or made after the wait started), timeout 2s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("payments/checkout-api: Healthy at step") && err.contains("(stable)"),
+        "{err}"
+    );
+    assert!(err.contains("(new)"), "{err}");
 
     let (code, out, err) = wait_on("rerender-race", &common);
     assert_eq!(code, Some(3), "times out: {out}{err}");
@@ -977,7 +1051,7 @@ fn issue_24_wait_on_a_rollout_that_does_not_exist_says_so_at_once() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}{err}", text(&o.stdout));
     assert_eq!(
-        err.trim(),
+        err.trim().lines().last().unwrap_or_default(),
         "error: no rollout payments/checkout-apu: it was not in the list of the namespace's rollouts, and was not created in the 10s after it; rollouts in payments, nearest first: checkout-api"
     );
     assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));

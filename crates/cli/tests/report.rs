@@ -651,3 +651,60 @@ fn jsonl_is_the_json_reports_findings_one_per_line_with_where_they_were_recorded
     }
     assert!(lines_seen > 20, "{lines_seen} findings in all");
 }
+
+/// A re-render the rollout was promoted past: every report says where it ended, marks the
+/// findings whose advice it moved past, and leaves their commands out of what to run now.
+#[test]
+fn issue_46_findings_the_rollout_moved_past_say_so_in_every_format() {
+    let path = recording("real/blue-green-rerender-while-paused");
+    let o = analyze(&path, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(
+        table.contains("AT THE END (04:08:58)\n  Rollout bluegreen/checkout-api: Healthy on b586d989d\n    rs checkout-api-b586d989d stable (current) 3/3 ready"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Nothing to run: resolved at 04:08:36: promoted, Healthy on b586d989d."),
+        "{table}"
+    );
+    let now = &table[table.find("WHAT TO RUN NOW").unwrap()..];
+    for rule in [
+        "# rerender-restart",
+        "# pause-lost",
+        "# double-render",
+        "# config-only-rerender",
+    ] {
+        assert!(!now.contains(rule), "{rule} in {now}");
+    }
+    assert!(!now.contains("--watch"), "{now}");
+
+    let md = stdout(&analyze(&path, &["-o", "markdown"]));
+    assert!(md.contains("## At the end (04:08:58)"), "{md}");
+    assert!(
+        md.contains("| bluegreen/checkout-api | Healthy on b586d989d | checkout-api-b586d989d stable (current) 3/3 ready |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "**Now.** Nothing to run: resolved at 04:08:36: promoted, Healthy on b586d989d."
+        ),
+        "{md}"
+    );
+
+    let v = json_report(&path, &[]);
+    let restart = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "rerender-restart")
+        .unwrap();
+    assert_eq!(restart["resolved"]["how"], "promoted, Healthy on b586d989d");
+    assert_eq!(v["rollouts"][0]["stable_rs"], "b586d989d");
+    assert_eq!(v["rollouts"][0]["phase"], "Healthy");
+
+    let html = stdout(&analyze(&path, &["-o", "html"]));
+    assert!(html.contains("Nothing to run: resolved at"), "{html}");
+    let run = &html[html.find("What to run now").unwrap_or(0)..html.find("</header>").unwrap()];
+    assert!(!run.contains("rerender-restart"), "{run}");
+}

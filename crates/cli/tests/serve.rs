@@ -388,11 +388,20 @@ fn serve_prints_its_url_writes_a_kubeconfig_and_stops_on_sigint_with_exit_0() {
     );
     assert!(config.contains("current-context: \"rollout-forensics-replay\""));
     assert!(config.contains("namespace: \"payments\""));
+    let kubeconfig = s.kubeconfig.clone();
     let (code, stderr) = s.interrupt();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("serving "), "{stderr}");
     assert!(stderr.contains("state at 2026-03-14T13:06:00Z"), "{stderr}");
     assert!(stderr.contains("kubeconfig: "), "{stderr}");
+    // kubectl takes no flag before a plugin's name: the plugin's form sets KUBECONFIG.
+    assert!(
+        stderr.contains(&format!(
+            "with the Argo Rollouts plugin: KUBECONFIG={} kubectl argo rollouts get rollout checkout-api -n payments",
+            kubeconfig.display()
+        )),
+        "{stderr}"
+    );
     // Where its scratch file is, and what it holds.
     assert!(stderr.contains("scratch file in "), "{stderr}");
     assert!(stderr.contains(" (unlinked): "), "{stderr}");

@@ -139,10 +139,21 @@ fn man_pages_format_cleanly_one_per_command() {
         check.contains(r"\fBrollout\-forensics check\fR") && check.contains(r"\-\-expect\-image"),
         "{check}"
     );
-    // A directory that is not there is an error, and nothing is written.
+    // A directory that is not there yet is made, with its parents.
+    let fresh = dir.path().join("share/man/man1");
     let o = bin(dir.path())
         .args(["man", "--dir"])
-        .arg(dir.path().join("missing"))
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(fresh.join("rollout-forensics-check.1").is_file());
+    // A file where the directory should be is an error, and nothing is written.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = bin(dir.path())
+        .args(["man", "--dir"])
+        .arg(&file)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));

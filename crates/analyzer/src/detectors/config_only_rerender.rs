@@ -84,8 +84,9 @@ fn emit(
         "the re-render changed only pod-template annotations: {}",
         describe(true).join("; ")
     );
+    let word = crate::detectors::revision_word(track);
     let explanation = format!(
-        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): {}. Image, env, resources and everything else are identical. The canary restart came from rendering one release twice with different config inputs, not from a change to the application.",
+        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): {}. Image, env, resources and everything else are identical. The {word} restart came from rendering one release twice with different config inputs, not from a change to the application.",
         describe(false).join("; ")
     );
     let mut evidence = Vec::new();
@@ -105,7 +106,7 @@ fn emit(
             .explain(explanation)
             .with_evidence(evidence)
             .remedy(
-                format!("Nothing about the application changed: do not roll back. Let the canary on {to} proceed and do not re-run the pipeline."),
+                format!("Nothing about the application changed: do not roll back. Let the {word} on {to} proceed and do not re-run the pipeline."),
                 // The two names in one order whichever way the restart went: a restart and
                 // its reverse ask for the same look.
                 vec![format!(

@@ -105,7 +105,19 @@ impl Detector for ImageNotPinned {
             {
                 continue;
             }
-            let hash = t.cur.pod_hash.as_deref().unwrap_or("<hash>");
+            // The pods of the revision that runs the image: its template's labels select
+            // them (the hash is the controller's to compute, and at a spec change the status
+            // still names the revision before); each pod says its revision and what it pulled.
+            let labels = track.template_labels();
+            let selector = if labels.is_empty() {
+                HASH_LABEL.to_owned()
+            } else {
+                labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
             out.push(
                 Finding::new(
                     Rule::ImageNotPinned,
@@ -122,8 +134,9 @@ impl Detector for ImageNotPinned {
                     "Find the digest the running pods use and pin it.".to_owned(),
                     vec![
                         format!(
-                            "kubectl -n {} get pods -l {HASH_LABEL}={hash} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'",
-                            track.namespace()
+                            "kubectl -n {} get pods -l {} -o custom-columns=POD:.metadata.name,REVISION:.metadata.labels.{HASH_LABEL},IMAGE:.spec.containers[*].image,IMAGE_ID:.status.containerStatuses[*].imageID",
+                            track.namespace(),
+                            crate::detectors::shell_quote(&selector)
                         ),
                         format!("kubectl argo rollouts get rollout {}", argo(track)),
                     ],
@@ -152,6 +165,26 @@ mod tests {
             .collect();
         assert_eq!(f.len(), 1, "{:#?}", kit.found);
         assert!(f[0].summary.contains("registry/app:2"));
+    }
+
+    #[test]
+    fn issue_46_the_command_selects_the_pods_of_the_template_that_runs_the_image() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template_unpinned("registry/app:2", "c1"));
+        let f: Vec<_> = kit
+            .found
+            .iter()
+            .filter(|f| f.rule == Rule::ImageNotPinned)
+            .collect();
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        // Not `-l rollouts-pod-template-hash=stable0`: the revision before, whose pods run
+        // another image (or none, once scaled down).
+        assert_eq!(
+            f[0].remedy.commands[0],
+            "kubectl -n payments get pods -l app=checkout-api -o custom-columns=POD:.metadata.name,REVISION:.metadata.labels.rollouts-pod-template-hash,IMAGE:.spec.containers[*].image,IMAGE_ID:.status.containerStatuses[*].imageID"
+        );
+        assert_eq!(crate::detectors::shell_quote("a=b c"), "'a=b c'");
+        assert_eq!(crate::detectors::shell_quote("it's"), r"'it'\''s'");
     }
 
     /// The images reported, in order.

@@ -551,6 +551,20 @@ impl Comparisons {
     }
 }
 
+/// `word` as one shell word: as it is when it holds only characters no shell reads specially,
+/// else in single quotes (a quote inside closed, escaped and reopened).
+pub(crate) fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=,:@%+".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// `name` (namespace `ns`) as `kubectl argo rollouts` arguments.
 pub(crate) fn argo(track: &RolloutTrack) -> String {
     format!("{} -n {}", track.name(), track.namespace())

@@ -25,6 +25,10 @@ const KEEP_COMPARED: usize = 4;
 pub(crate) const KEEP_PENDING: usize = 16;
 const KEEP_UNCOMPARED: usize = KEEP_PENDING;
 
+/// Moments a rollout became Healthy on one revision remembered per rollout: the latest ones (a
+/// finding older than all of them is still moved past by the oldest kept).
+pub(crate) const KEEP_SETTLES: usize = 1024;
+
 /// Restarts of the canary remembered per rollout: the first and the most recent ones.
 pub(crate) const KEEP_RESTARTS: usize = 16;
 
@@ -191,6 +195,15 @@ impl Snapshot {
             None => v.metadata.take_last_manager(!spec_changed),
         };
         Snapshot { pos, actor, state }
+    }
+
+    /// Reasons of `status.pauseConditions`, plus `spec.paused` when set.
+    pub fn pause_words(&self) -> Vec<Str> {
+        let mut pause = self.pause_reasons.clone();
+        if self.spec_paused {
+            pause.push(Str::new("spec.paused"));
+        }
+        pause
     }
 
     /// True when paused at a canary pause step.
@@ -537,6 +550,10 @@ pub(crate) struct RolloutTrack {
     traffic_last: BTreeMap<String, BTreeMap<String, Vec<String>>>,
     /// A hash change away from a canary that had progressed, whose index has not dropped yet.
     pending_reset: Option<RevisionChange>,
+    /// The moments it became Healthy on one revision, in order, the latest [`KEEP_SETTLES`].
+    pub(super) settles: Vec<crate::report::end::Settled>,
+    /// `status.stableRS` when the current revision became the current one.
+    stable_when_current: Option<Str>,
     /// The latest comparisons of two templates ([`KEEP_COMPARED`]), made as soon as a revision
     /// change's templates are both known: every detector that compares a revision change's
     /// templates asks for the same one in turn, and reads it here.
@@ -716,6 +733,8 @@ impl RolloutTrack {
             traffic: Vec::new(),
             traffic_last: BTreeMap::new(),
             pending_reset: None,
+            settles: Vec::new(),
+            stable_when_current: None,
             compared: VecDeque::new(),
             uncompared: VecDeque::new(),
         }
@@ -880,6 +899,26 @@ impl RolloutTrack {
     }
 
     /// Timeline entries kept.
+    /// The pod labels of the last template seen (`spec.template.metadata.labels`, or its
+    /// workloadRef Deployment's): they select the pods of that template's revision.
+    pub fn template_labels(&self) -> BTreeMap<String, String> {
+        self.last_template
+            .as_ref()
+            .and_then(|t| serde_json::from_str::<Value>(t.text()).ok())
+            .and_then(|v| {
+                v.pointer("/metadata/labels")?.as_object().map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
+    }
+
     pub fn timeline_len(&self) -> usize {
         self.timeline.len()
     }
@@ -1172,6 +1211,7 @@ impl RolloutTrack {
             self.progress.entry(h.clone()).or_default();
         }
         self.update_progress(prev.as_ref(), &cur);
+        self.note_settle(prev.as_ref(), &cur);
         // Described only for a timeline (the words cost more than the rest of this record).
         let changes = if self.keep_timeline {
             describe_changes(prev.as_ref(), &cur, &self.steps)
@@ -1490,6 +1530,39 @@ impl RolloutTrack {
         }
     }
 
+    /// Notes the moment the rollout becomes Healthy on one revision (`stableRS` equal to
+    /// `currentPodHash`, not aborted).
+    fn note_settle(&mut self, prev: Option<&Snapshot>, cur: &Snapshot) {
+        if prev.is_none_or(|p| p.pod_hash != cur.pod_hash) {
+            self.stable_when_current.clone_from(&cur.stable_rs);
+        }
+        let settled = |s: &RolloutState| {
+            !s.abort
+                && s.phase.as_deref() == Some("Healthy")
+                && s.pod_hash.is_some()
+                && s.pod_hash == s.stable_rs
+        };
+        if !settled(cur) || prev.is_some_and(|p| settled(p) && p.pod_hash == cur.pod_hash) {
+            return;
+        }
+        let Some(hash) = cur.pod_hash.clone() else {
+            return;
+        };
+        if self.settles.len() >= KEEP_SETTLES {
+            self.settles.drain(..KEEP_SETTLES / 2);
+        }
+        self.settles.push(crate::report::end::Settled {
+            at: cur.pos.at,
+            hash,
+            before: self.stable_when_current.clone(),
+        });
+    }
+
+    /// The moments it became Healthy on one revision, in order.
+    pub fn settles(&self) -> &[crate::report::end::Settled] {
+        &self.settles
+    }
+
     fn update_roles(&mut self, pos: At) {
         // One pass over the ReplicaSets, in place (this runs on every change of state).
         let last = self.last.as_ref();
@@ -1687,10 +1760,7 @@ impl RolloutTrack {
                 ready: if rs.deleted { 0 } else { rs.ready },
             })
             .collect();
-        let mut pause = s.pause_reasons.clone();
-        if s.spec_paused {
-            pause.push(Str::new("spec.paused"));
-        }
+        let pause = s.pause_words();
         self.timeline.push(TimelineEntry {
             at: pos.at,
             file: pos.file,

@@ -175,6 +175,23 @@ pub struct Remedy {
     pub prevention: String,
 }
 
+/// A finding whose remedy the rollout has since moved past.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Resolved {
+    /// When the rollout moved past it.
+    #[serde(serialize_with = "serialize_time")]
+    pub at: Timestamp,
+    /// How, in words: `promoted, Healthy on 54477fc49b`.
+    pub how: String,
+}
+
+impl Resolved {
+    /// `resolved at 2026-03-14T13:29:10Z: promoted, Healthy on 54477fc49b`.
+    pub fn line(&self) -> String {
+        format!("resolved at {}: {}", rfc3339(self.at), self.how)
+    }
+}
+
 /// One thing the analyzer found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -197,6 +214,9 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// What to run now and what to change.
     pub remedy: Remedy,
+    /// Set when the rollout later moved past the remedy (it was promoted, or went back to
+    /// its stable revision, and is Healthy): its commands are no longer what to run now.
+    pub resolved: Option<Resolved>,
 }
 
 /// A condition a finding reported that stopped holding (`holds: false`: the Service was fixed,
@@ -236,6 +256,7 @@ impl Finding {
             explanation: String::new(),
             evidence: Vec::new(),
             remedy: Remedy::default(),
+            resolved: None,
         }
     }
 

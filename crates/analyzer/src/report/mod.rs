@@ -1,6 +1,7 @@
 //! The analysis result: findings, timelines and a summary of the recording. Serialized as JSON
 //! with a `schema_version` (see `docs/report-schema.md`); arrays are never null.
 
+pub(crate) mod end;
 pub(crate) mod finding;
 pub(crate) mod pack;
 pub(crate) mod rules;
@@ -13,6 +14,7 @@ use rf_format::{Header, Redaction, Timestamp};
 use serde::Serialize;
 
 use crate::base::time::rfc3339;
+use crate::report::end::RolloutEnd;
 use crate::report::finding::{Finding, Severity, serialize_time};
 use crate::report::timeline::Timeline;
 
@@ -32,6 +34,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// One per rollout (empty when timelines were not asked for).
     pub timelines: Vec<Timeline>,
+    /// Where each rollout ended, in (namespace, name) order.
+    pub rollouts: Vec<RolloutEnd>,
 }
 
 impl Report {
@@ -64,12 +68,13 @@ impl<F: Serialize + ?Sized> Serialize for WithFindings<'_, F> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let r = self.report;
-        let mut st = s.serialize_struct("Report", 5)?;
+        let mut st = s.serialize_struct("Report", 6)?;
         st.serialize_field("schema_version", &r.schema_version)?;
         st.serialize_field("tool", &r.tool)?;
         st.serialize_field("recording", &r.recording)?;
         st.serialize_field("findings", self.findings)?;
         st.serialize_field("timelines", &r.timelines)?;
+        st.serialize_field("rollouts", &r.rollouts)?;
         st.end()
     }
 }
@@ -222,7 +227,8 @@ pub struct RecordingSummary {
     pub span_seconds: f64,
     /// Records read.
     pub records: u64,
-    /// Records per kind.
+    /// Records that carry an object, per kind (as the recorder's summary counts them; a
+    /// list's begin and end and a gap are counted only in `by_op`).
     pub by_kind: BTreeMap<String, u64>,
     /// Records per op.
     pub by_op: BTreeMap<String, u64>,
@@ -235,6 +241,10 @@ pub struct RecordingSummary {
     /// What the analysis ended too soon to decide, one sentence each (a ReplicaSet left up
     /// for less than its rule's grace period): the absence of a finding there is no all-clear.
     pub undecided: Vec<String>,
+    /// Namespaces the recording was made of (its headers' `-n`) that it holds no object of:
+    /// a namespace that did not exist, or held none of the recorded kinds. No finding there
+    /// says nothing of it.
+    pub empty_namespaces: Vec<String>,
     /// Limits of the analysis.
     pub window: Window,
     /// True when every file was closed cleanly and had no gap.

@@ -24,6 +24,7 @@ use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use rf_format::{Kind, Timestamp};
 
+use crate::report::end::Resolver;
 use crate::report::finding::{Evidence, Finding, Remedy, Rule, Severity, Subject};
 
 /// Findings per chunk.
@@ -65,6 +66,8 @@ pub struct PackedFindings {
     worst: Option<Severity>,
     spill_after: usize,
     spill: Option<Box<dyn Spill>>,
+    /// Marks, as they are read back, the findings the rollouts' later states moved past.
+    resolver: Resolver,
 }
 
 impl Default for PackedFindings {
@@ -75,6 +78,7 @@ impl Default for PackedFindings {
             worst: None,
             spill_after: SPILL_AFTER,
             spill: None,
+            resolver: Resolver::default(),
         }
     }
 }
@@ -121,6 +125,12 @@ impl PackedFindings {
                 Deflated::Spilled { .. } => 0,
             })
             .sum()
+    }
+
+    /// Findings read back are marked resolved by `resolver` (known only once the analysis
+    /// ended, after they were packed).
+    pub(crate) fn resolve_with(&mut self, resolver: Resolver) {
+        self.resolver = resolver;
     }
 
     /// Chunks go to `spill` once `after` compressed bytes are in memory.
@@ -204,7 +214,10 @@ impl PackedFindings {
         for c in &mut cursors {
             c.advance();
         }
-        Merge { cursors }
+        Merge {
+            cursors,
+            resolver: &self.resolver,
+        }
     }
 }
 
@@ -212,6 +225,7 @@ impl PackedFindings {
 #[allow(missing_debug_implementations)]
 pub struct Merge<'a> {
     cursors: Vec<Cursor<'a>>,
+    resolver: &'a Resolver,
 }
 
 struct Cursor<'a> {
@@ -255,8 +269,11 @@ impl Iterator for Merge<'_> {
             }
         }
         let cursor = &mut self.cursors[best?];
-        let out = cursor.head.take();
+        let mut out = cursor.head.take();
         cursor.advance();
+        if let Some(f) = &mut out {
+            self.resolver.apply(f);
+        }
         out
     }
 }
@@ -466,6 +483,7 @@ impl Decoder<'_> {
                 decisions,
                 prevention,
             },
+            resolved: None,
         })
     }
 }

@@ -24,7 +24,7 @@ impl Config {
         Ok(Config {
             options: input::options(
                 files,
-                args.rollout.as_deref(),
+                &args.only,
                 &args.window,
                 // The markdown and HTML reports draw the timelines.
                 args.timelines
@@ -66,21 +66,28 @@ pub fn analyze_files(
     options: Options,
     window: &crate::args::Window,
 ) -> Result<(rf_analyzer::Report, Vec<Damage>)> {
-    let (analyzer, damage) = replay_files(files, options, window)?;
+    let (analyzer, damage) = replay_files(files, options, window, input::EACH)?;
     Ok((analyzer.finish(), damage))
 }
 
 /// Replays `files` into an analyzer, left unfinished; fails where the recording does not hold
 /// what `options` ask for ([`input::Scope::check`]). `timeline` replays the same way.
+/// `otherwise` says what to do when the files are not one history.
 pub(crate) fn replay_files(
     files: &[std::path::PathBuf],
     options: Options,
     window: &crate::args::Window,
+    otherwise: &str,
 ) -> Result<(Analyzer, Vec<Damage>)> {
-    let recordings = input::open_history(files)?;
+    let recordings = input::open_history_or(files, otherwise)?;
     let scope = input::Scope::of(&options, window);
     let mut analyzer = crate::spill::analyzer(options);
-    let damage = input::replay(recordings, &mut analyzer, input::Objects::Analyzed)?;
+    let damage = input::replay(
+        recordings,
+        &mut analyzer,
+        input::Objects::Analyzed,
+        otherwise,
+    )?;
     scope.check(&analyzer)?;
     Ok((analyzer, damage))
 }
@@ -112,7 +119,7 @@ pub fn run(args: &AnalyzeArgs, out: &mut dyn Write) -> Result<Exit> {
 
 fn run_on(args: &AnalyzeArgs, files: &[std::path::PathBuf], out: &mut dyn Write) -> Result<Exit> {
     let config = Config::from_args(args, files)?;
-    let (analyzer, damage) = replay_files(files, config.options, &args.window)?;
+    let (analyzer, damage) = replay_files(files, config.options, &args.window, input::EACH)?;
     // The machine formats stream their findings from the analyzer's packed form: a day of
     // records can make tens of thousands, and they need not all be decoded at once. The
     // formats for a person hold them (and a person reads far fewer).

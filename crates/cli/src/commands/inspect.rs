@@ -17,7 +17,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<Exit> {
     }
     let recordings = input::open_all(&args.files)?;
     let mut analyzer = crate::spill::analyzer(Options::default());
-    let damage = input::replay(recordings, &mut analyzer, input::Objects::All)?;
+    let damage = input::replay(recordings, &mut analyzer, input::Objects::All, input::EACH)?;
     let summary = analyzer.finish().recording;
     match args.format {
         Format::Json => {

@@ -348,6 +348,30 @@ async fn warn_of_missing_namespaces(client: &kube::Client, namespaces: &[String]
     }
 }
 
+/// What a recorder says as it starts: what it records, where to, and how it stops
+/// (`recording namespace oncall to inc.rfr; Ctrl-C stops`).
+fn start_line(namespaces: &[String], args: &RecordArgs, limited: bool) -> String {
+    let what = match namespaces {
+        [] => "recording all namespaces".to_owned(),
+        [one] => format!("recording namespace {one}"),
+        many => format!("recording namespaces {}", many.join(", ")),
+    };
+    let what = match &args.selector {
+        Some(l) => format!("{what} (-l {l})"),
+        None => what,
+    };
+    let to = match (&args.output, &args.dir) {
+        (Some(f), _) => format!(" to {}", f.display()),
+        (None, Some(d)) => format!(" to files in {}", d.display()),
+        (None, None) => String::new(),
+    };
+    let stops = match &args.duration {
+        Some(d) if limited => format!("for {d}, or until Ctrl-C"),
+        _ => "Ctrl-C stops".to_owned(),
+    };
+    format!("{what}{to}; {stops}")
+}
+
 /// `watch`: `record --live`, with the file optional.
 pub fn watch(args: &RecordArgs, out: &mut dyn Write) -> Result<Exit> {
     if args.dir.is_some() || args.rotate.is_some() || args.keep.is_some() {
@@ -430,6 +454,7 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
             }
         }
         let interrupted = crate::signal::Interrupt::install()?;
+        eprintln!("{}", start_line(&config.namespaces, args, limit.is_some()));
         let status = std::io::stderr().is_terminal();
         let metrics = match metrics_listener {
             Some(listener) => {

@@ -138,7 +138,8 @@ fn pace(args: &ServeArgs, timeline: &Timeline) -> Result<Pace> {
     let t = match &args.at {
         Some(at) => TimeSpec::parse(at)
             .context("in --at")?
-            .resolve(timeline.start(), timeline.end()),
+            .resolve(timeline.start(), timeline.end())
+            .context("in --at")?,
         None => timeline.end(),
     };
     if t < timeline.start() || t > timeline.end() {
@@ -179,6 +180,22 @@ fn default_kubeconfig(file: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((dir.join(format!("{name}.kubeconfig")), dir))
 }
 
+/// A rollout to name in the banner's example: the first one served at the start of the
+/// replay (`NAME -n NS`), or a placeholder when there is none.
+fn rollout_to_try(timeline: &Timeline, pace: Pace) -> String {
+    let position = match pace {
+        Pace::At(t) => timeline.position_at(t),
+        _ => timeline.base_position(),
+    };
+    timeline
+        .kind("argoproj.io", "rollouts")
+        .and_then(|k| k.list(position, None).next())
+        .map_or_else(
+            || "NAME -n NAMESPACE".to_owned(),
+            |(key, _)| format!("{} -n {}", key.name, key.namespace),
+        )
+}
+
 pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
     let timeline = load(&args.file, args.partial)?;
     for w in timeline.warnings() {
@@ -187,6 +204,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
     let pace = pace(args, &timeline)?;
     let state = describe(pace, &timeline);
     let namespace = timeline.namespaces().first().cloned();
+    let rollout = rollout_to_try(&timeline, pace);
     let options = Options {
         listen: args.listen,
         pace,
@@ -232,6 +250,11 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Exit> {
             } else {
                 ""
             },
+            config_path.display()
+        );
+        // kubectl takes no flag before a plugin's name: the plugin reads the environment.
+        eprintln!(
+            "  with the Argo Rollouts plugin: KUBECONFIG={} kubectl argo rollouts get rollout {rollout}",
             config_path.display()
         );
         if !args.listen.ip().is_loopback() {

@@ -78,9 +78,13 @@ pub fn man(args: &ManArgs, out: &mut dyn Write) -> Result<Exit> {
             .context("writing the man page")?;
         return Ok(Exit::Ok);
     };
-    if !dir.is_dir() {
+    // Made when it is not there yet (with its parents), as `install -d` would: the usual
+    // place, ~/.local/share/man/man1, often is not.
+    if dir.exists() && !dir.is_dir() {
         anyhow::bail!("--dir {}: not a directory", dir.display());
     }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--dir {}: cannot create the directory", dir.display()))?;
     let mut written = Vec::new();
     let name = cmd.get_name().to_owned();
     write_pages(cmd, &name, &name, dir, &mut written)?;

@@ -83,9 +83,14 @@ fn only_readiness(e: &TimelineEntry) -> bool {
 
 pub fn run(args: &TimelineArgs, out: &mut dyn Write) -> Result<Exit> {
     let window = args.window.window();
-    let options = input::options(&args.files, args.rollout.as_deref(), &window, true)?;
+    let options = input::options(&args.files, &args.only, &window, true)?;
     let since = options.since;
-    let (analyzer, damage) = crate::commands::analyze::replay_files(&args.files, options, &window)?;
+    let (analyzer, damage) = crate::commands::analyze::replay_files(
+        &args.files,
+        options,
+        &window,
+        input::ONE_AT_A_TIME,
+    )?;
     let mut report = analyzer.finish();
     for t in &mut report.timelines {
         t.entries

@@ -17,7 +17,7 @@ use clap::Args;
 use rf_analyzer::{Finding, Report, SCHEMA_VERSION};
 use serde::Deserialize;
 
-use crate::args::Window;
+use crate::args::{Only, Window};
 use crate::commands::analyze::{analyze_files, report_damage};
 use crate::exit::Exit;
 use crate::input;
@@ -31,9 +31,8 @@ pub struct VerifyArgs {
     /// was made.
     #[arg(long, value_name = "EXPECT.json")]
     pub expect: PathBuf,
-    /// Only this rollout: NAMESPACE/NAME.
-    #[arg(long, value_name = "NS/NAME")]
-    pub rollout: Option<String>,
+    #[command(flatten)]
+    pub only: Only,
     #[command(flatten)]
     pub window: Window,
     /// Verify what is readable of a truncated or corrupt recording (the damage is still reported
@@ -223,7 +222,7 @@ impl Diff {
 pub fn run(args: &VerifyArgs, out: &mut dyn Write) -> Result<Exit> {
     // Read the expectation first: a wrong --expect is a usage error whatever the recordings say.
     let expected = read_expectation(&args.expect)?;
-    let options = input::options(&args.files, args.rollout.as_deref(), &args.window, false)?;
+    let options = input::options(&args.files, &args.only, &args.window, false)?;
     let (report, damage): (Report, _) = analyze_files(&args.files, options, &args.window)?;
     let actual: Vec<Key> = report.findings.iter().map(Key::of).collect();
     let (n_expected, n_actual) = (expected.len(), actual.len());

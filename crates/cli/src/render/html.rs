@@ -551,7 +551,13 @@ fn role_word(r: Role) -> &'static str {
 }
 
 /// The lanes of the ReplicaSets and a note on those not drawn.
-fn replicaset_lanes(t: &Timeline, axis: &Axis, colors: &Colors, x_end: f64) -> (Vec<Lane>, String) {
+fn replicaset_lanes(
+    t: &Timeline,
+    end: Option<&rf_analyzer::RolloutEnd>,
+    axis: &Axis,
+    colors: &Colors,
+    x_end: f64,
+) -> (Vec<Lane>, String) {
     let series = replicaset_series(t);
     let mut lanes = Vec::new();
     let mut never = 0;
@@ -623,9 +629,17 @@ fn replicaset_lanes(t: &Timeline, axis: &Axis, colors: &Colors, x_end: f64) -> (
                 .last()
                 .copied()
                 .unwrap_or((Timestamp::default(), 0, 0, Role::Other));
+        // The role at the end is the rollout's last status's, not the last one a timeline
+        // entry that listed this ReplicaSet gave it.
+        let (role_end, current) = match end {
+            Some(e) => (e.role(hash), e.pod_hash.as_deref() == Some(hash.as_str())),
+            None => (role_end, role_end == Role::New),
+        };
         let alert = role_end == Role::Other && r_end > 0;
         let sublabel = if alert {
             format!("other: still {r_end} pod(s) at the end")
+        } else if role_end == Role::Stable && current {
+            format!("stable (current) · {rd_end}/{r_end} at the end")
         } else {
             format!("{} · {rd_end}/{r_end} at the end", role_word(role_end))
         };
@@ -944,7 +958,8 @@ fn chart(
         .map(|e| (axis.x(e.at), !e.pause.is_empty()))
         .collect();
     let paused = segments(&paused, x_end);
-    let (rs_lanes, rs_note) = replicaset_lanes(t, &axis, &colors, x_end);
+    let end = report.rollouts.iter().find(|e| e.rollout == t.rollout);
+    let (rs_lanes, rs_note) = replicaset_lanes(t, end, &axis, &colors, x_end);
     let (svc_lanes, svc_note) = service_lanes(t, &axis, &colors, x_end);
     let analysis = analysis_lane(t, &axis);
     notes.push_str(&rs_note);
@@ -1449,17 +1464,25 @@ fn finding_article(out: &mut String, i: usize, f: &Finding, axis_label: &dyn Fn(
             );
         }
     }
-    if !f.remedy.summary.is_empty() {
+    if let Some(r) = &f.resolved {
+        let _ = write!(
+            out,
+            r#"<p class="resolved"><b>Now.</b> Nothing to run: resolved at {}: {}. The advice at the time was: {}</p>"#,
+            esc(&axis_label(r.at.0)),
+            esc(&r.how),
+            esc(&f.remedy.summary)
+        );
+    } else if !f.remedy.summary.is_empty() {
         let _ = write!(out, r#"<p><b>Now.</b> {}</p>"#, esc(&f.remedy.summary));
     }
-    if !f.remedy.commands.is_empty() {
+    if f.resolved.is_none() && !f.remedy.commands.is_empty() {
         out.push_str("<pre class=\"cmd\">");
         for c in &f.remedy.commands {
             let _ = writeln!(out, "<code>$ {}</code>", esc(c));
         }
         out.push_str("</pre>");
     }
-    if !f.remedy.decisions.is_empty() {
+    if f.resolved.is_none() && !f.remedy.decisions.is_empty() {
         let _ = write!(out, "<p><b>{}</b></p>", esc(super::DECISION));
         out.push_str("<pre class=\"cmd\">");
         for c in &f.remedy.decisions {
@@ -1670,9 +1693,21 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     for note in &s.undecided {
         let _ = write!(out, r#"<p class="note">not decided: {}</p>"#, esc(note));
     }
+    for ns in &s.empty_namespaces {
+        let _ = write!(
+            out,
+            r#"<p class="note">{}</p>"#,
+            esc(&super::empty_namespace(ns))
+        );
+    }
     // What to run now: every command, errors first, without repeats; the first few shown, the
     // rest one click away.
-    let mut ordered: Vec<(usize, &Finding)> = report.findings.iter().enumerate().collect();
+    let mut ordered: Vec<(usize, &Finding)> = report
+        .findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.resolved.is_none())
+        .collect();
     ordered.sort_by_key(|(_, f)| std::cmp::Reverse(f.severity));
     let mut seen: Vec<&str> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
@@ -1738,6 +1773,19 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             r#"<section class="rollout" id="rollout-{index}"><h2>Rollout {}</h2>"#,
             esc(&format!("{}/{}", t.rollout.namespace, t.rollout.name))
         );
+        if let Some(e) = report.rollouts.iter().find(|e| e.rollout == t.rollout) {
+            let _ = write!(
+                out,
+                r#"<p class="end"><b>At the end ({}).</b> {}{}</p>"#,
+                esc(&axis_label(e.at.0)),
+                esc(&e.describe()),
+                esc(&e
+                    .pods()
+                    .iter()
+                    .map(|p| format!(" · rs {p}"))
+                    .collect::<String>())
+            );
+        }
         if index >= MAX_CHARTS {
             let _ = write!(
                 out,
@@ -1863,6 +1911,7 @@ mod tests {
                 decisions: Vec::new(),
                 prevention: "prevent".to_owned(),
             },
+            resolved: None,
         }
     }
 
@@ -1884,6 +1933,7 @@ mod tests {
             },
             findings,
             timelines,
+            rollouts: Vec::new(),
         }
     }
 
@@ -1979,6 +2029,52 @@ mod tests {
         assert_eq!(page.matches(">svc ").count(), 5);
         assert!(!page.contains("no Service endpoint changes"));
         assert!(!page.contains("NaN"));
+    }
+
+    #[test]
+    fn issue_46_replicaset_roles_at_the_end_come_from_the_rollouts_last_status() {
+        // aaaa was stable and is scaled down; bbbb was new, and is stable and current at the
+        // end: the entries' roles (bbbb new, aaaa stable to its last listing) are not the end's.
+        let mut first = entry(0, "bbbb", 0, &[("aaaa", 4, 4), ("bbbb", 1, 1)]);
+        first.replicasets[0].role = Role::Stable;
+        let t = Timeline {
+            rollout: rollout("web"),
+            entries: vec![first, entry(10, "bbbb", 4, &[("bbbb", 4, 4)])],
+            traffic: Vec::new(),
+            truncated: false,
+        };
+        let mut r = report(vec![t], Vec::new(), 30);
+        r.rollouts = vec![rf_analyzer::RolloutEnd {
+            rollout: rollout("web"),
+            at: at(30),
+            strategy: "canary",
+            phase: Some("Healthy".into()),
+            step_index: 4,
+            step_count: 4,
+            pod_hash: Some("bbbb".into()),
+            stable_rs: Some("bbbb".into()),
+            pause: Vec::new(),
+            abort: false,
+            message: None,
+            deleted: false,
+            replicasets: vec![ReplicaSetState {
+                name: "app-bbbb".into(),
+                hash: "bbbb".into(),
+                role: Role::Stable,
+                replicas: 4,
+                ready: 4,
+            }],
+            last_settled: None,
+        }];
+        let page = html(&r);
+        assert!(page.contains("stable (current) · 4/4 at the end"), "{page}");
+        assert!(page.contains("other · 0/0 at the end"), "{page}");
+        assert!(!page.contains("stable · 0/0 at the end"), "{page}");
+        assert!(!page.contains("new (current) · 4/4"), "{page}");
+        assert!(
+            page.contains("<b>At the end (13:00:30).</b> Healthy on bbbb · rs app-bbbb stable (current) 4/4 ready"),
+            "{page}"
+        );
     }
 
     #[test]

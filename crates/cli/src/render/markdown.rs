@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use rf_analyzer::{Finding, Report, Severity, Timeline, human_duration};
+use rf_analyzer::{Finding, Report, Severity, Timeline, human_duration, rfc3339};
 
 use super::{Clock, count_line};
 
@@ -243,6 +243,13 @@ fn summary(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()> {
     for note in &s.undecided {
         writeln!(w, "- **Not decided:** {}", text(note))?;
     }
+    for ns in &s.empty_namespaces {
+        writeln!(
+            w,
+            "- **Not recorded:** {}",
+            text(&super::empty_namespace(ns))
+        )?;
+    }
     writeln!(w)
 }
 
@@ -263,7 +270,40 @@ fn overview(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()> 
             f.severity.as_str(),
             f.rule.id(),
             cell(&f.subject.to_string()),
-            cell(&f.summary)
+            cell(&match &f.resolved {
+                Some(r) => format!("{} (resolved at {})", f.summary, clock.show(r.at)),
+                None => f.summary.clone(),
+            })
+        )?;
+    }
+    writeln!(w)
+}
+
+/// `## At the end`: each rollout's phase, step, revisions and ReplicaSets' pods when the
+/// analysis ended.
+fn end_states(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()> {
+    let Some(first) = report.rollouts.first() else {
+        return Ok(());
+    };
+    writeln!(
+        w,
+        "## At the end ({})
+",
+        clock.show(first.at)
+    )?;
+    writeln!(w, "| rollout | state | ReplicaSets |")?;
+    writeln!(w, "|---|---|---|")?;
+    for e in &report.rollouts {
+        let mut state = e.describe();
+        if let Some(m) = e.message() {
+            state.push_str(&format!(" · {m}"));
+        }
+        writeln!(
+            w,
+            "| {} | {} | {} |",
+            cell(&format!("{}/{}", e.rollout.namespace, e.rollout.name)),
+            cell(&state),
+            cell(&e.pods().join("; "))
         )?;
     }
     writeln!(w)
@@ -417,6 +457,18 @@ fn finding(w: &mut dyn Write, i: usize, f: &Finding, clock: Clock, files: usize)
         }
         writeln!(w)?;
     }
+    if let Some(r) = &f.resolved {
+        writeln!(
+            w,
+            "**Now.** Nothing to run: {}. The advice at the time was: {}\n",
+            text(&r.line().replacen(&rfc3339(r.at), &clock.show(r.at), 1)),
+            text(&f.remedy.summary)
+        )?;
+        if !f.remedy.prevention.is_empty() {
+            writeln!(w, "**Prevent.** {}\n", text(&f.remedy.prevention))?;
+        }
+        return Ok(());
+    }
     if !f.remedy.summary.is_empty() {
         writeln!(w, "**Now.** {}\n", text(&f.remedy.summary))?;
     }
@@ -442,6 +494,7 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     writeln!(w, "# {}\n", text(&title(report)))?;
     summary(w, report, clock)?;
     overview(w, report, clock)?;
+    end_states(w, report, clock)?;
     for t in &report.timelines {
         timeline(w, t, clock, files)?;
     }

@@ -291,6 +291,13 @@ pub fn recording_line(s: &RecordingSummary) -> String {
     format!("{names}\n{span} · {} records · {gaps} · {ends}", s.records)
 }
 
+/// What a report says of a namespace it was made of but holds nothing from.
+pub fn empty_namespace(ns: &str) -> String {
+    format!(
+        "nothing was recorded from namespace {ns}: it did not exist or held none of the recorded kinds (kubectl get namespace {ns})"
+    )
+}
+
 /// `3 errors, 1 warning`: the findings by severity, worst first.
 pub fn count_line(findings: &[Finding]) -> String {
     let n = |sev| findings.iter().filter(|f| f.severity == sev).count();
@@ -329,6 +336,57 @@ fn section(
     }
 }
 
+/// The rollouts a text report tells the end state of: those with findings, or every one when
+/// none has a finding and there are few.
+const END_STATES_WITHOUT_FINDINGS: usize = 20;
+
+/// `AT THE END`: where each rollout ended, its phase, step and revisions, and its ReplicaSets'
+/// pods, so that no one reads a finding's advice against a state the rollout has left.
+fn end_states(w: &mut dyn Write, report: &Report, style: Style, clock: Clock) -> io::Result<()> {
+    let with_findings: Vec<&rf_analyzer::RolloutEnd> = report
+        .rollouts
+        .iter()
+        .filter(|e| report.findings.iter().any(|f| f.rollout == e.rollout))
+        .collect();
+    let shown = if with_findings.is_empty() && report.rollouts.len() <= END_STATES_WITHOUT_FINDINGS
+    {
+        report.rollouts.iter().collect()
+    } else {
+        with_findings
+    };
+    let Some(first) = shown.first() else {
+        return Ok(());
+    };
+    writeln!(
+        w,
+        "{}",
+        style.bold(&format!("AT THE END ({})", clock.show(first.at)))
+    )?;
+    for e in shown {
+        let line = format!("{}: {}", e.rollout, e.describe());
+        w.write_all(wrap(&line, style.width, "  ", "    ").as_bytes())?;
+        if let Some(m) = e.message() {
+            w.write_all(wrap(&format!("message: {m}"), style.width, "    ", "      ").as_bytes())?;
+        }
+        for pods in e.pods() {
+            w.write_all(wrap(&format!("rs {pods}"), style.width, "    ", "      ").as_bytes())?;
+        }
+    }
+    let hidden = report.rollouts.len()
+        - report
+            .rollouts
+            .iter()
+            .filter(|e| report.findings.iter().any(|f| f.rollout == e.rollout))
+            .count();
+    if !report.findings.is_empty() && hidden > 0 {
+        writeln!(
+            w,
+            "  and {hidden} rollout(s) without findings (`-o json` has each one's end state)"
+        )?;
+    }
+    writeln!(w)
+}
+
 pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Result<()> {
     let s = &report.recording;
     let clock = Clock::for_summary(s);
@@ -356,9 +414,25 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
     for note in &s.undecided {
         w.write_all(wrap(&format!("not decided: {note}"), style.width, "  ", "    ").as_bytes())?;
     }
+    for ns in &s.empty_namespaces {
+        w.write_all(wrap(&empty_namespace(ns), style.width, "  ", "    ").as_bytes())?;
+    }
     writeln!(w)?;
     if report.findings.is_empty() {
-        if s.undecided.is_empty() {
+        if !s.empty_namespaces.is_empty() {
+            let objects: u64 = s.by_kind.values().sum();
+            if objects == 0 {
+                writeln!(
+                    w,
+                    "No findings, and no evidence: the recording holds no object at all, so it says nothing of what ran."
+                )?;
+            } else {
+                writeln!(
+                    w,
+                    "No findings in what was recorded; it says nothing of the namespaces above."
+                )?;
+            }
+        } else if s.undecided.is_empty() {
             writeln!(
                 w,
                 "No findings: nothing in this recording matches a known failure."
@@ -368,6 +442,10 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
                 w,
                 "No findings yet: the recording ended before every check could be decided (above)."
             )?;
+        }
+        if !report.rollouts.is_empty() {
+            writeln!(w)?;
+            end_states(w, report, style, clock)?;
         }
         return Ok(());
     }
@@ -404,11 +482,15 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         if many {
             row.push(format!("{}/{}", f.rollout.namespace, f.rollout.name));
         }
-        row.push(f.summary.clone());
+        row.push(match &f.resolved {
+            Some(r) => format!("{} (resolved at {})", f.summary, clock.show(r.at)),
+            None => f.summary.clone(),
+        });
         table.add_row(row);
     }
     crate::style::write_table(w, &table)?;
     writeln!(w)?;
+    end_states(w, report, style, clock)?;
 
     writeln!(w, "{}", style.bold("PROOF AND REMEDY"))?;
     // A text said under an earlier finding is pointed at, not printed again: the reruns of
@@ -425,10 +507,11 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
         .map(|f| {
             let r = &f.remedy;
             format!(
-                "{}\n{}\n\n{}",
+                "{}\n{}\n\n{}\n{:?}",
                 r.summary,
                 r.commands.join("\n"),
-                r.decisions.join("\n")
+                r.decisions.join("\n"),
+                f.resolved
             )
         })
         .collect();
@@ -468,9 +551,18 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
                 w.write_all(lines.as_bytes())?;
             }
         }
-        match first("now", &remedies[i], i) {
-            Some(n) => writeln!(w, "  {} as [{n}]", style.bold("Now:"))?,
-            None => {
+        match (first("now", &remedies[i], i), &f.resolved) {
+            (Some(n), _) => writeln!(w, "  {} as [{n}]", style.bold("Now:"))?,
+            (None, Some(r)) => {
+                writeln!(w, "  {}", style.bold("Now:"))?;
+                let text = format!(
+                    "Nothing to run: {}. The advice at the time was: {}",
+                    r.line().replacen(&rfc3339(r.at), &clock.show(r.at), 1),
+                    f.remedy.summary
+                );
+                w.write_all(wrap(&text, style.width, "    ", "    ").as_bytes())?;
+            }
+            (None, None) => {
                 writeln!(w, "  {}", style.bold("Now:"))?;
                 w.write_all(wrap(&f.remedy.summary, style.width, "    ", "    ").as_bytes())?;
                 for c in &f.remedy.commands {
@@ -495,7 +587,11 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
     // its own finding, as a decision.
     writeln!(w, "{}", style.bold("WHAT TO RUN NOW"))?;
     let mut seen = Vec::new();
-    let mut ordered: Vec<&Finding> = report.findings.iter().collect();
+    let mut ordered: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.resolved.is_none())
+        .collect();
     ordered.sort_by_key(|f| std::cmp::Reverse(f.severity));
     for f in ordered {
         for c in &f.remedy.commands {
@@ -537,6 +633,7 @@ mod packed_tests {
                     explanation: String::new(),
                     evidence: Vec::new(),
                     remedy: rf_analyzer::Remedy::default(),
+                    resolved: None,
                 }
             })
             .collect();

@@ -1070,11 +1070,26 @@ fn verdict(
         Workload::Deployment => deployment::describe(&snap.records, ns, name, expect),
     };
     let Some((state, failures)) = described else {
+        let (word, kind) = match workload {
+            Workload::Rollout => ("rollout", "Rollout"),
+            Workload::Deployment => ("deployment", "Deployment"),
+        };
+        let others: Vec<String> = snap
+            .records
+            .iter()
+            .filter(|r| r.kind.name() == kind && r.namespace == ns && !r.name.is_empty())
+            .map(|r| r.name.clone())
+            .collect();
+        let others = crate::input::nearest_first(name, others.into_iter());
         bail!(
-            "{} {ns}/{name} not found",
-            match workload {
-                Workload::Rollout => "rollout",
-                Workload::Deployment => "deployment",
+            "{word} {ns}/{name} not found; {}",
+            if others.is_empty() {
+                format!("namespace {ns} has no {word}s")
+            } else {
+                format!(
+                    "{word}s in {ns}, nearest first: {}",
+                    crate::input::listing(&others)
+                )
             }
         );
     };
