@@ -140,6 +140,25 @@ fn rollout_filter_and_time_window_limit_the_findings() {
             .all(|f| f["rule"] != "rerender-restart"),
         "{v}"
     );
+    // The tables' own time forms: a time of day on the recording's date, a date and time
+    // without a zone, read as UTC.
+    let rfc = analyze(
+        "rerender-race",
+        &["-o", "json", "--at", "2026-03-14T13:00:40Z"],
+    );
+    assert_eq!(rfc.status.code(), Some(1), "{}", stderr(&rfc));
+    for at in ["13:00:40", "2026-03-14 13:00:40"] {
+        let o = analyze("rerender-race", &["-o", "json", "--at", at]);
+        assert_eq!(o.status.code(), Some(1), "{at}: {}", stderr(&o));
+        assert_eq!(o.stdout, rfc.stdout, "{at}");
+    }
+    let o = analyze("rerender-race", &["--at", "13:70"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a time of day on the recording's date"),
+        "{}",
+        stderr(&o)
+    );
     let o = analyze("rerender-race", &["--rollout", "payments/checkout-api/x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("NAMESPACE/NAME"));
