@@ -61,6 +61,11 @@ const T0: Timestamp = Timestamp::from_unix_seconds(1_773_493_200);
 
 /// A closed recording holding one list (in namespace payments) of `objects`, all of `kind`.
 fn write_list_recording(path: &Path, kind: Kind, objects: &[Value], redaction: Redaction) {
+    write_lists_recording(path, &[(kind, objects)], redaction);
+}
+
+/// A closed recording holding one list (in namespace payments) of each kind, of its objects.
+fn write_lists_recording(path: &Path, lists: &[(Kind, &[Value])], redaction: Redaction) {
     let mut header = Header::new(
         "record-test",
         T0,
@@ -69,13 +74,13 @@ fn write_list_recording(path: &Path, kind: Kind, objects: &[Value], redaction: R
             server: None,
             namespaces: vec!["payments".to_owned()],
             label_selector: None,
-            kinds: vec![kind.clone()],
+            kinds: lists.iter().map(|(k, _)| k.clone()).collect(),
         },
     );
     header.redaction = redaction;
     let mut w = Writer::new(std::fs::File::create(path).unwrap(), &header).unwrap();
     let mut seq = 0;
-    let mut put = |w: &mut Writer<std::fs::File>, op: Op, object: Option<&Value>| {
+    let mut put = |w: &mut Writer<std::fs::File>, kind: &Kind, op: Op, object: Option<&Value>| {
         seq += 1;
         let meta = |k: &str| {
             object
@@ -103,11 +108,13 @@ fn write_list_recording(path: &Path, kind: Kind, objects: &[Value], redaction: R
         })
         .unwrap();
     };
-    put(&mut w, Op::ListBegin, None);
-    for o in objects {
-        put(&mut w, Op::Listed, Some(o));
+    for (kind, objects) in lists {
+        put(&mut w, kind, Op::ListBegin, None);
+        for o in *objects {
+            put(&mut w, kind, Op::Listed, Some(o));
+        }
+        put(&mut w, kind, Op::ListEnd, None);
     }
-    put(&mut w, Op::ListEnd, None);
     w.finish().unwrap();
 }
 
@@ -331,27 +338,70 @@ fn an_unreachable_server_is_a_clear_error() {
 }
 
 #[test]
-fn a_missing_rollouts_crd_is_a_clear_error() {
+fn a_cluster_without_argo_rollouts_is_recorded_without_rollouts_unless_they_are_asked_for() {
     let dir = tempfile::tempdir().unwrap();
+    // A server of the core kinds only, as a cluster without Argo Rollouts serves them.
     let only_rs = dir.path().join("only-rs.rfr");
-    write_list_recording(
+    write_lists_recording(
         &only_rs,
-        Kind::ReplicaSet,
-        &[replica_set()],
+        &[
+            (Kind::ReplicaSet, &[replica_set()][..]),
+            (Kind::Service, &[][..]),
+            (Kind::EndpointSlice, &[][..]),
+            (Kind::Pod, &[][..]),
+            (Kind::Event, &[][..]),
+        ],
         Redaction::EnvValueDigests,
     );
     let s = serve(&only_rs, &[]);
     let out = s.dir.path().join("out.rfr");
+    // Asked for by name, Rollouts must be served: a clear error, and no file.
     let o = record(
         s.dir.path(),
         &s.kubeconfig,
-        &["-o", out.to_str().unwrap(), "--duration", "2s"],
+        &[
+            "--kinds",
+            "rollouts,replicasets",
+            "-o",
+            out.to_str().unwrap(),
+            "--duration",
+            "2s",
+        ],
     );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("rollouts.argoproj.io"), "{err}");
     assert!(err.contains("Argo Rollouts"), "{err}");
     assert!(!out.exists(), "no half-made recording is left behind");
+
+    // By default, a cluster that does not serve them (plain Deployments) is recorded without
+    // them, and the recording says so.
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &["-o", out.to_str().unwrap(), "--duration", "2s"],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("not served, skipped") && l.contains("Rollout")),
+        "{err}"
+    );
+    let (header, records) = read_closed(&out);
+    assert!(
+        header
+            .notes
+            .get("not-served")
+            .is_some_and(|n| n.split(',').any(|k| k == "Rollout")),
+        "{:?}",
+        header.notes
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r.kind == Kind::ReplicaSet && r.op == Op::Listed)
+    );
 
     let o = record(
         s.dir.path(),

@@ -49,7 +49,7 @@ use rf_format::{Header, Kind, Redaction, Source, Timestamp};
 pub use clock::now;
 pub use error::{Error, Result};
 pub use redact::{digest, redact_object};
-pub use resource::{Resource, parse_kind};
+pub use resource::{KIND_NAMES, Resource, parse_kind};
 pub use rotate::{PARTIAL_SUFFIX, Rotation, adopt_leftovers, list_files, parse_file_name};
 pub use sink::{Tap, Written};
 pub use watch::Stats;
@@ -102,15 +102,17 @@ impl std::fmt::Debug for Hooks {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            // The core kinds every cluster serves; the rest, Rollouts among them, when the
+            // server serves them: a cluster of plain Deployments is recorded too.
             kinds: vec![
-                Kind::Rollout,
                 Kind::ReplicaSet,
                 Kind::Service,
                 Kind::EndpointSlice,
                 Kind::Pod,
                 Kind::Event,
             ],
-            optional_kinds: std::iter::once(Kind::Application)
+            optional_kinds: [Kind::Rollout, Kind::Application]
+                .into_iter()
                 .chain(rf_format::api::WELL_KNOWN.iter().map(|n| n.newest()))
                 .collect(),
             namespaces: Vec::new(),
@@ -228,7 +230,7 @@ pub async fn discover(
             }
             None if required => {
                 let hint = match kind {
-                    Kind::Rollout => ": is Argo Rollouts installed? Record without it with --kinds replicasets,services,endpointslices,pods,events".to_owned(),
+                    Kind::Rollout => ": is Argo Rollouts installed? Leave rollouts out of --kinds, or --kinds out altogether: without it, a cluster that does not serve Rollouts is recorded without them".to_owned(),
                     _ => format!(": leave it out of --kinds to record the rest ({})", kind.name()),
                 };
                 return Err(Error::NotServed {

@@ -94,6 +94,30 @@ impl Resource {
 /// The kinds `--kinds` accepts, by the names people type: the kinds with their own variant,
 /// and those of [`rf_format::api::WELL_KNOWN`] (in their newest version; the recorder takes the
 /// first version the server serves).
+/// Every kind `record --kinds` takes, by its plural: the recorder's own, then the API table's
+/// ([`rf_format::api::WELL_KNOWN`]).
+pub const KIND_NAMES: [&str; 19] = [
+    "rollouts",
+    "replicasets",
+    "services",
+    "endpointslices",
+    "pods",
+    "applications",
+    "events",
+    "deployments",
+    "endpoints",
+    "ingresses",
+    "httproutes",
+    "virtualservices",
+    "destinationrules",
+    "analysisruns",
+    "analysistemplates",
+    "clusteranalysistemplates",
+    "experiments",
+    "helmreleases",
+    "kustomizations",
+];
+
 pub fn parse_kind(name: &str) -> Option<Kind> {
     Some(match name.trim().to_ascii_lowercase().as_str() {
         "rollouts" | "rollout" | "ro" => Kind::Rollout,
@@ -124,6 +148,16 @@ mod tests {
             r.url_path(Some("payments")),
             "/apis/argoproj.io/v1alpha1/namespaces/payments/analysistemplates"
         );
+    }
+
+    #[test]
+    fn every_kind_name_parses_and_every_kind_of_the_api_table_is_named() {
+        for name in KIND_NAMES {
+            assert!(parse_kind(name).is_some(), "{name}");
+        }
+        for names in &rf_format::api::WELL_KNOWN {
+            assert!(KIND_NAMES.contains(&names.plural), "{}", names.plural);
+        }
     }
 
     #[test]

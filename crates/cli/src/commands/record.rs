@@ -34,7 +34,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Kinds to record, comma-separated: rollouts, replicasets, services, endpointslices, pods,
-    /// applications, events. Default: all of them (applications when the server serves them).
+    /// applications, events, deployments, endpoints, ingresses, httproutes, virtualservices,
+    /// destinationrules, analysisruns, analysistemplates, clusteranalysistemplates, experiments,
+    /// helmreleases, kustomizations. Each one named must be served. Default: replicasets,
+    /// services, endpointslices, pods and events, and each of the others that the server serves
+    /// and this account may list (one skipped is named in the summary and the header's notes:
+    /// a cluster without Argo Rollouts is recorded without its Rollouts).
     #[arg(long, value_delimiter = ',', value_name = "KINDS")]
     pub kinds: Vec<String>,
     /// The recording to write (or --dir for a flight recorder).
@@ -103,7 +108,8 @@ fn config(args: &RecordArgs) -> Result<Config> {
                 Some(k) if !kinds.contains(&k) => kinds.push(k),
                 Some(_) => {}
                 None => bail!(
-                    "unknown kind {name:?} in --kinds: use rollouts, replicasets, services, endpointslices, pods, applications, events, deployments, endpoints, ingresses, httproutes, virtualservices, destinationrules"
+                    "unknown kind {name:?} in --kinds: use {}",
+                    rf_recorder::KIND_NAMES.join(", ")
                 ),
             }
         }
@@ -524,4 +530,24 @@ fn run_inner(args: &RecordArgs, _out: &mut dyn Write, live: bool) -> Result<Exit
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_help_of_kinds_names_every_kind_the_recorder_takes() {
+        let cli = crate::args::Cli::command();
+        let record = cli.find_subcommand("record").expect("the record command");
+        let help = record
+            .get_arguments()
+            .find(|a| a.get_id() == "kinds")
+            .and_then(|a| a.get_help())
+            .expect("--kinds has help")
+            .to_string();
+        for name in rf_recorder::KIND_NAMES {
+            assert!(help.contains(name), "{name} not in: {help}");
+        }
+    }
 }
