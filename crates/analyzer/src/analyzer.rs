@@ -20,8 +20,7 @@ use crate::report::end::{Resolver, RolloutEnd};
 use crate::report::finding::Finding;
 use crate::report::pack::PackedFindings;
 use crate::report::sink::FindingSink;
-use crate::report::timeline::Timeline;
-use crate::report::timeline::{ReplicaSetState, Role};
+use crate::report::timeline::{ReplicaSetState, Role, Timeline};
 use crate::report::{
     FileEnd, FileSummary, GapInfo, RecordingSummary, Report, SCHEMA_VERSION, Tool, Window,
 };
@@ -1048,7 +1047,7 @@ impl Analyzer {
     pub fn finish(mut self) -> Report {
         let tail = self.end_checks();
         let resolver = self.resolver();
-        let findings = if self.packed.is_empty() {
+        let mut findings = if self.packed.is_empty() {
             let mut findings = tail;
             findings.sort_by(crate::report::pack::report_order);
             findings
@@ -1059,7 +1058,6 @@ impl Analyzer {
             self.check_read_back(all.len(), packed.len());
             all
         };
-        let mut findings = findings;
         for f in &mut findings {
             resolver.apply(f);
         }
@@ -1074,8 +1072,7 @@ impl Analyzer {
                 .iter()
                 .filter(|(ns, name, _)| selects(self.opts.rollout.as_ref(), ns, name))
                 .filter(|(_, _, t)| !t.settles().is_empty())
-                .map(|(ns, name, t)| ((ns.to_owned(), name.to_owned()), t.settles().to_vec()))
-                .collect(),
+                .map(|(ns, name, t)| ((ns.to_owned(), name.to_owned()), t.settles().to_vec())),
         )
     }
 

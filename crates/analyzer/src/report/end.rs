@@ -169,12 +169,21 @@ impl Rule {
 /// time order, by rollout.
 #[derive(Clone, Debug, Default)]
 pub struct Resolver {
-    settles: std::collections::BTreeMap<(String, String), Vec<Settled>>,
+    /// Namespace -> name -> the moments, in time order.
+    settles: Settles,
 }
 
+/// Namespace -> rollout name -> the moments it became Healthy on one revision.
+type Settles = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<Settled>>>;
+
 impl Resolver {
-    /// A resolver of these settle points per (namespace, name), each list in time order.
-    pub(crate) fn new(settles: std::collections::BTreeMap<(String, String), Vec<Settled>>) -> Self {
+    /// A resolver of these settle points of each rollout (namespace, name), each in time
+    /// order.
+    pub(crate) fn new(points: impl IntoIterator<Item = ((String, String), Vec<Settled>)>) -> Self {
+        let mut settles = Settles::new();
+        for ((ns, name), p) in points {
+            settles.entry(ns).or_default().insert(name, p);
+        }
         Resolver { settles }
     }
 
@@ -186,11 +195,11 @@ impl Resolver {
         if finding.rollout.kind != rf_format::Kind::Rollout {
             return;
         }
-        let key = (
-            finding.rollout.namespace.clone(),
-            finding.rollout.name.clone(),
-        );
-        let Some(points) = self.settles.get(&key) else {
+        let Some(points) = self
+            .settles
+            .get(&finding.rollout.namespace)
+            .and_then(|names| names.get(&finding.rollout.name))
+        else {
             return;
         };
         let i = points.partition_point(|s| s.at <= finding.at);
@@ -200,11 +209,6 @@ impl Resolver {
                 how: s.words(),
             });
         }
-    }
-
-    /// True when no rollout settled: nothing to resolve.
-    pub fn is_empty(&self) -> bool {
-        self.settles.values().all(Vec::is_empty)
     }
 }
 
