@@ -168,6 +168,8 @@ pub struct Analyzer {
     namespaces: BTreeMap<String, bool>,
     unseen: usize,
     warnings_dropped: u64,
+    /// Notes of rollouts first seen mid-release beyond [`MAX_WARNINGS`].
+    before_dropped: u64,
     file: u32,
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
@@ -217,6 +219,7 @@ impl Analyzer {
             namespaces: BTreeMap::new(),
             unseen: 0,
             warnings_dropped: 0,
+            before_dropped: 0,
             file: 0,
             last_seq: None,
             first_at: None,
@@ -629,9 +632,13 @@ impl Analyzer {
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
+        let first = track.last().is_none();
         let changed = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref());
         if track.workload().is_some() && track.lacks_template() {
             self.follow_workload(&rec.namespace, &rec.name, false);
+        }
+        if first && rec.op == Op::Listed && !self.opts.snapshot {
+            self.note_before(&rec.namespace, &rec.name);
         }
         let Some(prev) = changed else {
             return;
@@ -652,6 +659,48 @@ impl Analyzer {
         for d in &mut self.detectors {
             d.on_transition(&transition, &mut self.findings);
         }
+    }
+
+    /// Notes a rollout first seen in a list (it was there before the recording) in the middle
+    /// of a release: how it got there is history the recording did not see, and a report of
+    /// no findings says nothing of it.
+    fn note_before(&mut self, ns: &str, name: &str) {
+        let Some(last) = self.tracks.get(ns, name).and_then(RolloutTrack::last) else {
+            return;
+        };
+        let settled = !last.abort
+            && last.pause_reasons.is_empty()
+            && last.phase.as_deref() == Some("Healthy")
+            && last.pod_hash.is_some()
+            && last.pod_hash == last.stable_rs;
+        if settled || !selects(self.opts.rollout.as_ref(), ns, name) {
+            return;
+        }
+        if self.summary.before.len() >= MAX_WARNINGS {
+            self.before_dropped += 1;
+            return;
+        }
+        let mut state = format!(
+            "{}, current {}, stable {}",
+            last.phase.as_deref().unwrap_or("no phase"),
+            last.pod_hash.as_deref().unwrap_or("none"),
+            last.stable_rs.as_deref().unwrap_or("none")
+        );
+        if !last.pause_reasons.is_empty() {
+            let reasons: Vec<&str> = last.pause_reasons.iter().map(Str::as_str).collect();
+            state.push_str(&format!(
+                ", paused ({}) at step {}",
+                reasons.join(", "),
+                last.step_index
+            ));
+        }
+        if last.abort {
+            state.push_str(", aborted");
+        }
+        self.summary.before.push(format!(
+            "rollout {ns}/{name} was in the middle of a release when the recording began at {} ({state}): the renders, restarts and pauses before it are not in this recording; the cluster's Events and ReplicaSet revisions may still hold them (kubectl -n {ns} get events --field-selector involvedObject.name={name}; kubectl -n {ns} get rs -L rollout.argoproj.io/revision)",
+            rfc3339(last.pos.at)
+        ));
     }
 
     /// Applies a ReplicaSet record; returns the rollout that owns it.
@@ -1266,6 +1315,12 @@ impl Analyzer {
             self.summary
                 .warnings
                 .push(format!("... and {} more warnings", self.warnings_dropped));
+        }
+        if self.before_dropped > 0 {
+            self.summary.before.push(format!(
+                "... and {} more rollouts in the middle of a release when the recording began",
+                self.before_dropped
+            ));
         }
         std::mem::take(&mut self.counts)
             .into_maps(&mut self.summary.by_kind, &mut self.summary.by_op);

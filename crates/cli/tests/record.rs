@@ -1391,3 +1391,40 @@ fn rotation_flags_are_checked() {
         );
     }
 }
+
+/// The cluster as the on-call finds it after the seed incident (its recording served at its
+/// end), recorded for a moment and analyzed: no all-clear for the history before the
+/// recording.
+#[test]
+fn issue_47_a_recording_begun_mid_release_gives_no_all_clear_for_what_came_before() {
+    let s = serve(&recording("real/seed-rerender-at-pause"), &[]);
+    let out = s.dir.path().join("after.rfr");
+    let o = record(
+        s.dir.path(),
+        &s.kubeconfig,
+        &[
+            "-n",
+            "seed",
+            "--duration",
+            "2s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.arg("analyze").arg(&out);
+        c
+    });
+    let report = text(&o.stdout);
+    assert!(
+        report.contains("before the recording: rollout seed/checkout-api was in the middle of a release"),
+        "{report}"
+    );
+    assert!(
+        report.contains("No findings in what was recorded; it began in the middle of a release (above), and says nothing of what happened before it."),
+        "{report}"
+    );
+    assert!(!report.contains("No findings: nothing"), "{report}");
+}

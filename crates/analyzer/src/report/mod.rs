@@ -245,6 +245,10 @@ pub struct RecordingSummary {
     /// a namespace that did not exist, or held none of the recorded kinds. No finding there
     /// says nothing of it.
     pub empty_namespaces: Vec<String>,
+    /// Rollouts the recording found in the middle of a release when it began, one sentence
+    /// each: what happened before is history it did not see, and no finding says nothing of
+    /// it.
+    pub before: Vec<String>,
     /// Limits of the analysis.
     pub window: Window,
     /// True when every file was closed cleanly and had no gap.

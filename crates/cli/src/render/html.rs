@@ -1700,6 +1700,13 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
             esc(&super::empty_namespace(ns))
         );
     }
+    for note in &s.before {
+        let _ = write!(
+            out,
+            r#"<p class="note">before the recording: {}</p>"#,
+            esc(note)
+        );
+    }
     // What to run now: every command, errors first, without repeats; the first few shown, the
     // rest one click away.
     let mut ordered: Vec<(usize, &Finding)> = report

@@ -250,6 +250,9 @@ fn summary(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()> {
             text(&super::empty_namespace(ns))
         )?;
     }
+    for note in &s.before {
+        writeln!(w, "- **Before the recording:** {}", text(note))?;
+    }
     writeln!(w)
 }
 

@@ -417,9 +417,18 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
     for ns in &s.empty_namespaces {
         w.write_all(wrap(&empty_namespace(ns), style.width, "  ", "    ").as_bytes())?;
     }
+    for note in &s.before {
+        let line = format!("before the recording: {note}");
+        w.write_all(wrap(&line, style.width, "  ", "    ").as_bytes())?;
+    }
     writeln!(w)?;
     if report.findings.is_empty() {
-        if !s.empty_namespaces.is_empty() {
+        if !s.before.is_empty() {
+            writeln!(
+                w,
+                "No findings in what was recorded; it began in the middle of a release (above), and says nothing of what happened before it."
+            )?;
+        } else if !s.empty_namespaces.is_empty() {
             let objects: u64 = s.by_kind.values().sum();
             if objects == 0 {
                 writeln!(
