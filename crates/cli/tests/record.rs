@@ -1419,7 +1419,9 @@ fn issue_47_a_recording_begun_mid_release_gives_no_all_clear_for_what_came_befor
     });
     let report = text(&o.stdout);
     assert!(
-        report.contains("before the recording: rollout seed/checkout-api was in the middle of a release"),
+        report.contains(
+            "before the recording: rollout seed/checkout-api was in the middle of a release"
+        ),
         "{report}"
     );
     assert!(

@@ -902,16 +902,19 @@ impl RolloutTrack {
     /// The pod labels of the last template seen (`spec.template.metadata.labels`, or its
     /// workloadRef Deployment's): they select the pods of that template's revision.
     pub fn template_labels(&self) -> BTreeMap<String, String> {
+        /// Only `metadata.labels` of a template: serde passes over the rest without building it.
+        #[derive(serde::Deserialize)]
+        struct Labelled {
+            metadata: Option<Metadata>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Metadata {
+            labels: Option<BTreeMap<String, String>>,
+        }
         self.last_template
             .as_ref()
-            .and_then(|t| serde_json::from_str::<Value>(t.text()).ok())
-            .and_then(|v| {
-                v.pointer("/metadata/labels")?.as_object().map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                        .collect()
-                })
-            })
+            .and_then(|t| serde_json::from_str::<Labelled>(t.text()).ok())
+            .and_then(|t| t.metadata?.labels)
             .unwrap_or_default()
     }
 
