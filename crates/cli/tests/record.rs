@@ -683,20 +683,8 @@ fn bad_flags_exit_2() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("configmaps"), "{err}");
-    for kind in [
-        "rollouts",
-        "replicasets",
-        "services",
-        "endpointslices",
-        "pods",
-        "applications",
-        "events",
-        "deployments",
-        "ingresses",
-        "httproutes",
-        "virtualservices",
-    ] {
-        assert!(err.contains(kind), "the known kinds are named: {err}");
+    for kind in rf_recorder::KIND_NAMES {
+        assert!(err.contains(kind), "every known kind is named: {err}");
     }
 
     let o = run(&["--flush-interval", "0s"]);

@@ -91,9 +91,6 @@ impl Resource {
     }
 }
 
-/// The kinds `--kinds` accepts, by the names people type: the kinds with their own variant,
-/// and those of [`rf_format::api::WELL_KNOWN`] (in their newest version; the recorder takes the
-/// first version the server serves).
 /// Every kind `record --kinds` takes, by its plural: the recorder's own, then the API table's
 /// ([`rf_format::api::WELL_KNOWN`]).
 pub const KIND_NAMES: [&str; 19] = [
@@ -118,6 +115,9 @@ pub const KIND_NAMES: [&str; 19] = [
     "kustomizations",
 ];
 
+/// The kinds `--kinds` accepts, by the names people type: the kinds with their own variant,
+/// and those of [`rf_format::api::WELL_KNOWN`] (in their newest version; the recorder takes the
+/// first version the server serves).
 pub fn parse_kind(name: &str) -> Option<Kind> {
     Some(match name.trim().to_ascii_lowercase().as_str() {
         "rollouts" | "rollout" | "ro" => Kind::Rollout,
