@@ -343,11 +343,15 @@ const END_STATES_WITHOUT_FINDINGS: usize = 20;
 /// `AT THE END`: where each rollout ended, its phase, step and revisions, and its ReplicaSets'
 /// pods, so that no one reads a finding's advice against a state the rollout has left.
 fn end_states(w: &mut dyn Write, report: &Report, style: Style, clock: Clock) -> io::Result<()> {
+    // Once: a rollout per finding, not every finding per rollout.
+    let of_findings: std::collections::BTreeSet<&rf_analyzer::Subject> =
+        report.findings.iter().map(|f| &f.rollout).collect();
     let with_findings: Vec<&rf_analyzer::RolloutEnd> = report
         .rollouts
         .iter()
-        .filter(|e| report.findings.iter().any(|f| f.rollout == e.rollout))
+        .filter(|e| of_findings.contains(&e.rollout))
         .collect();
+    let hidden = report.rollouts.len() - with_findings.len();
     let shown = if with_findings.is_empty() && report.rollouts.len() <= END_STATES_WITHOUT_FINDINGS
     {
         report.rollouts.iter().collect()
@@ -372,12 +376,6 @@ fn end_states(w: &mut dyn Write, report: &Report, style: Style, clock: Clock) ->
             w.write_all(wrap(&format!("rs {pods}"), style.width, "    ", "      ").as_bytes())?;
         }
     }
-    let hidden = report.rollouts.len()
-        - report
-            .rollouts
-            .iter()
-            .filter(|e| report.findings.iter().any(|f| f.rollout == e.rollout))
-            .count();
     if !report.findings.is_empty() && hidden > 0 {
         writeln!(
             w,
