@@ -640,3 +640,170 @@ fn issue_28_a_plain_deployment_has_a_timeline() {
         .unwrap();
     assert_eq!((current.ready, current.replicas), (3, 3), "{last:?}");
 }
+
+/// The cluster as a recording left it at `at`: the last version of every object not deleted,
+/// listed as a recorder starting then lists them (each kind's list between its markers), the
+/// Events included. What `record` writes first when it starts after an incident, less the
+/// Events the API server has expired since.
+fn cut_at(records: &[Record], at: rf_format::Timestamp) -> Vec<Record> {
+    use rf_format::Op;
+    let mut last: std::collections::BTreeMap<Vec<u8>, &Record> = std::collections::BTreeMap::new();
+    let mut key = Vec::new();
+    for r in records.iter().filter(|r| r.observed_at <= at) {
+        match r.op {
+            Op::Added | Op::Modified | Op::Listed => {
+                r.identity_into(&mut key);
+                last.insert(key.clone(), r);
+            }
+            Op::Deleted { .. } => {
+                r.identity_into(&mut key);
+                last.remove(&key);
+            }
+            _ => {}
+        }
+    }
+    let mut kinds: Vec<rf_format::Kind> = Vec::new();
+    for r in last.values() {
+        if !kinds.contains(&r.kind) {
+            kinds.push(r.kind.clone());
+        }
+    }
+    let mut out = Vec::new();
+    let mut push = |kind: &rf_format::Kind, op: Op, from: Option<&Record>| {
+        let seq = out.len() as u64 + 1;
+        out.push(match from {
+            Some(r) => Record {
+                seq,
+                observed_at: at,
+                op,
+                ..r.clone()
+            },
+            None => Record {
+                seq,
+                observed_at: at,
+                kind: kind.clone(),
+                op,
+                namespace: String::new(),
+                name: String::new(),
+                uid: String::new(),
+                resource_version: String::new(),
+                actor: None,
+                object: Vec::new(),
+            },
+        });
+    };
+    for kind in &kinds {
+        push(kind, Op::ListBegin, None);
+        for r in last.values().filter(|r| &r.kind == kind) {
+            push(kind, Op::Listed, Some(r));
+        }
+        push(kind, Op::ListEnd, None);
+    }
+    out
+}
+
+fn analyze_records(name: &str, header: &rf_format::Header, records: &[Record]) -> Report {
+    let mut a = Analyzer::new(Options::default());
+    a.begin_file(name, header.format_version, header);
+    for r in records {
+        a.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
+    }
+    let end = records.last().map(|r| r.observed_at);
+    a.end_file(FileEnd::Closed, end, None);
+    a.finish()
+}
+
+/// Each recording, the real controller's and the simulator's, cut at its end (the cluster as
+/// the on-call finds it) and analyzed: every restart the full recording shows is
+/// reconstructed from the Events and ReplicaSets the cluster kept, marked so; no clean history
+/// gets one.
+#[test]
+fn issue_47_the_real_recordings_cut_at_their_end_reconstruct_their_restarts() {
+    let restart_rules = [
+        Rule::RerenderRestart,
+        Rule::PauseLost,
+        Rule::ConfigOnlyRerender,
+        Rule::DoubleRender,
+        Rule::RestartChurn,
+    ];
+    let mut table = Vec::new();
+    let simulated = rf_scenarios::catalog().iter().map(|s| s.name.to_owned());
+    for name in real_recordings().into_iter().chain(simulated) {
+        let (header, records, closed_at) = read(&name);
+        let full = analyze(&name);
+        let cut = analyze_records(&name, &header, &cut_at(&records, closed_at));
+        let of = |r: &Report| -> Vec<Rule> {
+            let mut v: Vec<Rule> = r
+                .findings
+                .iter()
+                .filter(|f| restart_rules.contains(&f.rule))
+                .filter(|f| f.rollout.kind == rf_format::Kind::Rollout)
+                .map(|f| f.rule)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        for f in &cut.findings {
+            if restart_rules.contains(&f.rule) && f.rollout.kind == rf_format::Kind::Rollout {
+                let r = f.reconstructed.as_ref();
+                assert!(r.is_some_and(|r| !r.from.is_empty()), "{name}: {f:?}");
+                assert!(
+                    f.summary.contains("(reconstructed)"),
+                    "{name}: {}",
+                    f.summary
+                );
+            }
+        }
+        table.push(format!(
+            "{name}: full {:?} cut {:?} undecided {:?}",
+            of(&full),
+            of(&cut),
+            cut.recording.undecided
+        ));
+        // Never more than the full recording shows; what it shows and the cut does not is
+        // said to be undecided (a series of Events gives its first and last times only).
+        let (cut_rules, full_rules) = (of(&cut), of(&full));
+        assert!(
+            cut_rules.iter().all(|r| full_rules.contains(r)),
+            "{name}: {}",
+            table.last().unwrap()
+        );
+        if cut_rules != full_rules {
+            assert!(
+                cut.recording
+                    .undecided
+                    .iter()
+                    .any(|n| n.contains("cannot be decided")),
+                "{name}: {}",
+                table.last().unwrap()
+            );
+        }
+        if full_rules.contains(&Rule::RerenderRestart) {
+            assert!(cut_rules.contains(&Rule::RerenderRestart), "{name}");
+        }
+        // The Events expired (an hour later, by default): the ReplicaSets alone show the
+        // double render; a restart is neither shown nor ruled out, and the report says so.
+        let bare: Vec<Record> = cut_at(&records, closed_at)
+            .into_iter()
+            .filter(|r| r.kind != rf_format::Kind::Event)
+            .collect();
+        let bare = analyze_records(&name, &header, &bare);
+        let left = of(&bare);
+        assert!(
+            left.iter().all(|r| *r == Rule::DoubleRender),
+            "{name}: without Events {left:?}"
+        );
+        if of(&full).contains(&Rule::RerenderRestart) {
+            assert_eq!(left, [Rule::DoubleRender], "{name}");
+            assert!(
+                bare.recording.undecided.iter().any(|n| n.contains(
+                    "the Events that would tell whether it had reached a step or pause are gone"
+                )),
+                "{name}: {:?}",
+                bare.recording.undecided
+            );
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+}

@@ -170,6 +170,13 @@ pub struct Analyzer {
     warnings_dropped: u64,
     /// Notes of rollouts first seen mid-release beyond [`MAX_WARNINGS`].
     before_dropped: u64,
+    /// What the lists held of the time before the recording: Events about rollouts, and when
+    /// each rollout was first seen.
+    history: crate::model::history::History,
+    /// The kinds (and the namespace of their list, empty for all) whose first list in the
+    /// first file has ended: a record listed before that is what the cluster held when the
+    /// recording began.
+    lists_done: HashSet<(Kind, String)>,
     file: u32,
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
@@ -220,6 +227,8 @@ impl Analyzer {
             unseen: 0,
             warnings_dropped: 0,
             before_dropped: 0,
+            history: crate::model::history::History::default(),
+            lists_done: HashSet::default(),
             file: 0,
             last_seq: None,
             first_at: None,
@@ -381,7 +390,13 @@ impl Analyzer {
                     }
                 }
             }
-            Op::ListBegin | Op::ListEnd => {}
+            Op::ListBegin => {}
+            Op::ListEnd => {
+                if self.file == 0 {
+                    self.lists_done
+                        .insert((rec.kind.clone(), rec.namespace.clone()));
+                }
+            }
             Op::Added | Op::Modified | Op::Listed | Op::Deleted { .. } => {
                 self.track_live(rec);
                 match (&rec.kind, prepared.0) {
@@ -394,6 +409,10 @@ impl Analyzer {
                         self.on_rollout(rec, view.as_deref_mut(), pos);
                         self.index_routes(&rec.namespace, &rec.name);
                         self.look_at(&rec.namespace, &rec.name, None, pos, false);
+                    }
+                    (Kind::Event, Parsed::Event(view)) if self.initially_listed(rec) => {
+                        self.history
+                            .note_event(&rec.namespace, &rec.name, &view, pos);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
                         self.note_deployment_rs(rec, &view, pos);
@@ -633,6 +652,14 @@ impl Analyzer {
             return;
         };
         let first = track.last().is_none();
+        if first {
+            let listed = self.initially_listed(rec);
+            self.history
+                .note_first(&rec.namespace, &rec.name, pos, listed);
+        }
+        let Some(track) = self.tracks.get_mut(&rec.namespace, &rec.name) else {
+            return;
+        };
         let changed = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref());
         if track.workload().is_some() && track.lacks_template() {
             self.follow_workload(&rec.namespace, &rec.name, false);
@@ -659,6 +686,17 @@ impl Analyzer {
         for d in &mut self.detectors {
             d.on_transition(&transition, &mut self.findings);
         }
+    }
+
+    /// True for a record of the first list of its kind in the first file: what the cluster held
+    /// when the recording began (a list after a gap is not).
+    fn initially_listed(&self, rec: &Record) -> bool {
+        self.file == 0
+            && rec.op == Op::Listed
+            && !self
+                .lists_done
+                .contains(&(rec.kind.clone(), rec.namespace.clone()))
+            && !self.lists_done.contains(&(rec.kind.clone(), String::new()))
     }
 
     /// Notes a rollout first seen in a list (it was there before the recording) in the middle
@@ -730,8 +768,13 @@ impl Analyzer {
                 .or_default()
                 .insert(rec.name.clone(), owner.to_string());
         }
+        let initial = self.initially_listed(rec);
         let track = self.track(&rec.namespace, &owner)?;
+        let new = !track.replicasets().contains_key(rec.name.as_str());
         track.observe_replicaset(view, &rec.object, pos, deleted, added);
+        if new {
+            track.note_initially_listed(&rec.name, initial);
+        }
         let track = self.tracks.get(&rec.namespace, &owner)?;
         for d in &mut self.detectors {
             d.on_replicaset(track, &mut self.findings);
@@ -1261,6 +1304,13 @@ impl Analyzer {
                     &mut undecided,
                 );
             }
+            crate::detectors::reconstructed::reconstruct(
+                &self.history,
+                &tracks,
+                end,
+                &mut self.findings,
+                &mut undecided,
+            );
             let rollout = self.opts.rollout.as_ref();
             self.summary.undecided = undecided
                 .into_iter()

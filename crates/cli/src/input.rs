@@ -229,7 +229,9 @@ pub fn replay(
         }
         let reader = match objects {
             Objects::All => reader,
-            Objects::Analyzed => reader.objects_of(Prepared::reads),
+            Objects::Analyzed => reader
+                .objects_of(Prepared::reads)
+                .listed_objects_of(Prepared::reads_listed),
         };
         analyzer.begin_file(
             &path.display().to_string(),

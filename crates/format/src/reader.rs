@@ -50,6 +50,9 @@ struct Objects {
     bases: Bases,
     /// The kinds whose objects are read ([`Reader::objects_of`]).
     wanted: fn(&Kind) -> bool,
+    /// The kinds whose listed objects are read when their body is whole, though `wanted`
+    /// refuses the kind ([`Reader::listed_objects_of`]).
+    listed: fn(&Kind) -> bool,
     /// The last record's delta body, when kept ([`Reader::keep_deltas`]).
     delta: Option<Delta>,
 }
@@ -100,6 +103,7 @@ impl<R: Read> Reader<R> {
             objects: Objects {
                 bases: Bases::default(),
                 wanted: |_| true,
+                listed: |_| false,
                 delta: None,
             },
         };
@@ -156,6 +160,16 @@ impl<R: Read> Reader<R> {
     /// never dropped before the writer's (they share the writer's budget with fewer bases).
     pub fn objects_of(mut self, wanted: fn(&Kind) -> bool) -> Self {
         self.objects.wanted = wanted;
+        self
+    }
+
+    /// Also reads the objects of the kinds `listed` accepts (though [`Reader::objects_of`]
+    /// refuses them) in records of a list (`Op::Listed`) whose body is whole, as a recording's
+    /// first list is: what the cluster held when recording began, read without rebuilding
+    /// every later version of those kinds. A listed record with a delta body (a list again
+    /// after a gap) comes with an empty `object`, as refused kinds' records do.
+    pub fn listed_objects_of(mut self, listed: fn(&Kind) -> bool) -> Self {
+        self.objects.listed = listed;
         self
     }
 
@@ -484,6 +498,11 @@ impl Objects {
         let bases = &mut self.bases;
         if !(self.wanted)(&rec.kind) {
             rec.object.clear();
+            if rec.op == crate::Op::Listed && (self.listed)(&rec.kind) {
+                if let Body::Full(bytes) = body {
+                    rec.object.extend_from_slice(bytes);
+                }
+            }
             return Ok(());
         }
         // Version 1 has no bases, and a record without an object (a marker) changes none.

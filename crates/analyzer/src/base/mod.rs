@@ -21,6 +21,10 @@ pub(crate) type Str = compact_str::CompactString;
 /// templates.
 pub const HASH_LABEL: &str = "rollouts-pod-template-hash";
 
+/// The Argo Rollouts controller's revision number of a ReplicaSet (and of a Rollout): the
+/// order of its pod templates, bumped when a rollback brings an old one back.
+pub(crate) const REVISION_ANNOTATION: &str = "rollout.argoproj.io/revision";
+
 /// Where a record sits: file index, seq, time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct At {

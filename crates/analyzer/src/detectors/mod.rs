@@ -38,6 +38,8 @@ macro_rules! detector_modules {
 }
 crate::report::rules::registry!(detector_modules);
 
+pub(crate) mod reconstructed;
+
 impl Rule {
     /// The rule's documentation, in Markdown: a first paragraph `` `id` (severity): what it
     /// finds. ``, then the headings `What it detects`, `Why it matters` and `Example`, and

@@ -37,6 +37,8 @@ pub(crate) enum Parsed {
     VirtualService(Box<VirtualServiceView>),
     AnalysisRun(Box<crate::input::view::AnalysisRunView>),
     Flux(Box<crate::input::view::FluxView>),
+    /// An Event of a list ([`Prepared::reads_listed`]).
+    Event(Box<crate::input::view::EventView>),
     /// The warning to report.
     Unreadable(String),
 }
@@ -157,8 +159,18 @@ impl Prepared {
             || is_router(kind)
     }
 
+    /// True for the kinds whose objects the analyzer reads in a list only (`Op::Listed`): the
+    /// Events the cluster held when recording began, the history before it. A reader may leave
+    /// out their other records' objects (`Reader::listed_objects_of`).
+    pub fn reads_listed(kind: &Kind) -> bool {
+        *kind == Kind::Event
+    }
+
     /// Parses what the analyzer will read of `rec`.
     pub fn of(rec: &Record) -> Prepared {
+        if rec.op == Op::Listed && Self::reads_listed(&rec.kind) && !rec.object.is_empty() {
+            return Prepared(by_serde(rec, "Event", Parsed::Event));
+        }
         let deleted = matches!(rec.op, Op::Deleted { .. });
         if !matches!(
             rec.op,

@@ -383,6 +383,7 @@ fn meta_with<'a, M: Default, L: Default>(
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
         "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
+        "creationTimestamp" => m.creation_timestamp => j.opt_string()?,
     })?;
     Ok(m)
 }

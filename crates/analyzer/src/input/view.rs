@@ -177,6 +177,9 @@ pub(crate) struct Meta<M = Skipped, L = Kept<Labels>> {
     /// Reduced while parsing to the last writer of the object and of its status (Rollouts).
     pub managed_fields: M,
     pub deletion_timestamp: Option<Str>,
+    /// When the API server created it: a ReplicaSet's tells when its revision began, which a
+    /// recording that starts later reads as history.
+    pub creation_timestamp: Option<Str>,
 }
 
 /// A field not read: skipped by the parser without being built.
@@ -1493,4 +1496,113 @@ pub(crate) fn tracking_app<M>(meta: &Meta<M>) -> Option<&str> {
         .get("app.kubernetes.io/instance")
         .map(Str::as_str)
         .filter(|s| !s.is_empty())
+}
+
+/// An Event (`v1`, or `events.k8s.io/v1`, whose fields have other names), read from a list
+/// only: what the cluster kept of what its controllers did before a recording began. Read by
+/// serde alone.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct EventView {
+    pub metadata: EventMeta,
+    pub involved_object: EventObject,
+    pub regarding: EventObject,
+    pub reason: Str,
+    pub message: Option<String>,
+    pub note: Option<String>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub count: Option<i64>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub deprecated_count: Option<i64>,
+    pub first_timestamp: Option<Str>,
+    pub last_timestamp: Option<Str>,
+    pub deprecated_first_timestamp: Option<Str>,
+    pub deprecated_last_timestamp: Option<Str>,
+    pub event_time: Option<Str>,
+    pub series: Option<EventSeries>,
+    pub source: EventSource,
+    pub reporting_component: Option<Str>,
+    pub reporting_controller: Option<Str>,
+    #[serde(rename = "type")]
+    pub severity: Option<Str>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct EventMeta {
+    pub uid: Str,
+    pub creation_timestamp: Option<Str>,
+}
+
+/// The object an Event is about.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EventObject {
+    pub kind: Str,
+    pub namespace: Str,
+    pub name: Str,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct EventSeries {
+    #[serde(deserialize_with = "lenient_int")]
+    pub count: Option<i64>,
+    pub last_observed_time: Option<Str>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct EventSource {
+    pub component: Option<Str>,
+}
+
+impl EventView {
+    /// The object it is about, whichever version wrote it.
+    pub fn about(&self) -> &EventObject {
+        if self.involved_object.kind.is_empty() {
+            &self.regarding
+        } else {
+            &self.involved_object
+        }
+    }
+
+    /// Its text (`message`, or `note`).
+    pub fn text(&self) -> &str {
+        self.message
+            .as_deref()
+            .or(self.note.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// When it first and last happened, how many times, and whether the first time is finer
+    /// than a second (`eventTime`, microseconds): a series of repeats is one Event with a
+    /// count, whose first and last times are the only ones known. `None` without a time.
+    pub fn span(&self) -> Option<(rf_format::Timestamp, rf_format::Timestamp, u32, bool)> {
+        let time = |t: &Option<Str>| t.as_deref().and_then(parse_rfc3339);
+        let (first, exact) =
+            match time(&self.first_timestamp).or_else(|| time(&self.deprecated_first_timestamp)) {
+                Some(t) => (t, false),
+                None => match time(&self.event_time) {
+                    Some(t) => (t, true),
+                    None => (time(&self.metadata.creation_timestamp)?, false),
+                },
+            };
+        let last = time(&self.last_timestamp)
+            .or_else(|| time(&self.deprecated_last_timestamp))
+            .or_else(|| {
+                self.series
+                    .as_ref()
+                    .and_then(|s| time(&s.last_observed_time))
+            })
+            .unwrap_or(first)
+            .max(first);
+        let count = self
+            .count
+            .or(self.deprecated_count)
+            .or_else(|| self.series.as_ref().and_then(|s| s.count))
+            .unwrap_or(1)
+            .clamp(1, i64::from(u32::MAX));
+        Some((first, last, u32::try_from(count).unwrap_or(u32::MAX), exact))
+    }
 }

@@ -6,6 +6,7 @@
 pub(crate) mod analysis;
 pub(crate) mod deployment_timeline;
 pub(crate) mod diff;
+pub(crate) mod history;
 pub(crate) mod revisions;
 pub(crate) mod rollout;
 pub(crate) mod routes;

@@ -438,6 +438,12 @@ pub(crate) struct RsTrack {
     pub pod_labels: BTreeMap<String, String>,
     /// Since when it has had ready replicas.
     pub ready_since: Option<Timestamp>,
+    /// Its `rollout.argoproj.io/revision` (a rollback gives an old ReplicaSet a new one).
+    pub revision: Option<i64>,
+    /// Its `metadata.creationTimestamp`: when its revision was first made.
+    pub created_at: Option<Timestamp>,
+    /// It was first seen in the recording's first list: made before the recording began.
+    pub listed_initially: bool,
 }
 
 impl RsTrack {
@@ -1644,6 +1650,9 @@ impl RolloutTrack {
                 was_stable: false,
                 pod_labels: BTreeMap::new(),
                 ready_since: None,
+                revision: None,
+                created_at: None,
+                listed_initially: false,
             });
         if is_new && added {
             entry.created = Some(pos);
@@ -1655,6 +1664,14 @@ impl RolloutTrack {
         entry.status_replicas = status_replicas;
         entry.ready = ready;
         entry.deadline = view.scale_down_deadline().map(Str::new);
+        entry.revision = view
+            .metadata
+            .annotations
+            .get(crate::base::REVISION_ANNOTATION)
+            .and_then(|r| r.parse().ok());
+        if let Some(t) = view.metadata.creation_timestamp.as_deref() {
+            entry.created_at = crate::base::time::parse_rfc3339(t);
+        }
         let deleted_now = deleted && !entry.deleted;
         entry.deleted = deleted;
         if ready > 0 && !deleted {
@@ -1692,6 +1709,13 @@ impl RolloutTrack {
         }
         if !self.uncompared.is_empty() {
             self.compare_revisions();
+        }
+    }
+
+    /// Notes whether ReplicaSet `name`, first seen now, was in the recording's first list.
+    pub fn note_initially_listed(&mut self, name: &str, initial: bool) {
+        if let Some(rs) = self.replicasets.get_mut(name) {
+            rs.listed_initially = initial;
         }
     }
 

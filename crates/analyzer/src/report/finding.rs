@@ -192,6 +192,16 @@ impl Resolved {
     }
 }
 
+/// A finding made from what the cluster kept of the time before the recording (its Events, its
+/// ReplicaSets' revisions and creation times), not from records of it happening.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Reconstructed {
+    /// What it rests on, one piece of evidence a line, with the times the cluster kept.
+    pub from: Vec<String>,
+    /// What that evidence cannot tell.
+    pub unknown: Vec<String>,
+}
+
 /// One thing the analyzer found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -217,6 +227,9 @@ pub struct Finding {
     /// Set when the rollout later moved past the remedy (it was promoted, or went back to
     /// its stable revision, and is Healthy): its commands are no longer what to run now.
     pub resolved: Option<Resolved>,
+    /// Set when it was reconstructed from what the cluster kept of the time before the
+    /// recording rather than seen in it: what it rests on and what cannot be known.
+    pub reconstructed: Option<Reconstructed>,
 }
 
 /// A condition a finding reported that stopped holding (`holds: false`: the Service was fixed,
@@ -257,6 +270,7 @@ impl Finding {
             evidence: Vec::new(),
             remedy: Remedy::default(),
             resolved: None,
+            reconstructed: None,
         }
     }
 
@@ -291,6 +305,12 @@ impl Finding {
             decisions: Vec::new(),
             prevention,
         };
+        self
+    }
+
+    /// Marks it as reconstructed from the time before the recording.
+    pub(crate) fn reconstructed(mut self, from: Vec<String>, unknown: Vec<String>) -> Self {
+        self.reconstructed = Some(Reconstructed { from, unknown });
         self
     }
 

@@ -326,6 +326,18 @@ impl Encoder {
             put_str(b, c);
         }
         put_str(b, &f.remedy.prevention);
+        match &f.reconstructed {
+            None => b.push(0),
+            Some(r) => {
+                b.push(1);
+                for list in [&r.from, &r.unknown] {
+                    put_len(b, list.len());
+                    for line in list {
+                        put_str(b, line);
+                    }
+                }
+            }
+        }
         let mut framed = Vec::with_capacity(4 + self.buf.len());
         put_len(&mut framed, self.buf.len());
         framed.extend_from_slice(&self.buf);
@@ -484,6 +496,27 @@ impl Decoder<'_> {
                 prevention,
             },
             resolved: None,
+            reconstructed: self.reconstructed()?,
+        })
+    }
+
+    fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.u32()? as usize;
+        let mut all = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            all.push(self.string()?);
+        }
+        Some(all)
+    }
+
+    fn reconstructed(&mut self) -> Option<Option<crate::report::finding::Reconstructed>> {
+        Some(match self.u8()? {
+            0 => None,
+            1 => Some(crate::report::finding::Reconstructed {
+                from: self.strings()?,
+                unknown: self.strings()?,
+            }),
+            _ => return None,
         })
     }
 }

@@ -1439,6 +1439,21 @@ fn finding_article(out: &mut String, i: usize, f: &Finding, axis_label: &dyn Fn(
     if !f.explanation.is_empty() {
         let _ = write!(out, r#"<p><b>Why.</b> {}</p>"#, esc(&f.explanation));
     }
+    if let Some(r) = &f.reconstructed {
+        out.push_str(r#"<div class="reconstructed"><p><span class="badge mark-reconstructed">RECONSTRUCTED</span> from what the cluster kept, not seen in the recording:</p><ul>"#);
+        for line in &r.from {
+            let _ = write!(out, "<li>{}</li>", esc(line));
+        }
+        out.push_str("</ul>");
+        if !r.unknown.is_empty() {
+            out.push_str("<p>Cannot be known from it:</p><ul>");
+            for line in &r.unknown {
+                let _ = write!(out, "<li>{}</li>", esc(line));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</div>");
+    }
     if !f.evidence.is_empty() {
         out.push_str(r#"<table class="evidence"><thead><tr><th>time</th><th>#</th><th>object</th><th>detail</th></tr></thead><tbody>"#);
         for e in f.evidence.iter().take(MAX_EVIDENCE) {
@@ -1513,6 +1528,7 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono
 .counts{margin:8px 0 0;display:flex;gap:8px;flex-wrap:wrap}
 .badge{display:inline-block;border-radius:10px;padding:1px 8px;color:#fff;font-size:12px;font-weight:600;vertical-align:1px}
 .sev-error.badge,.badge.sev-error{background:#cf222e}.badge.sev-warning{background:#bf8700}.badge.sev-info{background:#0969da}
+.badge.mark-reconstructed{background:#6e7781}.reconstructed{border-left:3px solid #6e7781;padding-left:8px}
 .ok{background:#2da44e}.bad{background:#cf222e}
 .run{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin-top:12px}
 .run pre{margin:4px 0 0;white-space:pre-wrap}
@@ -1919,6 +1935,7 @@ mod tests {
                 prevention: "prevent".to_owned(),
             },
             resolved: None,
+            reconstructed: None,
         }
     }
 

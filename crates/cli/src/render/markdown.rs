@@ -444,6 +444,21 @@ fn finding(w: &mut dyn Write, i: usize, f: &Finding, clock: Clock, files: usize)
     if !f.explanation.is_empty() {
         writeln!(w, "**Why.** {}\n", text(&f.explanation))?;
     }
+    if let Some(r) = &f.reconstructed {
+        for (title, lines) in [
+            ("Reconstructed from what the cluster kept.", &r.from),
+            ("Cannot be known from it.", &r.unknown),
+        ] {
+            if lines.is_empty() {
+                continue;
+            }
+            writeln!(w, "**{title}**\n")?;
+            for line in lines {
+                writeln!(w, "- {}", text(line))?;
+            }
+            writeln!(w)?;
+        }
+    }
     if !f.evidence.is_empty() {
         writeln!(w, "**Proof.**\n")?;
         writeln!(w, "| time | # | object | detail |")?;

@@ -542,6 +542,20 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
             let earlier = first("why", &f.explanation, i);
             section(w, style, "Why:", &f.explanation, earlier)?;
         }
+        if let Some(r) = &f.reconstructed {
+            for (title, lines) in [
+                ("Reconstructed from what the cluster kept:", &r.from),
+                ("Cannot be known from it:", &r.unknown),
+            ] {
+                if lines.is_empty() {
+                    continue;
+                }
+                writeln!(w, "  {}", style.bold(title))?;
+                for line in lines {
+                    w.write_all(wrap(line, style.width, "    - ", "      ").as_bytes())?;
+                }
+            }
+        }
         if !f.evidence.is_empty() {
             writeln!(w, "  {}", style.bold("Proof:"))?;
             for e in &f.evidence {
@@ -641,6 +655,7 @@ mod packed_tests {
                     evidence: Vec::new(),
                     remedy: rf_analyzer::Remedy::default(),
                     resolved: None,
+                    reconstructed: None,
                 }
             })
             .collect();
