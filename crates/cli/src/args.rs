@@ -17,6 +17,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The first minute of an incident: list the cluster once and report what it shows and
+    /// what its Events and ReplicaSets kept of what happened (exit as `analyze`).
+    Now(crate::commands::now::NowArgs),
     /// Replay recordings through the analyzer: findings with evidence and commands.
     Analyze(AnalyzeArgs),
     /// Analyze recordings and compare the findings with an expected report (a regression

@@ -36,6 +36,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
     match &cli.command {
         Command::Analyze(a) => commands::analyze::run(a, out),
+        Command::Now(a) => commands::now::run(a, out),
         Command::Verify(a) => commands::verify::run(a, out),
         Command::Timeline(a) => commands::timeline::run(a, out),
         Command::Diff(a) => commands::diff::run(a, out),

@@ -1426,3 +1426,83 @@ fn issue_47_a_recording_begun_mid_release_gives_no_all_clear_for_what_came_befor
     }
     assert!(!report.contains("No findings"), "{report}");
 }
+
+/// `now`: one list of the cluster, the report `analyze` gives, exit 1 on the reconstructed
+/// restart; `--save` keeps what was read, and `analyze` of it gives the same findings; a
+/// rollout that is not there is an error that names the nearest.
+#[test]
+fn issue_47_now_explains_the_seed_incident_from_what_the_cluster_kept() {
+    let s = serve(&recording("real/seed-rerender-at-pause"), &[]);
+    let saved = s.dir.path().join("now.rfr");
+    let now = |args: &[&str]| {
+        run_bounded({
+            let mut c = bin(s.dir.path());
+            c.arg("now")
+                .arg("--kubeconfig")
+                .arg(&s.kubeconfig)
+                .args(args);
+            c
+        })
+    };
+    let o = now(&[
+        "checkout-api",
+        "-n",
+        "seed",
+        "--save",
+        saved.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut rules: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert!(
+                f["reconstructed"]["from"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty()),
+                "{f}"
+            );
+            f["rule"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    rules.sort();
+    assert_eq!(
+        rules,
+        [
+            "config-only-rerender",
+            "double-render",
+            "pause-lost",
+            "rerender-restart"
+        ],
+        "{report}"
+    );
+    assert!(
+        text(&o.stderr).contains("saved what was read to"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run_bounded({
+        let mut c = bin(s.dir.path());
+        c.args(["analyze", "-o", "json"]).arg(&saved);
+        c
+    });
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let again: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(again["findings"], report["findings"]);
+    // Every namespace, the table.
+    let o = now(&["-A"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("canary restarted at step 0 (reconstructed)"));
+    // A typo: exit 2, and the nearest name.
+    let o = now(&["checkout-apx", "-n", "seed"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("rollout checkout-apx not found in namespace seed; rollouts there, nearest first: checkout-api"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod diff;
 pub mod import;
 pub mod inspect;
+pub mod now;
 pub mod record;
 pub mod rules;
 pub mod serve;

@@ -127,18 +127,28 @@ fn parse_target(s: &str) -> Result<(Workload, String)> {
     Ok((workload, name.to_owned()))
 }
 
+/// The rules `check` needs.
+const CHECK_RBAC: &str = "deploy/check-postsync.yaml";
+
 /// One kind to list.
-struct Target {
-    kind: Kind,
-    namespace: String,
-    selector: Option<String>,
-    optional: bool,
+pub(crate) struct Target {
+    pub kind: Kind,
+    /// Its namespace; empty: every namespace.
+    pub namespace: String,
+    pub selector: Option<String>,
+    /// Skipped, and said in the notes, when not served or not allowed.
+    pub optional: bool,
+    /// Where the rules that grant the list are, for the error when it is forbidden.
+    pub rbac: &'static str,
 }
 
 /// Lists every page of one kind, in the first of its versions the server serves: the kind
 /// listed, the list's resourceVersion and the items; `Ok(None)` when an optional kind is not
 /// served or not allowed.
-async fn list(client: &kube::Client, t: &Target) -> Result<Option<(Kind, String, Vec<Value>)>> {
+pub(crate) async fn list(
+    client: &kube::Client,
+    t: &Target,
+) -> Result<Option<(Kind, String, Vec<Value>)>> {
     let candidates = rf_recorder::Resource::candidates(&t.kind);
     let Some(last) = candidates.len().checked_sub(1) else {
         bail!("no API resource for {}", t.kind.name());
@@ -169,7 +179,7 @@ async fn list_as(
     resource: &rf_recorder::Resource,
     more: bool,
 ) -> Result<Listing> {
-    let path = resource.url_path(Some(&t.namespace));
+    let path = resource.url_path(Some(t.namespace.as_str()).filter(|ns| !ns.is_empty()));
     let mut items = Vec::new();
     let mut token: Option<String> = None;
     let mut rv;
@@ -191,10 +201,11 @@ async fn list_as(
                 return Ok(Listing::Skipped);
             }
             Err(kube::Error::Api(s)) if s.code == 403 => bail!(
-                "forbidden: cannot list {} in namespace {} ({}); the check needs get/list on it (see deploy/check-postsync.yaml)",
+                "forbidden: cannot list {} in {} ({}); this needs get/list on it (see {})",
                 resource.qualified(),
-                t.namespace,
-                s.message
+                where_(&t.namespace),
+                s.message,
+                t.rbac
             ),
             Err(kube::Error::Api(s)) if s.code == 404 => bail!(
                 "the API server does not serve {} ({}){}",
@@ -210,7 +221,7 @@ async fn list_as(
                 return Err(anyhow::Error::new(e).context(format!(
                     "cannot list {} in {}",
                     resource.qualified(),
-                    t.namespace
+                    where_(&t.namespace)
                 )));
             }
         };
@@ -245,11 +256,93 @@ async fn list_as(
     Ok(Listing::Items(rv, items))
 }
 
+/// `namespace NS`, or `every namespace` for the empty one.
+fn where_(namespace: &str) -> String {
+    if namespace.is_empty() {
+        "every namespace".to_owned()
+    } else {
+        format!("namespace {namespace}")
+    }
+}
+
 /// The snapshot: records in list order, and what was skipped.
-struct Snapshot {
-    records: Vec<Record>,
-    taken_at: Timestamp,
-    notes: Vec<String>,
+pub(crate) struct Snapshot {
+    pub records: Vec<Record>,
+    pub taken_at: Timestamp,
+    pub notes: Vec<String>,
+}
+
+impl Snapshot {
+    /// An empty snapshot taken now.
+    pub fn now() -> Self {
+        Snapshot {
+            records: Vec::new(),
+            taken_at: rf_recorder::now(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds a list of `kind` in `ns` between its markers, each object redacted as the recorder
+    /// redacts it.
+    pub fn push_list(&mut self, kind: &Kind, ns: &str, items: &[Value], rv: &str) {
+        self.push(kind, Op::ListBegin, ns, None, "");
+        for item in items {
+            self.push(kind, Op::Listed, ns, Some(item), "");
+        }
+        self.push(kind, Op::ListEnd, ns, None, rv);
+    }
+
+    fn push(&mut self, kind: &Kind, op: Op, ns: &str, item: Option<&Value>, rv: &str) {
+        let meta = |p: &str| {
+            item.and_then(|v| v.pointer(p))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let object = match item {
+            Some(v) => {
+                let bytes = serde_json::to_vec(v).unwrap_or_default();
+                rf_recorder::redact_object(&bytes).unwrap_or(bytes)
+            }
+            None => Vec::new(),
+        };
+        self.records.push(Record {
+            seq: self.records.len() as u64 + 1,
+            observed_at: self.taken_at,
+            kind: kind.clone(),
+            op,
+            namespace: if item.is_some() {
+                meta("/metadata/namespace")
+            } else {
+                ns.to_owned()
+            },
+            name: meta("/metadata/name"),
+            uid: meta("/metadata/uid"),
+            resource_version: if item.is_some() {
+                meta("/metadata/resourceVersion")
+            } else {
+                rv.to_owned()
+            },
+            actor: None,
+            object,
+        });
+    }
+
+    /// Lists each of `targets` in order; an optional one not served or not allowed is a note.
+    pub async fn list_all(&mut self, client: &kube::Client, targets: &[Target]) -> Result<()> {
+        for t in targets {
+            let Some((kind, rv, items)) = list(client, t).await? else {
+                self.notes.push(format!(
+                    "{} in {} not listed (not served or not allowed)",
+                    t.kind.name(),
+                    where_(&t.namespace)
+                ));
+                continue;
+            };
+            self.push_list(&kind, &t.namespace, &items, &rv);
+        }
+        Ok(())
+    }
 }
 
 /// The kinds to list for `workload`, in order; the Deployment's own label selector (from its
@@ -260,6 +353,7 @@ fn targets(workload: Workload, ns: &str, app_ns: &str, selector: Option<String>)
         namespace: ns.to_owned(),
         selector,
         optional,
+        rbac: CHECK_RBAC,
     };
     let mut targets = match workload {
         Workload::Rollout => vec![
@@ -283,6 +377,7 @@ fn targets(workload: Workload, ns: &str, app_ns: &str, selector: Option<String>)
             namespace: app_ns.to_owned(),
             selector: None,
             optional: true,
+            rbac: CHECK_RBAC,
         },
     ]);
     targets
@@ -304,6 +399,7 @@ async fn snapshot(
                 namespace: ns.to_owned(),
                 selector: None,
                 optional: false,
+                rbac: CHECK_RBAC,
             };
             list(client, &t).await?
         }
@@ -322,85 +418,12 @@ async fn snapshot(
         })
     });
     let targets = targets(workload, ns, app_ns, selector);
-    let mut records = Vec::new();
-    let mut notes = Vec::new();
-    let taken_at = rf_recorder::now();
-    let mut seq = 0u64;
-    let mut push = |records: &mut Vec<Record>,
-                    kind: &Kind,
-                    op: Op,
-                    ns: &str,
-                    item: Option<&Value>,
-                    rv: &str| {
-        seq += 1;
-        let meta = |p: &str| {
-            item.and_then(|v| v.pointer(p))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let object = match item {
-            Some(v) => {
-                let bytes = serde_json::to_vec(v).unwrap_or_default();
-                rf_recorder::redact_object(&bytes).unwrap_or(bytes)
-            }
-            None => Vec::new(),
-        };
-        records.push(Record {
-            seq,
-            observed_at: taken_at,
-            kind: kind.clone(),
-            op,
-            namespace: if item.is_some() {
-                meta("/metadata/namespace")
-            } else {
-                ns.to_owned()
-            },
-            name: meta("/metadata/name"),
-            uid: meta("/metadata/uid"),
-            resource_version: if item.is_some() {
-                meta("/metadata/resourceVersion")
-            } else {
-                rv.to_owned()
-            },
-            actor: None,
-            object,
-        });
-    };
+    let mut snap = Snapshot::now();
     if let Some((kind, rv, items)) = deployments {
-        push(&mut records, &kind, Op::ListBegin, ns, None, "");
-        for item in &items {
-            push(&mut records, &kind, Op::Listed, ns, Some(item), "");
-        }
-        push(&mut records, &kind, Op::ListEnd, ns, None, &rv);
+        snap.push_list(&kind, ns, &items, &rv);
     }
-    for t in &targets {
-        let Some((kind, rv, items)) = list(client, t).await? else {
-            notes.push(format!(
-                "{} in namespace {} not listed (not served or not allowed)",
-                t.kind.name(),
-                t.namespace
-            ));
-            continue;
-        };
-        push(&mut records, &kind, Op::ListBegin, &t.namespace, None, "");
-        for item in &items {
-            push(
-                &mut records,
-                &kind,
-                Op::Listed,
-                &t.namespace,
-                Some(item),
-                "",
-            );
-        }
-        push(&mut records, &kind, Op::ListEnd, &t.namespace, None, &rv);
-    }
-    Ok(Snapshot {
-        records,
-        taken_at,
-        notes,
-    })
+    snap.list_all(client, &targets).await?;
+    Ok(snap)
 }
 
 /// What the snapshot shows about the rollout, for a person and for `-o json`.
@@ -842,6 +865,32 @@ fn save(
     source: &rf_recorder::SourceInfo,
     probe: Option<&probe::ProbeResult>,
 ) -> Result<()> {
+    // What the front door answered is evidence no listing holds.
+    let notes = match probe {
+        Some(p) => vec![("probe".to_owned(), serde_json::to_string(p)?)],
+        None => Vec::new(),
+    };
+    save_as(
+        path,
+        snap,
+        &[ns.to_owned()],
+        "rollout-forensics check",
+        source,
+        notes,
+    )
+}
+
+/// Writes `snap` as a recording at `path` (to a temporary file beside it, renamed when
+/// complete): its header names `namespaces` (empty: all) and carries the note `snapshot`,
+/// `by`, and `notes`, so that `analyze` judges it as one list at one moment.
+pub(crate) fn save_as(
+    path: &Path,
+    snap: &Snapshot,
+    namespaces: &[String],
+    by: &str,
+    source: &rf_recorder::SourceInfo,
+    notes: Vec<(String, String)>,
+) -> Result<()> {
     // The kinds listed, in list order.
     let mut kinds: Vec<Kind> = Vec::new();
     for r in snap.records.iter().filter(|r| r.op == Op::ListEnd) {
@@ -855,20 +904,13 @@ fn save(
         Source {
             context: source.context.clone(),
             server: source.server.clone(),
-            namespaces: vec![ns.to_owned()],
+            namespaces: namespaces.to_vec(),
             label_selector: None,
             kinds,
         },
     );
-    header
-        .notes
-        .insert("snapshot".to_owned(), "rollout-forensics check".to_owned());
-    // What the front door answered is evidence no listing holds.
-    if let Some(p) = probe {
-        header
-            .notes
-            .insert("probe".to_owned(), serde_json::to_string(p)?);
-    }
+    header.notes.insert("snapshot".to_owned(), by.to_owned());
+    header.notes.extend(notes);
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

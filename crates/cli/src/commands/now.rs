@@ -1,0 +1,212 @@
+//! `rollout-forensics now [ROLLOUT] [-n NS | -A]`: the first minute of an incident. Lists
+//! everything the analyzer reads once (get and list only, no watch), the Events and
+//! ReplicaSet revisions the cluster kept included, and prints the report `analyze` would:
+//! what the cluster shows now, and what it kept of what happened before, reconstructed and
+//! marked so. `--save FILE` keeps what was read as a recording.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use rf_analyzer::{Analyzer, FileEnd, Options, Severity};
+use rf_format::{Header, Kind, Source};
+
+use crate::args::{FailOn, ReportFormat};
+use crate::cluster::client_for;
+use crate::commands::check::{Snapshot, Target, save_as};
+use crate::exit::Exit;
+use crate::render;
+use crate::style::Style;
+
+/// The rules `now` needs: the recorder's, get and list only.
+const NOW_RBAC: &str = "deploy/rbac.yaml";
+
+#[derive(Debug, Args)]
+pub struct NowArgs {
+    /// Only this rollout's findings (`NAME`); every rollout of the namespace otherwise.
+    #[arg(value_name = "ROLLOUT")]
+    pub rollout: Option<String>,
+    /// The namespace to list (default: the kubeconfig context's).
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// List every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// Namespace of the Argo CD Applications (skipped when not served or not allowed; with
+    /// `-A` every namespace's are listed).
+    #[arg(long, default_value = "argocd", value_name = "NS")]
+    pub app_namespace: String,
+    /// Keep what was read as a recording (for `analyze`, `serve`, a postmortem).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Output format, as `analyze`'s.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = ReportFormat::Table)]
+    pub format: ReportFormat,
+    /// Exit 1 when a finding at or above this severity is reported.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// Path to the kubeconfig.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// Every kind the recorder records, each optional but the Rollouts' own: a kind the server
+/// does not serve, or this account may not list, is a note.
+fn targets(ns: &str, app_ns: &str) -> Result<Vec<Target>> {
+    rf_recorder::KIND_NAMES
+        .iter()
+        .map(|name| {
+            let kind = rf_recorder::parse_kind(name)
+                .with_context(|| format!("the recorder's kind {name} has no API resource"))?;
+            let namespace = if kind == Kind::Application && !ns.is_empty() {
+                app_ns.to_owned()
+            } else {
+                ns.to_owned()
+            };
+            Ok(Target {
+                kind,
+                namespace,
+                selector: None,
+                optional: true,
+                rbac: NOW_RBAC,
+            })
+        })
+        .collect()
+}
+
+pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
+    if let Some(name) = &args.rollout {
+        let name = name
+            .strip_prefix("rollout/")
+            .or_else(|| name.strip_prefix("rollouts/"))
+            .unwrap_or(name);
+        if name.is_empty() || name.contains('/') {
+            bail!("invalid ROLLOUT {name:?}: expected NAME or rollout/NAME");
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let (ns, snap, source) = runtime.block_on(async {
+        let (client, source, default_ns) =
+            client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+        let ns = if args.all_namespaces {
+            String::new()
+        } else {
+            args.namespace.clone().unwrap_or(default_ns)
+        };
+        let mut snap = Snapshot::now();
+        snap.list_all(&client, &targets(&ns, &args.app_namespace)?)
+            .await?;
+        Ok::<_, anyhow::Error>((ns, snap, source))
+    })?;
+    let rollout = args.rollout.as_deref().map(|n| {
+        let n = n
+            .strip_prefix("rollout/")
+            .or_else(|| n.strip_prefix("rollouts/"))
+            .unwrap_or(n);
+        (ns.clone(), n.to_owned())
+    });
+    if let Some((ns, name)) = &rollout {
+        let found = snap.records.iter().any(|r| {
+            r.kind == Kind::Rollout && r.name == *name && (ns.is_empty() || r.namespace == *ns)
+        });
+        if !found {
+            let others: Vec<String> = snap
+                .records
+                .iter()
+                .filter(|r| r.kind == Kind::Rollout && !r.name.is_empty())
+                .map(|r| r.name.clone())
+                .collect();
+            let others = crate::input::nearest_first(name, others.into_iter());
+            bail!(
+                "rollout {name} not found in {}; {}",
+                if ns.is_empty() {
+                    "any namespace".to_owned()
+                } else {
+                    format!("namespace {ns}")
+                },
+                if others.is_empty() {
+                    "it holds no rollouts".to_owned()
+                } else {
+                    format!(
+                        "rollouts there, nearest first: {}",
+                        crate::input::listing(&others)
+                    )
+                }
+            );
+        }
+    }
+    let namespaces: Vec<String> = if ns.is_empty() {
+        Vec::new()
+    } else {
+        vec![ns.clone()]
+    };
+    if let Some(path) = &args.save {
+        save_as(
+            path,
+            &snap,
+            &namespaces,
+            "rollout-forensics now",
+            &source,
+            Vec::new(),
+        )?;
+        eprintln!("saved what was read to {}", path.display());
+    }
+    if !snap.notes.is_empty() {
+        // One line: most clusters serve a few of the kinds the tool knows.
+        let kinds: Vec<&str> = snap
+            .notes
+            .iter()
+            .map(|n| n.split(" not listed").next().unwrap_or(n))
+            .collect();
+        eprintln!(
+            "not listed (not served or not allowed): {}",
+            kinds.join(", ")
+        );
+    }
+    let mut analyzer = Analyzer::new(Options {
+        rollout,
+        snapshot: true,
+        timelines: matches!(args.format, ReportFormat::Markdown | ReportFormat::Html),
+        ..Options::default()
+    });
+    let mut header = Header::new(
+        env!("CARGO_PKG_VERSION"),
+        snap.taken_at,
+        Source {
+            context: source.context.clone(),
+            server: source.server.clone(),
+            namespaces,
+            label_selector: None,
+            kinds: Vec::new(),
+        },
+    );
+    header
+        .notes
+        .insert("snapshot".to_owned(), "rollout-forensics now".to_owned());
+    let name = match &args.save {
+        Some(p) => p.display().to_string(),
+        None => "(cluster, listed now)".to_owned(),
+    };
+    analyzer.begin_file(&name, rf_format::FORMAT_VERSION, &header);
+    for r in &snap.records {
+        analyzer.push(r, rf_analyzer::Prepared::of(r), &mut rf_analyzer::Discard);
+    }
+    analyzer.end_file(FileEnd::Closed, Some(snap.taken_at), None);
+    let report = analyzer.finish();
+    render::report(out, &report, args.format, Style::for_stdout())?;
+    out.flush()?;
+    let threshold = match args.fail_on {
+        FailOn::Error => Some(Severity::Error),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Never => None,
+    };
+    let failing = threshold.is_some_and(|t| report.worst().is_some_and(|w| w >= t));
+    Ok(if failing { Exit::Findings } else { Exit::Ok })
+}
