@@ -65,26 +65,35 @@ pub fn not_a_recording(path: &Path) -> Option<String> {
 
 /// Fails unless `path` can be what `import --from` reads: a kubectl capture or an audit log
 /// (`audit` says which), plain or gzip. Says what the file looks like instead.
-pub fn check_import(path: &Path, audit: bool) -> anyhow::Result<()> {
+pub fn check_import(path: &Path, from: crate::commands::import::From) -> anyhow::Result<()> {
+    use crate::commands::import::From;
     let Some((looks, gzip)) = sniff(path) else {
         // Unreadable: the import says why when it opens it.
         return Ok(());
     };
     let what = format!("{}{looks}", if gzip { "gzip of " } else { "" });
     let wrong = |why: &str| anyhow::anyhow!("{} is {what}: {why}", path.display());
-    match looks {
-        Looks::Recording => Err(anyhow::anyhow!(
+    match (looks, from) {
+        (Looks::Recording, _) => Err(anyhow::anyhow!(
             "{} is already a recording: analyze it (rollout-forensics analyze {})",
             path.display(),
             path.display()
         )),
-        Looks::Binary | Looks::Text => Err(wrong(if audit {
-            "an audit log is JSON lines of audit.k8s.io events"
-        } else {
-            "a kubectl capture is the JSON that kubectl get -w -o json prints"
-        })),
-        Looks::AuditLog if !audit => Err(wrong("import it with --from audit-log")),
-        Looks::KubectlCapture if audit => Err(wrong("import it with --from kubectl-watch")),
+        (Looks::Binary | Looks::Text, From::AuditLog) => {
+            Err(wrong("an audit log is JSON lines of audit.k8s.io events"))
+        }
+        (Looks::Binary | Looks::Text, From::KubectlWatch) => Err(wrong(
+            "a kubectl capture is the JSON that kubectl get -w -o json prints",
+        )),
+        (Looks::Binary | Looks::Text, From::Events) => Err(wrong(
+            "an Events export is the JSON that kubectl get events -o json prints, or JSON lines of Events",
+        )),
+        (Looks::AuditLog, From::KubectlWatch | From::Events) => {
+            Err(wrong("import it with --from audit-log"))
+        }
+        (Looks::KubectlCapture, From::AuditLog) => Err(wrong(
+            "import it with --from kubectl-watch (or --from events)",
+        )),
         _ => Ok(()),
     }
 }

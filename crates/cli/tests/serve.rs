@@ -585,3 +585,59 @@ fn serve_dir_refuses_files_that_are_not_one_history() {
         text(&o.stderr)
     );
 }
+
+/// The postmortem author's evidence: `kubectl get events -A -o json` of the cluster the seed
+/// incident left, imported with `--from events` and analyzed. The Events alone explain the
+/// restart and the lost pause, marked as reconstructed.
+#[test]
+fn issue_47_kubectl_events_exported_and_imported_explain_the_seed_incident() {
+    require_kubectl();
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings/real/seed-rerender-at-pause.rfr");
+    let s = serve_path(&seed, &[]);
+    let o = s.run(&["get", "events", "-A", "-o", "json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let export = s.dir.path().join("events.json");
+    std::fs::write(&export, &o.stdout).unwrap();
+    let imported = s.dir.path().join("events.rfr");
+    let o = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
+        .args(["import", "--from", "events"])
+        .arg(&export)
+        .arg("-o")
+        .arg(&imported)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
+        .args(["analyze", "-o", "json"])
+        .arg(&imported)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<(&str, bool)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["reconstructed"].is_object()))
+        .collect();
+    assert_eq!(
+        found,
+        [("rerender-restart", true), ("pause-lost", true)],
+        "{report}"
+    );
+    // The wrong importer for the file says which one to use.
+    let o = Command::new(env!("CARGO_BIN_EXE_rollout-forensics"))
+        .args(["import", "--from", "audit-log"])
+        .arg(&export)
+        .arg("-o")
+        .arg(s.dir.path().join("x.rfr"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--from events"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -109,7 +109,7 @@ pub fn kubectl_watch(inputs: Vec<Input>) -> Result<Imported> {
 
 /// The JSON documents of an input with the line each starts on. Invalid JSON is reported and
 /// skipped up to the next line that starts with `{`.
-fn documents(text: &Text, warnings: &mut Vec<Diagnostic>) -> Vec<(u64, Value)> {
+pub(crate) fn documents(text: &Text, warnings: &mut Vec<Diagnostic>) -> Vec<(u64, Value)> {
     let mut docs = Vec::new();
     let mut start = 0;
     while start < text.bytes.len() {

@@ -25,9 +25,15 @@
 //!   directives are not understood (they are dropped with a warning). A write whose state cannot be
 //!   known (no base for a patch; `Metadata` level) becomes a `Gap` record that says so.
 //!
-//! Both produce an [`Imported`]: a header, records with `seq` from 1 in time order (the first
-//! sight of an object is `Added`; there is no initial list), and the warnings met
-//! ([`Diagnostic`]s, `file:line: message`). Every object goes through the recorder's redaction.
+//! - [`events`]: exported Events (`kubectl get events -A -o json`, `kubectl get events -w -o
+//!   json`, an event exporter's JSON lines), as one list of the latest version of each at the
+//!   time of the last: the history a recording's first list holds, which `analyze`
+//!   reconstructs from.
+//!
+//! Each produces an [`Imported`]: a header, records with `seq` from 1 in time order (from a
+//! watch capture or an audit log the first sight of an object is `Added`: there is no initial
+//! list), and the warnings met ([`Diagnostic`]s, `file:line: message`). Every object goes
+//! through the recorder's redaction.
 //!
 //! This crate reads any [`std::io::BufRead`]; it never opens a path or prints.
 //!
@@ -45,6 +51,7 @@
 mod audit;
 mod build;
 mod error;
+mod events;
 mod input;
 mod kubectl;
 mod patch;
@@ -52,6 +59,7 @@ mod patch;
 pub use audit::audit_log;
 pub use build::Imported;
 pub use error::{Error, Result};
+pub use events::events;
 pub use input::{Diagnostic, Input, MAX_INPUT_BYTES};
 pub use kubectl::kubectl_watch;
 pub use patch::{json_patch, merge_patch};

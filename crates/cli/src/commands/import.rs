@@ -1,5 +1,5 @@
-//! `rollout-forensics import --from kubectl-watch|audit-log FILE... -o OUT`: turn a kubectl
-//! watch capture or an API server audit log into a recording.
+//! `rollout-forensics import --from kubectl-watch|audit-log|events FILE... -o OUT`: turn a
+//! kubectl watch capture, an API server audit log or an export of Events into a recording.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
@@ -21,6 +21,9 @@ pub enum From {
     KubectlWatch,
     /// API server audit log: audit.k8s.io/v1 Event JSON lines, plain or gzip.
     AuditLog,
+    /// Exported Kubernetes Events (`kubectl get events -A -o json`, `kubectl get events -w -o
+    /// json`, an event exporter's JSON lines): read as the history before a recording.
+    Events,
 }
 
 #[derive(Debug, Args)]
@@ -47,7 +50,7 @@ fn open(path: &Path) -> Result<Input> {
 
 pub fn run(args: &ImportArgs, _out: &mut dyn Write) -> Result<Exit> {
     for path in args.files.iter().filter(|p| *p != Path::new("-")) {
-        crate::sniff::check_import(path, args.from == From::AuditLog)?;
+        crate::sniff::check_import(path, args.from)?;
     }
     let inputs = args
         .files
@@ -57,6 +60,7 @@ pub fn run(args: &ImportArgs, _out: &mut dyn Write) -> Result<Exit> {
     let imported = match args.from {
         From::KubectlWatch => rf_import::kubectl_watch(inputs),
         From::AuditLog => rf_import::audit_log(inputs),
+        From::Events => rf_import::events(inputs),
     }
     .context("import failed")?;
     for w in &imported.warnings {
