@@ -177,6 +177,10 @@ pub struct Analyzer {
     /// first file has ended: a record listed before that is what the cluster held when the
     /// recording began.
     lists_done: HashSet<(Kind, String)>,
+    /// Of a snapshot: every list is in (set at the end), and the looks at pods deferred until
+    /// then.
+    lists_in: bool,
+    deferred: Vec<(String, String, Touched, At)>,
     file: u32,
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
@@ -229,6 +233,8 @@ impl Analyzer {
             before_dropped: 0,
             history: crate::model::history::History::default(),
             lists_done: HashSet::default(),
+            lists_in: false,
+            deferred: Vec::new(),
             file: 0,
             last_seq: None,
             first_at: None,
@@ -1072,6 +1078,16 @@ impl Analyzer {
 
     /// Lets every detector look at rollout `name` of `ns` and the world around it.
     fn look_at(&mut self, ns: &str, name: &str, touched: Option<&Touched>, now: At, end: bool) {
+        if self.opts.snapshot && !end && !self.lists_in {
+            // One moment, listed kind after kind: judged once every list is in (a rollout
+            // looked at before the list of its canary Ingress would have none). What a pod's
+            // own record shows (its images) is looked at then, in list order.
+            if let Some(t @ Touched::Pod { .. }) = touched {
+                self.deferred
+                    .push((ns.to_owned(), name.to_owned(), t.clone(), now));
+            }
+            return;
+        }
         let Some(track) = self.tracks.get(ns, name) else {
             return;
         };
@@ -1274,6 +1290,12 @@ impl Analyzer {
         let held = std::mem::take(&mut self.held);
         self.findings.splice(0..0, held);
         let last = self.last_pos;
+        if self.opts.snapshot {
+            self.lists_in = true;
+            for (ns, name, touched, at) in std::mem::take(&mut self.deferred) {
+                self.look_at(&ns, &name, Some(&touched), at, false);
+            }
+        }
         if let Some(last) = last {
             let end = At {
                 at: self.end_time(last.at),

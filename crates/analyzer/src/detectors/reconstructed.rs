@@ -610,7 +610,7 @@ impl<'a> Past<'a> {
     fn unknowns(&self) -> Vec<String> {
         let mut unknown = vec![
             "who or what made the second template: the writes to the Rollout before the recording are not kept (its managedFields name only each writer's last)".to_owned(),
-            "the times of an Event series between its first and last (it keeps a count); Events and creation times are whole seconds".to_owned(),
+            "the times of an Event series between its first and last (it keeps only a count); an Event's last time and a ReplicaSet's creation time are whole seconds".to_owned(),
         ];
         unknown.push(match self.kept_from {
             Some(t) => format!(

@@ -159,15 +159,24 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
         eprintln!("saved what was read to {}", path.display());
     }
     if !snap.notes.is_empty() {
-        // One line: most clusters serve a few of the kinds the tool knows.
-        let kinds: Vec<&str> = snap
-            .notes
+        // One line: most clusters serve a few of the kinds the tool knows. The notes read
+        // "KIND in WHERE not listed (...)".
+        let mut by_where: Vec<(String, Vec<String>)> = Vec::new();
+        for note in &snap.notes {
+            let head = note.split(" not listed").next().unwrap_or(note);
+            let (kind, place) = head.split_once(" in ").unwrap_or((head, ""));
+            match by_where.iter_mut().find(|(w, _)| w == place) {
+                Some((_, kinds)) => kinds.push(kind.to_owned()),
+                None => by_where.push((place.to_owned(), vec![kind.to_owned()])),
+            }
+        }
+        let groups: Vec<String> = by_where
             .iter()
-            .map(|n| n.split(" not listed").next().unwrap_or(n))
+            .map(|(place, kinds)| format!("{} in {place}", kinds.join(", ")))
             .collect();
         eprintln!(
-            "not listed (not served or not allowed): {}",
-            kinds.join(", ")
+            "not listed (not served, or not allowed): {}",
+            groups.join("; ")
         );
     }
     let mut analyzer = Analyzer::new(Options {
