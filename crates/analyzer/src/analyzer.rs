@@ -1307,6 +1307,27 @@ impl Analyzer {
                 .map(|(ns, name, _)| (ns.to_owned(), name.to_owned()))
                 .collect();
             self.look(&keys, None, end, true);
+            // A rule still waiting, at the end, for a condition to hold for its grace period:
+            // the recording is too short to decide it (a recording begun after the incident,
+            // seconds long, is).
+            let mut waiting: Vec<(String, String, Timestamp)> = self
+                .due
+                .iter()
+                .filter(|(_, _, t)| **t > end.at)
+                .map(|(ns, name, t)| (ns.to_owned(), name.to_owned(), *t))
+                .collect();
+            waiting.sort();
+            let mut waiting_notes = Vec::new();
+            for (ns, name, t) in waiting {
+                waiting_notes.push((
+                    crate::Subject::new(Kind::Rollout, &ns, &name),
+                    format!(
+                        "rollout {ns}/{name}: when the recording ended at {}, a rule was waiting for a condition it found to hold until {} (its grace period): record longer, or list the cluster with `rollout-forensics now`, which judges one moment as it is",
+                        rfc3339(end.at),
+                        rfc3339(t)
+                    ),
+                ));
+            }
             let deployments: Vec<Key> = self
                 .world
                 .deployments()
@@ -1334,6 +1355,7 @@ impl Analyzer {
                 &mut undecided,
             );
             let rollout = self.opts.rollout.as_ref();
+            undecided.append(&mut waiting_notes);
             self.summary.undecided = undecided
                 .into_iter()
                 .filter(|(r, _)| selects(rollout, &r.namespace, &r.name))
