@@ -131,6 +131,43 @@ fn undecided(report: &Value) -> &Vec<Value> {
     report["recording"]["undecided"].as_array().unwrap()
 }
 
+/// The incident investigated after the fact, on the real cluster as it was left: `now -n NS`
+/// (one list), and a recording begun then, 3 s long, analyzed. Each must name `rules`
+/// reconstructed from the Events and ReplicaSets the cluster kept, as errors where they are.
+fn after_the_fact(c: &real::Cluster, ns: &str, rules: &[&str]) {
+    let mut now = c.forensics();
+    now.args(["now", "-n", ns, "-o", "json"]);
+    let o = run_bounded(now);
+    let now_report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("now's report is not JSON ({e}): {}", text(&o.stderr)));
+    let after = c.home.path().join(format!("{ns}-after.rfr"));
+    let mut record = c.forensics();
+    record
+        .args(["record", "-n", ns, "--duration", "3s", "-o"])
+        .arg(&after);
+    let r = run_bounded(record);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    let mut analyze = c.forensics();
+    analyze.args(["analyze", "-o", "json"]).arg(&after);
+    let a = run_bounded(analyze);
+    let recorded: Value = serde_json::from_slice(&a.stdout).unwrap();
+    for (what, report, code) in [
+        ("now", &now_report, o.status.code()),
+        ("a recording begun after", &recorded, a.status.code()),
+    ] {
+        assert_eq!(code, Some(1), "{what}: {report}");
+        for rule in rules {
+            let found = of_rule(report, rule);
+            assert!(
+                found.iter().any(|f| f["reconstructed"]["from"]
+                    .as_array()
+                    .is_some_and(|from| !from.is_empty())),
+                "{what} reconstructs {rule}: {report}"
+            );
+        }
+    }
+}
+
 /// `wait APP -n NS --new-revision -o json` (and `extra`; `--for pause` unless it says another)
 /// running against the
 /// cluster, recording what it watched, with what it prints.
@@ -274,6 +311,17 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     assert_eq!(end["pod_hash"], second.as_str(), "{end}");
     assert_eq!(end["stable_rs"], stable.as_str(), "{end}");
     assert_eq!(end["step_index"], 1, "{end}");
+    // The on-call paged now, and the postmortem: from what the cluster kept.
+    after_the_fact(
+        &c,
+        &ns.name,
+        &[
+            "rerender-restart",
+            "pause-lost",
+            "config-only-rerender",
+            "double-render",
+        ],
+    );
 }
 
 /// `wait --for pause --new-revision` answers at the new revision's pause whether it starts
@@ -1538,6 +1586,17 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         first_left,
         Some(0),
         "the real controller scales the replaced preview revision down: {sets:?}"
+    );
+    // Investigated while still paused, after the fact.
+    after_the_fact(
+        &c,
+        &ns.name,
+        &[
+            "rerender-restart",
+            "pause-lost",
+            "config-only-rerender",
+            "double-render",
+        ],
     );
     plugin(&c, &ns.name, &["promote", APP]);
     ns.wait_status(APP, "Healthy on the second render", |s| {
