@@ -86,9 +86,12 @@ pub fn check_import(path: &Path, from: crate::commands::import::From) -> anyhow:
             "a kubectl capture is the JSON that kubectl get -w -o json prints",
         )),
         (Looks::Binary | Looks::Text, From::Events) => Err(wrong(
-            "an Events export is the JSON that kubectl get events -o json prints, or JSON lines of Events",
+            "an Events export is the JSON that kubectl get events -o json prints, or JSON lines of Events (a controller's log imports with --from controller-log)",
         )),
-        (Looks::AuditLog, From::KubectlWatch | From::Events) => {
+        (Looks::Binary, From::ControllerLog) => Err(wrong(
+            "the controller's log is the text (or JSON lines) kubectl logs prints",
+        )),
+        (Looks::AuditLog, From::KubectlWatch | From::Events | From::ControllerLog) => {
             Err(wrong("import it with --from audit-log"))
         }
         (Looks::KubectlCapture, From::AuditLog) => Err(wrong(

@@ -131,10 +131,16 @@ fn undecided(report: &Value) -> &Vec<Value> {
     report["recording"]["undecided"].as_array().unwrap()
 }
 
+/// How long the real controller's log is now.
+fn controller_log_len(c: &real::Cluster) -> u64 {
+    std::fs::metadata(c.dir.join("rollouts-controller.log")).map_or(0, |m| m.len())
+}
+
 /// The incident investigated after the fact, on the real cluster as it was left: `now -n NS`
-/// (one list), and a recording begun then, 3 s long, analyzed. Each must name `rules`
-/// reconstructed from the Events and ReplicaSets the cluster kept, as errors where they are.
-fn after_the_fact(c: &real::Cluster, ns: &str, rules: &[&str]) {
+/// (one list), a recording begun then, 3 s long, and the real controller's log since
+/// `log_from` (its length when the test began), imported; each analyzed. Each must name
+/// `rules` reconstructed (the log, which holds no pod template, the restart and the lost pause).
+fn after_the_fact(c: &real::Cluster, ns: &str, rules: &[&str], log_from: u64) {
     let mut now = c.forensics();
     now.args(["now", "-n", ns, "-o", "json"]);
     let o = run_bounded(now);
@@ -151,9 +157,38 @@ fn after_the_fact(c: &real::Cluster, ns: &str, rules: &[&str]) {
     analyze.args(["analyze", "-o", "json"]).arg(&after);
     let a = run_bounded(analyze);
     let recorded: Value = serde_json::from_slice(&a.stdout).unwrap();
-    for (what, report, code) in [
-        ("now", &now_report, o.status.code()),
-        ("a recording begun after", &recorded, a.status.code()),
+    // The real controller's log of this run (from `log_from`), imported.
+    let log = std::fs::read(c.dir.join("rollouts-controller.log")).unwrap();
+    let log_file = c.home.path().join(format!("{ns}-controller.log"));
+    let from = usize::try_from(log_from).unwrap().min(log.len());
+    std::fs::write(&log_file, &log[from..]).unwrap();
+    let imported = c.home.path().join(format!("{ns}-controller-log.rfr"));
+    let mut import = c.forensics();
+    import
+        .args(["import", "--from", "controller-log"])
+        .arg(&log_file)
+        .arg("-o")
+        .arg(&imported);
+    let i = run_bounded(import);
+    assert_eq!(i.status.code(), Some(0), "{}", text(&i.stderr));
+    let mut analyze = c.forensics();
+    analyze.args(["analyze", "-o", "json"]).arg(&imported);
+    let l = run_bounded(analyze);
+    let from_log: Value = serde_json::from_slice(&l.stdout).unwrap();
+    let log_rules: Vec<&str> = rules
+        .iter()
+        .copied()
+        .filter(|r| ["rerender-restart", "pause-lost"].contains(r))
+        .collect();
+    for (what, report, code, rules) in [
+        ("now", &now_report, o.status.code(), rules),
+        ("a recording begun after", &recorded, a.status.code(), rules),
+        (
+            "the controller's log",
+            &from_log,
+            l.status.code(),
+            log_rules.as_slice(),
+        ),
     ] {
         assert_eq!(code, Some(1), "{what}: {report}");
         for rule in rules {
@@ -238,6 +273,7 @@ impl Waiting {
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     let c = cluster();
+    let log_from = controller_log_len(&c);
     let ns = Namespace::new(&c, "seed");
     let file = c.home.path().join("seed.rfr");
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
@@ -321,6 +357,7 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
             "config-only-rerender",
             "double-render",
         ],
+        log_from,
     );
 }
 
@@ -1522,6 +1559,7 @@ fn selected_hash(c: &real::Cluster, ns: &str, service: &str) -> Option<String> {
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
     let c = cluster();
+    let log_from = controller_log_len(&c);
     let ns = Namespace::new(&c, "bluegreen");
     let file = rec_path(&c, "bluegreen");
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
@@ -1597,6 +1635,7 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
             "config-only-rerender",
             "double-render",
         ],
+        log_from,
     );
     plugin(&c, &ns.name, &["promote", APP]);
     ns.wait_status(APP, "Healthy on the second render", |s| {

@@ -370,3 +370,50 @@ fn issue_28_an_audit_log_is_judged_until_its_last_line() {
         "{rules:?}"
     );
 }
+
+/// The real controller's log of the seed incident (text format, as it wrote it in the
+/// real-cluster suite), imported: the Events it logged explain the restart and the lost pause,
+/// reconstructed, with each time from its line.
+#[test]
+fn issue_47_the_real_controllers_log_explains_the_seed_incident() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings/real/seed-rerender-at-pause.controller.log.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("log.rfr");
+    let o = run(&[
+        "import",
+        "--from",
+        "controller-log",
+        path(&log),
+        "-o",
+        path(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("wrote 21 records (21 Event)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["analyze", "-o", "json", path(&out)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<(&str, bool)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["reconstructed"].is_object()))
+        .collect();
+    assert_eq!(
+        found,
+        [("rerender-restart", true), ("pause-lost", true)],
+        "{report}"
+    );
+    // An Events export is not a log, and a log is not an Events export.
+    let o = run(&["import", "--from", "events", path(&log), "-o", path(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--from controller-log"),
+        "{}",
+        stderr(&o)
+    );
+}

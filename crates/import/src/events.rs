@@ -83,10 +83,23 @@ pub fn events(inputs: Vec<Input>) -> Result<Imported> {
             format!("{n} document(s): {what}; skipped"),
         ));
     }
-    let Some(at) = latest.values().map(|(_, t, _)| *t).max() else {
-        return Err(Error::NoInput);
-    };
-    // One list, at the time of the last Event: ListBegin, the Events, ListEnd.
+    let events: Vec<(Value, Timestamp)> = latest.into_values().map(|(v, t, _)| (v, t)).collect();
+    Ok(one_list(
+        events,
+        "import:events",
+        &[("source", "events"), ("times", "the Events' own")],
+        warnings,
+    ))
+}
+
+/// Events as one list at the time of the last: ListBegin, the Events oldest first, ListEnd.
+pub(crate) fn one_list(
+    mut events: Vec<(Value, Timestamp)>,
+    context: &str,
+    notes: &[(&str, &str)],
+    warnings: Vec<Diagnostic>,
+) -> Imported {
+    let at = events.iter().map(|(_, t)| *t).max().unwrap_or(Timestamp(0));
     let mut builder = Builder::default();
     let marker = ObjectMeta {
         namespace: String::new(),
@@ -95,8 +108,7 @@ pub fn events(inputs: Vec<Input>) -> Result<Imported> {
         resource_version: String::new(),
     };
     builder.push(at, 0, Kind::Event, Op::ListBegin, &marker, None, None);
-    let mut events: Vec<(Value, Timestamp)> =
-        latest.into_values().map(|(v, t, _)| (v, t)).collect();
+    // Stable: Events of one time keep their input order.
     events.sort_by_key(|(_, t)| *t);
     let n = events.len() as u64;
     for (i, (event, _)) in events.iter().enumerate() {
@@ -112,11 +124,7 @@ pub fn events(inputs: Vec<Input>) -> Result<Imported> {
         );
     }
     builder.push(at, n + 1, Kind::Event, Op::ListEnd, &marker, None, None);
-    Ok(builder.finish(
-        "import:events",
-        &[("source", "events"), ("times", "the Events' own")],
-        warnings,
-    ))
+    builder.finish(context, notes, warnings)
 }
 
 /// The Events in a document: itself, a `List`'s items, a watch event's object, an exporter's

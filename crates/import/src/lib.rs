@@ -30,6 +30,9 @@
 //!   time of the last: the history a recording's first list holds, which `analyze`
 //!   reconstructs from.
 //!
+//! - [`controller_log`]: the Argo Rollouts controller's logs (text or JSON): each line that logs
+//!   an Event it emitted becomes that Event, listed as [`events`] lists them.
+//!
 //! Each produces an [`Imported`]: a header, records with `seq` from 1 in time order (from a
 //! watch capture or an audit log the first sight of an object is `Added`: there is no initial
 //! list), and the warnings met ([`Diagnostic`]s, `file:line: message`). Every object goes
@@ -50,6 +53,7 @@
 
 mod audit;
 mod build;
+mod controller_log;
 mod error;
 mod events;
 mod input;
@@ -58,6 +62,7 @@ mod patch;
 
 pub use audit::audit_log;
 pub use build::Imported;
+pub use controller_log::controller_log;
 pub use error::{Error, Result};
 pub use events::events;
 pub use input::{Diagnostic, Input, MAX_INPUT_BYTES};

@@ -414,6 +414,7 @@ impl<'a> Past<'a> {
         let just_after = When {
             lo: to.lo,
             hi: to.hi.saturating_add(2_000_000_000),
+            order: None,
         };
         for o in self.events {
             let said = Said::of(o);
@@ -542,6 +543,7 @@ impl<'a> Past<'a> {
             let just_after = When {
                 lo: to.lo,
                 hi: to.hi.saturating_add(1_000_000_000),
+                order: None,
             };
             for r in self.events.iter().filter(|r| Said::of(r) == Said::Resumed) {
                 if r.within(at, to) == Within::Yes {

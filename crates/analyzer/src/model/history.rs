@@ -15,6 +15,10 @@ use crate::input::view::EventView;
 pub(crate) struct When {
     pub lo: i64,
     pub hi: i64,
+    /// Its place in a log that wrote it (the log, the line), when it came from one: one
+    /// controller writes its log in order, so two times of one log in the same second are
+    /// ordered by their lines.
+    pub order: Option<(u64, u64)>,
 }
 
 const SECOND: i64 = 1_000_000_000;
@@ -26,6 +30,7 @@ impl When {
         When {
             lo,
             hi: lo.saturating_add(SECOND),
+            order: None,
         }
     }
 
@@ -34,6 +39,7 @@ impl When {
         When {
             lo: t.0,
             hi: t.0.saturating_add(1),
+            order: None,
         }
     }
 
@@ -48,8 +54,16 @@ impl When {
         } else if self.lo >= other.hi {
             Some(false)
         } else {
-            None
+            match (self.order, other.order) {
+                (Some((log, a)), Some((other_log, b))) if log == other_log && a != b => Some(a < b),
+                _ => None,
+            }
         }
+    }
+
+    /// The same time, placed at `line` of log `log`.
+    fn in_log(self, order: Option<(u64, u64)>) -> When {
+        When { order, ..self }
     }
 
     /// Whether it was after `from` and before `to`.
@@ -142,6 +156,17 @@ pub(crate) enum Within {
     No,
 }
 
+/// Where an Event imported from a controller's log was written: `rollout-forensics import
+/// --from controller-log` names each `ROLLOUT.log-LINE-INPUT`. (The log, the line.)
+fn log_line(name: &str) -> Option<(u64, u64)> {
+    name.match_indices(".log-").find_map(|(i, _)| {
+        let place = &name[i + 5..];
+        let (line, input) = place.split_once('-')?;
+        let line = line.parse().ok()?;
+        Some((crate::base::digest(input.as_bytes()), line))
+    })
+}
+
 /// The nanosecond an Event was first made, from its name (`OBJECT.HEX`), when it agrees with
 /// its first time (`first`, whole seconds): the client-go recorder names Events so.
 fn exact_first(name: &str, first: Timestamp) -> Option<Timestamp> {
@@ -185,6 +210,8 @@ impl History {
             None if exact => When::exact(first),
             None => When::second(first),
         };
+        let order = log_line(name);
+        let first = first.in_log(order);
         let last = if count > 1 { When::second(last) } else { first };
         let ns = if about.namespace.is_empty() {
             namespace
@@ -506,6 +533,19 @@ mod tests {
         assert_eq!(a.before(b), Some(true));
         assert_eq!(b.before(a), Some(false));
         assert_eq!(When::second(Timestamp(5)).before(b), None);
+    }
+
+    #[test]
+    fn two_lines_of_one_log_in_one_second_are_ordered_by_their_lines() {
+        let t = When::second(parse("2026-12-06T07:54:44Z"));
+        let at = |name: &str| t.in_log(log_line(name));
+        let (a, b) = (at("r.log-7-controller.log"), at("r.log-9-controller.log"));
+        assert_eq!(a.before(b), Some(true));
+        assert_eq!(b.before(a), Some(false));
+        // Another log, or no log: the second says nothing of the order.
+        assert_eq!(a.before(at("r.log-9-other.log")), None);
+        assert_eq!(a.before(t), None);
+        assert_eq!(log_line("checkout-api.18ed4a4607f39820"), None);
     }
 
     fn parse(s: &str) -> Timestamp {

@@ -1,5 +1,6 @@
-//! `rollout-forensics import --from kubectl-watch|audit-log|events FILE... -o OUT`: turn a
-//! kubectl watch capture, an API server audit log or an export of Events into a recording.
+//! `rollout-forensics import --from kubectl-watch|audit-log|events|controller-log FILE... -o OUT`:
+//! turn a kubectl watch capture, an API server audit log, an export of Events or the Argo
+//! Rollouts controller's logs into a recording.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
@@ -24,6 +25,9 @@ pub enum From {
     /// Exported Kubernetes Events (`kubectl get events -A -o json`, `kubectl get events -w -o
     /// json`, an event exporter's JSON lines): read as the history before a recording.
     Events,
+    /// The Argo Rollouts controller's logs (`kubectl logs -n argo-rollouts deploy/argo-rollouts`,
+    /// text or JSON): the Events it logged, read as the history before a recording.
+    ControllerLog,
 }
 
 #[derive(Debug, Args)]
@@ -61,6 +65,7 @@ pub fn run(args: &ImportArgs, _out: &mut dyn Write) -> Result<Exit> {
         From::KubectlWatch => rf_import::kubectl_watch(inputs),
         From::AuditLog => rf_import::audit_log(inputs),
         From::Events => rf_import::events(inputs),
+        From::ControllerLog => rf_import::controller_log(inputs),
     }
     .context("import failed")?;
     for w in &imported.warnings {
