@@ -282,3 +282,146 @@ fn issue_28_captures_with_extra_kinds_in_any_order_have_the_native_findings() {
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+/// An audit event as GKE's Cloud Logging holds it: a LogEntry whose `protoPayload` (an
+/// AuditLog of service `k8s.io`) names the method and resource, the user, the request and the
+/// response (each with an `@type`).
+fn as_gke_entry(event: &serde_json::Value) -> serde_json::Value {
+    let r = &event["objectRef"];
+    let group = r["apiGroup"]
+        .as_str()
+        .filter(|g| !g.is_empty())
+        .unwrap_or("core");
+    let version = r["apiVersion"].as_str().unwrap();
+    let resource = r["resource"].as_str().unwrap();
+    let sub = r["subresource"].as_str();
+    let mut method = format!("io.k8s.{group}.{version}.{resource}");
+    let mut name = format!(
+        "{group}/{version}/namespaces/{}/{resource}",
+        r["namespace"].as_str().unwrap()
+    );
+    if let Some(n) = r["name"].as_str() {
+        name.push_str(&format!("/{n}"));
+    }
+    if let Some(s) = sub {
+        method.push_str(&format!(".{s}"));
+        name.push_str(&format!("/{s}"));
+    }
+    method.push_str(&format!(".{}", event["verb"].as_str().unwrap()));
+    let typed = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("@type".to_owned(), serde_json::json!("k8s.io/Object"));
+        }
+        v
+    };
+    let code = event["responseStatus"]["code"].as_u64().unwrap_or(200);
+    serde_json::json!({
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "serviceName": "k8s.io",
+            "methodName": method,
+            "resourceName": name,
+            "authenticationInfo": {"principalEmail": event["user"]["username"]},
+            "request": typed(&event["requestObject"]),
+            "response": typed(&event["responseObject"]),
+            "status": if code < 400 { serde_json::json!({}) } else { serde_json::json!({"code": 7}) },
+        },
+        "insertId": event["auditID"],
+        "operation": {"id": event["auditID"], "producer": "k8s.io", "first": true, "last": true},
+        "resource": {"type": "k8s_cluster", "labels": {"cluster_name": "prod"}},
+        "timestamp": event["stageTimestamp"],
+        "logName": "projects/p/logs/cloudaudit.googleapis.com%2Factivity",
+    })
+}
+
+/// What each import gives that the analysis reads: the records and their objects.
+fn records_of(imp: &Imported) -> Vec<(Kind, String, String, String, Vec<u8>)> {
+    imp.records
+        .iter()
+        .map(|r| {
+            (
+                r.kind.clone(),
+                r.op.name().to_owned(),
+                r.namespace.clone(),
+                r.name.clone(),
+                r.object.clone(),
+            )
+        })
+        .collect()
+}
+
+/// GKE's and EKS's exports of a scenario's audit log import as the log itself does: the
+/// same records, hence the same findings. GKE's shape follows its Cloud Audit Logs entries
+/// (`gcloud logging read --format=json`); EKS's, CloudWatch Logs' `filter-log-events` JSON
+/// (pages concatenated) and an export to S3 (`TIMESTAMP MESSAGE` lines).
+#[test]
+fn issue_47_gke_and_eks_audit_exports_import_as_the_audit_log_does() {
+    for s in catalog() {
+        let rec = generate(s.name).unwrap();
+        let log = to_audit_log(&rec);
+        let events: Vec<serde_json::Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let plain = from_audit(&rec);
+        // GKE: one JSON array of entries, and a non-Kubernetes entry among them.
+        let mut entries: Vec<serde_json::Value> = events.iter().map(as_gke_entry).collect();
+        entries.insert(0, serde_json::json!({"protoPayload": {"serviceName": "container.googleapis.com", "methodName": "google.container.v1.ClusterManager.GetCluster"}, "timestamp": "2026-03-14T12:00:00Z"}));
+        let gke = rf_import::gke_audit(vec![input(
+            "gke.json",
+            serde_json::to_string_pretty(&entries).unwrap(),
+        )])
+        .unwrap();
+        assert_eq!(records_of(&gke), records_of(&plain), "{}: GKE", s.name);
+        assert_eq!(gke.header.notes["source"], "gke-audit");
+        assert!(
+            gke.warnings.iter().any(|w| w
+                .to_string()
+                .contains("1 entr(ies) that record no Kubernetes API request")),
+            "{}: {:?}",
+            s.name,
+            gke.warnings
+        );
+        // EKS: two pages of filter-log-events, and the same as an S3 export.
+        let messages: Vec<serde_json::Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(i, l)| serde_json::json!({"logStreamName": "kube-apiserver-audit-1", "timestamp": 1_773_493_200_000_i64 + i as i64, "message": l, "ingestionTime": 0, "eventId": i.to_string()}))
+            .collect();
+        let half = messages.len() / 2;
+        let pages = format!(
+            "{}\n{}\n",
+            serde_json::json!({"events": &messages[..half], "searchedLogStreams": [], "nextToken": "t"}),
+            serde_json::json!({"events": &messages[half..], "searchedLogStreams": []})
+        );
+        let s3: String = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| format!("2026-03-14T13:00:00.000Z {l}\n"))
+            .collect();
+        for (what, text) in [("filter-log-events", pages), ("S3 export", s3)] {
+            let eks = rf_import::eks_audit(vec![input("eks.json", text)]).unwrap();
+            assert_eq!(
+                records_of(&eks),
+                records_of(&plain),
+                "{}: EKS {what}",
+                s.name
+            );
+            assert_eq!(
+                findings(&imported(&eks)),
+                findings(&imported(&plain)),
+                "{}: EKS {what}",
+                s.name
+            );
+        }
+        assert_eq!(
+            findings(&imported(&gke)),
+            findings(&imported(&plain)),
+            "{}",
+            s.name
+        );
+    }
+}

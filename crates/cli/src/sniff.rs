@@ -88,6 +88,12 @@ pub fn check_import(path: &Path, from: crate::commands::import::From) -> anyhow:
         (Looks::Binary | Looks::Text, From::Events) => Err(wrong(
             "an Events export is the JSON that kubectl get events -o json prints, or JSON lines of Events (a controller's log imports with --from controller-log)",
         )),
+        (Looks::Binary, From::GkeAudit | From::EksAudit) => Err(wrong(
+            "a cloud's audit log export is JSON (or, from S3, lines of a time and JSON)",
+        )),
+        (Looks::Text, From::GkeAudit) => Err(wrong(
+            "GKE's audit log is the JSON that gcloud logging read --format=json prints",
+        )),
         (Looks::Binary, From::ControllerLog) => Err(wrong(
             "the controller's log is the text (or JSON lines) kubectl logs prints",
         )),

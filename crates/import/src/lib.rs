@@ -25,6 +25,9 @@
 //!   directives are not understood (they are dropped with a warning). A write whose state cannot be
 //!   known (no base for a patch; `Metadata` level) becomes a `Gap` record that says so.
 //!
+//! - [`gke_audit`] and [`eks_audit`]: the audit logs of GKE (`gcloud logging read
+//!   --format=json`) and EKS (CloudWatch Logs exports), each entry turned into the
+//!   `audit.k8s.io/v1` Event it records and read as [`audit_log`] reads those.
 //! - [`events`]: exported Events (`kubectl get events -A -o json`, `kubectl get events -w -o
 //!   json`, an event exporter's JSON lines), as one list of the latest version of each at the
 //!   time of the last: the history a recording's first list holds, which `analyze`
@@ -53,6 +56,7 @@
 
 mod audit;
 mod build;
+mod cloud;
 mod controller_log;
 mod error;
 mod events;
@@ -62,6 +66,7 @@ mod patch;
 
 pub use audit::audit_log;
 pub use build::Imported;
+pub use cloud::{eks_audit, gke_audit};
 pub use controller_log::controller_log;
 pub use error::{Error, Result};
 pub use events::events;

@@ -1,6 +1,6 @@
-//! `rollout-forensics import --from kubectl-watch|audit-log|events|controller-log FILE... -o OUT`:
-//! turn a kubectl watch capture, an API server audit log, an export of Events or the Argo
-//! Rollouts controller's logs into a recording.
+//! `rollout-forensics import --from SOURCE FILE... -o OUT`: turn a kubectl watch capture, an
+//! API server audit log (plain, GKE's or EKS's), an export of Events or the Argo Rollouts
+//! controller's logs into a recording.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
@@ -22,6 +22,12 @@ pub enum From {
     KubectlWatch,
     /// API server audit log: audit.k8s.io/v1 Event JSON lines, plain or gzip.
     AuditLog,
+    /// GKE's Kubernetes audit log, as `gcloud logging read --format=json` prints it (or a log
+    /// sink's JSON lines).
+    GkeAudit,
+    /// EKS's control-plane audit log, as CloudWatch Logs exports it (`aws logs
+    /// filter-log-events`, `get-log-events`, an export to S3).
+    EksAudit,
     /// Exported Kubernetes Events (`kubectl get events -A -o json`, `kubectl get events -w -o
     /// json`, an event exporter's JSON lines): read as the history before a recording.
     Events,
@@ -64,6 +70,8 @@ pub fn run(args: &ImportArgs, _out: &mut dyn Write) -> Result<Exit> {
     let imported = match args.from {
         From::KubectlWatch => rf_import::kubectl_watch(inputs),
         From::AuditLog => rf_import::audit_log(inputs),
+        From::GkeAudit => rf_import::gke_audit(inputs),
+        From::EksAudit => rf_import::eks_audit(inputs),
         From::Events => rf_import::events(inputs),
         From::ControllerLog => rf_import::controller_log(inputs),
     }
