@@ -899,3 +899,147 @@ fn issue_47_the_real_recordings_cut_at_their_end_reconstruct_their_restarts() {
     }
     eprintln!("{}", table.join("\n"));
 }
+
+/// An Event about a Rollout, reduced to its shape: its reason, and its message with the
+/// rollout's namespace and name, hashes and numbers replaced.
+fn event_shapes(name: &str) -> std::collections::BTreeSet<String> {
+    let (_, records, _) = read(name);
+    let mut shapes = std::collections::BTreeSet::new();
+    for r in records
+        .iter()
+        .filter(|r| r.kind == rf_format::Kind::Event && !r.object.is_empty())
+    {
+        let e: serde_json::Value = serde_json::from_slice(&r.object).unwrap();
+        if e["involvedObject"]["kind"] != "Rollout" {
+            continue;
+        }
+        let rollout = e["involvedObject"]["name"].as_str().unwrap();
+        let ns = e["involvedObject"]["namespace"].as_str().unwrap();
+        let message = e["message"]
+            .as_str()
+            .unwrap()
+            .replace(&format!("{ns}/{rollout}"), "NS/NAME")
+            .replace(rollout, "NAME");
+        let mut shape = String::new();
+        let mut word = String::new();
+        let flush = |word: &mut String, shape: &mut String| {
+            let hex = word.len() >= 8 && word.chars().all(|c| c.is_ascii_hexdigit());
+            if hex && word.chars().any(|c| c.is_ascii_digit()) {
+                shape.push_str("HASH");
+            } else {
+                // Numbers, also in durations (`30s`), as N.
+                let mut last_digit = false;
+                for c in word.chars() {
+                    if c.is_ascii_digit() {
+                        if !last_digit {
+                            shape.push('N');
+                        }
+                        last_digit = true;
+                    } else {
+                        shape.push(c);
+                        last_digit = false;
+                    }
+                }
+            }
+            word.clear();
+        };
+        for c in message.chars() {
+            if c.is_ascii_alphanumeric() {
+                word.push(c);
+            } else {
+                flush(&mut word, &mut shape);
+                shape.push(c);
+            }
+        }
+        flush(&mut word, &mut shape);
+        shapes.insert(format!("{} {shape}", e["reason"].as_str().unwrap()));
+    }
+    shapes
+}
+
+/// The simulator's Events about its rollouts have the reasons and message formats of the real
+/// controller's (each one the real controller wrote in some recording), which `analyze` reads
+/// to reconstruct a history: a scenario cut at any point reads as a real cluster would.
+#[test]
+fn issue_47_the_simulators_events_are_worded_as_the_real_controllers() {
+    let real: std::collections::BTreeSet<String> = real_recordings()
+        .iter()
+        .flat_map(|n| event_shapes(n))
+        .collect();
+    assert!(real.len() >= 10, "{real:?}");
+    let mut seen = 0;
+    for s in rf_scenarios::catalog() {
+        for shape in event_shapes(s.name) {
+            seen += 1;
+            assert!(
+                real.contains(&shape),
+                "{}: {shape:?} is not the real controller's",
+                s.name
+            );
+        }
+    }
+    assert!(seen > 20, "the scenarios emit Events about their rollouts");
+}
+
+/// Every recording cut at a quarter, half and three quarters of its span, the lists judged as
+/// `now` judges them: the restarts reconstructed are restarts the recording shows up to then
+/// (never one it does not), and a restart it shows is reconstructed or said to be undecided.
+#[test]
+fn issue_47_recordings_cut_anywhere_reconstruct_only_what_happened_before_the_cut() {
+    let restart_rules = [Rule::RerenderRestart, Rule::PauseLost, Rule::RestartChurn];
+    let simulated = rf_scenarios::catalog().iter().map(|s| s.name.to_owned());
+    let mut restarts_seen = 0;
+    for name in real_recordings().into_iter().chain(simulated) {
+        let (header, records, closed_at) = read(&name);
+        let start = records.first().unwrap().observed_at.0;
+        for quarter in 1..4 {
+            let at = rf_format::Timestamp(start + (closed_at.0 - start) * quarter / 4);
+            let of = |r: &Report| -> Vec<Rule> {
+                let mut v: Vec<Rule> = r
+                    .findings
+                    .iter()
+                    .filter(|f| restart_rules.contains(&f.rule))
+                    .map(|f| f.rule)
+                    .collect();
+                v.sort();
+                v.dedup();
+                v
+            };
+            let truth = of(&analyze_with(
+                &name,
+                Options {
+                    until: Some(at),
+                    ..Options::default()
+                },
+            ));
+            let cut = analyze_records_with(
+                &name,
+                &header,
+                &cut_at(&records, at),
+                Options {
+                    snapshot: true,
+                    ..Options::default()
+                },
+            );
+            let found = of(&cut);
+            assert!(
+                found.iter().all(|r| truth.contains(r)),
+                "{name} cut at {quarter}/4: {found:?} reconstructed, {truth:?} happened"
+            );
+            if truth.contains(&Rule::RerenderRestart) {
+                restarts_seen += 1;
+                assert!(
+                    found.contains(&Rule::RerenderRestart)
+                        || cut
+                            .recording
+                            .undecided
+                            .iter()
+                            .any(|n| n.contains("cannot be decided")),
+                    "{name} cut at {quarter}/4: the restart is neither reconstructed nor undecided: {:?}",
+                    cut.recording.undecided
+                );
+            }
+        }
+    }
+    assert!(restarts_seen >= 10, "{restarts_seen}");
+}
