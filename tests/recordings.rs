@@ -1043,3 +1043,55 @@ fn issue_47_recordings_cut_anywhere_reconstruct_only_what_happened_before_the_cu
     }
     assert!(restarts_seen >= 10, "{restarts_seen}");
 }
+
+/// Live (a recorder started after the incident, `record --live`, `watch`, the metrics): once
+/// the first lists are all in, the next live check hands over the reconstructed restart; the
+/// report at the end holds it once.
+#[test]
+fn issue_47_a_live_recorder_started_after_the_incident_reports_the_reconstructed_restart() {
+    let name = "real/seed-rerender-at-pause";
+    let (header, records, closed_at) = read(name);
+    let cut = cut_at(&records, closed_at);
+    let mut header = header;
+    // The cut lists these kinds, in the recording's namespace.
+    header.source.kinds = {
+        let mut kinds: Vec<rf_format::Kind> = Vec::new();
+        for r in &cut {
+            if !kinds.contains(&r.kind) {
+                kinds.push(r.kind.clone());
+            }
+        }
+        kinds
+    };
+    header.source.namespaces = vec![String::new()];
+    let mut a = Analyzer::new(Options::default());
+    a.begin_file("(live)", header.format_version, &header);
+    let mut live: Vec<rf_analyzer::Finding> = Vec::new();
+    let (last, lists) = cut.split_last().unwrap();
+    for r in lists {
+        a.push(r, rf_analyzer::Prepared::of(r), &mut live);
+    }
+    // Before the last list ends: nothing reconstructed yet.
+    a.live_checks(closed_at, &mut live);
+    assert!(live.iter().all(|f| f.reconstructed.is_none()), "{live:?}");
+    a.push(last, rf_analyzer::Prepared::of(last), &mut live);
+    a.live_checks(rf_format::Timestamp(closed_at.0 + 1), &mut live);
+    let rules: Vec<Rule> = live
+        .iter()
+        .filter(|f| f.reconstructed.is_some())
+        .map(|f| f.rule)
+        .collect();
+    assert!(rules.contains(&Rule::RerenderRestart), "{rules:?}");
+    a.end_file(
+        FileEnd::Closed,
+        Some(rf_format::Timestamp(closed_at.0 + 2)),
+        None,
+    );
+    let report = a.finish();
+    let restarts = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::RerenderRestart)
+        .count();
+    assert_eq!(restarts, 1, "once in the report");
+}

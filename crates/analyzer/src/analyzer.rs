@@ -181,6 +181,11 @@ pub struct Analyzer {
     /// then.
     lists_in: bool,
     deferred: Vec<(String, String, Touched, At)>,
+    /// The first file's lists, by kind and namespace, as its header names them: once they are
+    /// all in, a live caller gets the history before the recording reconstructed.
+    first_lists: Vec<(Kind, String)>,
+    /// The history before the recording was reconstructed already (live), with these notes.
+    reconstructed: Option<Vec<(crate::Subject, String)>>,
     file: u32,
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
@@ -235,6 +240,8 @@ impl Analyzer {
             lists_done: HashSet::default(),
             lists_in: false,
             deferred: Vec::new(),
+            first_lists: Vec::new(),
+            reconstructed: None,
             file: 0,
             last_seq: None,
             first_at: None,
@@ -269,6 +276,19 @@ impl Analyzer {
             }
         }
         self.last_seq = None;
+        if index == 0 {
+            let namespaces: Vec<String> = if header.source.namespaces.is_empty() {
+                vec![String::new()]
+            } else {
+                header.source.namespaces.clone()
+            };
+            self.first_lists = header
+                .source
+                .kinds
+                .iter()
+                .flat_map(|k| namespaces.iter().map(move |ns| (k.clone(), ns.clone())))
+                .collect();
+        }
         for ns in &header.source.namespaces {
             if !self.namespaces.contains_key(ns) {
                 self.namespaces.insert(ns.clone(), false);
@@ -511,6 +531,23 @@ impl Analyzer {
         let tracks: Vec<&RolloutTrack> = self.tracks.values().collect();
         for d in &mut self.detectors {
             d.on_live(&tracks, &self.world, at, &mut self.findings);
+        }
+        // What the first lists hold of the time before: once they are all in.
+        let all_in = !self.first_lists.is_empty()
+            && self
+                .first_lists
+                .iter()
+                .all(|(k, ns)| self.lists_done.contains(&(k.clone(), ns.clone())));
+        if self.reconstructed.is_none() && all_in {
+            let mut notes = Vec::new();
+            crate::detectors::reconstructed::reconstruct(
+                &self.history,
+                &tracks,
+                at,
+                &mut self.findings,
+                &mut notes,
+            );
+            self.reconstructed = Some(notes);
         }
         self.hand_over(before, sink);
     }
@@ -1347,13 +1384,17 @@ impl Analyzer {
                     &mut undecided,
                 );
             }
-            crate::detectors::reconstructed::reconstruct(
-                &self.history,
-                &tracks,
-                end,
-                &mut self.findings,
-                &mut undecided,
-            );
+            match self.reconstructed.take() {
+                // Reconstructed live already: its findings were made then.
+                Some(mut notes) => undecided.append(&mut notes),
+                None => crate::detectors::reconstructed::reconstruct(
+                    &self.history,
+                    &tracks,
+                    end,
+                    &mut self.findings,
+                    &mut undecided,
+                ),
+            }
             let rollout = self.opts.rollout.as_ref();
             undecided.append(&mut waiting_notes);
             self.summary.undecided = undecided
