@@ -826,6 +826,30 @@ fn issue_47_the_real_recordings_cut_at_their_end_reconstruct_their_restarts() {
         if full_rules.contains(&Rule::RerenderRestart) {
             assert!(cut_rules.contains(&Rule::RerenderRestart), "{name}");
         }
+        // Where an Argo CD Application renders the rollout, its history names the syncs that
+        // made the two templates.
+        if name == "gitops-double-render" {
+            let render = cut
+                .findings
+                .iter()
+                .find(|f| f.rule == Rule::DoubleRender)
+                .unwrap();
+            let from = &render.reconstructed.as_ref().unwrap().from;
+            assert_eq!(
+                from.iter()
+                    .filter(|l| l.contains("synced revision"))
+                    .count(),
+                2,
+                "{from:?}"
+            );
+            assert!(
+                render
+                    .remedy
+                    .commands
+                    .iter()
+                    .any(|c| c.starts_with("argocd app history"))
+            );
+        }
         // Judged as one snapshot (as `now` does), once every list is in: the same restarts,
         // and no error the full recording does not show. (Of seed 002's analysis the full
         // recording names the cause, analysis-without-traffic; the snapshot, with no

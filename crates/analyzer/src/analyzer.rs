@@ -543,6 +543,7 @@ impl Analyzer {
             crate::detectors::reconstructed::reconstruct(
                 &self.history,
                 &tracks,
+                &self.world,
                 at,
                 &mut self.findings,
                 &mut notes,
@@ -1390,6 +1391,7 @@ impl Analyzer {
                 None => crate::detectors::reconstructed::reconstruct(
                     &self.history,
                     &tracks,
+                    &self.world,
                     end,
                     &mut self.findings,
                     &mut undecided,

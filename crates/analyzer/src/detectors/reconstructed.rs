@@ -27,6 +27,7 @@ use crate::base::time::{human_duration, rfc3339};
 use crate::model::diff::{Change, diff_json, only_annotations};
 use crate::model::history::{History, Occurrence, Said, When, Within};
 use crate::model::rollout::{RolloutTrack, RsTrack};
+use crate::model::world::{AppObj, Sync, World};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 
 /// Two renders closer than this are a double render (as `double-render` judges live).
@@ -76,6 +77,9 @@ struct Past<'a> {
     /// The oldest time from which every Event is kept: the earliest last time of those kept
     /// (the API server expires an Event an hour after its last).
     kept_from: Option<When>,
+    /// The Argo CD Applications that manage it: their history names the syncs that made each
+    /// template.
+    apps: Vec<&'a AppObj>,
 }
 
 /// Reconstructs, for each rollout first seen in a list (and each rollout only Events name),
@@ -83,6 +87,7 @@ struct Past<'a> {
 pub(crate) fn reconstruct(
     history: &History,
     tracks: &[&RolloutTrack],
+    world: &World,
     end: At,
     out: &mut Vec<Finding>,
     undecided: &mut Vec<(Subject, String)>,
@@ -98,7 +103,8 @@ pub(crate) fn reconstruct(
             // Created while recording: its whole history is in the records.
             continue;
         }
-        let past = Past::new(track.subject(), Some(track), history.events(ns, name));
+        let mut past = Past::new(track.subject(), Some(track), history.events(ns, name));
+        past.apps = world.apps_of(track).collect();
         past.judge(end, out, undecided);
     }
     // Rollouts the Events name and no record shows (an export of Events alone).
@@ -143,6 +149,7 @@ impl<'a> Past<'a> {
             track,
             events,
             kept_from: events.iter().map(|o| o.last).min_by_key(|w| w.lo),
+            apps: Vec::new(),
         }
     }
 
@@ -571,6 +578,41 @@ impl<'a> Past<'a> {
         }
     }
 
+    /// The Application sync that made the template created at `at`: the nearest in its
+    /// history from a minute before to ten seconds after (a sync is recorded as it starts).
+    fn sync_near(&self, at: When) -> Option<(&'a AppObj, &'a Sync)> {
+        const NS: i64 = 1_000_000_000;
+        self.apps
+            .iter()
+            .flat_map(|a| a.history.iter().map(move |h| (*a, h)))
+            .filter(|(_, h)| {
+                h.deployed_at.0 <= at.hi + 10 * NS && at.lo - h.deployed_at.0 <= 60 * NS
+            })
+            .min_by_key(|(_, h)| (h.deployed_at.0 - at.lo).abs())
+    }
+
+    /// What the Applications' history says of the syncs that made `a` and `b`: lines for
+    /// `from`, and the evidence.
+    fn syncs(&self, a: &Creation<'_>, b: &Creation<'_>) -> (Vec<String>, Vec<Evidence>) {
+        let mut lines = Vec::new();
+        let mut evidence = Vec::new();
+        for c in [a, b] {
+            if let Some((app, sync)) = self.sync_near(c.at) {
+                let line = format!(
+                    "Argo CD Application {}/{} synced revision {} at {} (its history), as {} was made",
+                    app.namespace,
+                    app.name,
+                    sync.revision,
+                    rfc3339(sync.deployed_at),
+                    c.name
+                );
+                evidence.push(app.evidence(line.clone()));
+                lines.push(line);
+            }
+        }
+        (lines, evidence)
+    }
+
     fn evidence_of_event(&self, o: &Occurrence) -> Evidence {
         Evidence::of(
             o.pos,
@@ -696,6 +738,9 @@ impl<'a> Past<'a> {
             rfc3339(a.at.at()),
             rfc3339(b.at.at())
         ));
+        let (sync_lines, sync_evidence) = self.syncs(a, b);
+        from.extend(sync_lines.iter().cloned());
+        evidence.extend(sync_evidence.iter().cloned());
         let mut explanation = format!(
             "Reconstructed from what the cluster kept: ReplicaSet {} was created at {} and {} at {}, {gap} later. In between, the controller's Events say the {what} on {} reached {reached}, and none says it completed or was aborted: it was in progress when a new pod template replaced it, and the controller started the {what} again from step 0 on {}.",
             a.name,
@@ -864,6 +909,27 @@ impl<'a> Past<'a> {
         }
         let keys: Vec<String> = changes.iter().map(describe_change).collect();
         let gap = human_duration(b.at.lo - a.at.lo);
+        let (sync_lines, sync_evidence) = self.syncs(a, b);
+        let mut from = vec![
+            format!("ReplicaSet {} created at {}", a.name, rfc3339(a.at.at())),
+            format!("ReplicaSet {} created at {}", b.name, rfc3339(b.at.at())),
+            format!("their pod templates: {}", keys.join("; ")),
+        ];
+        let unknown = vec![if sync_lines.is_empty() {
+            "who wrote each template: the writes before the recording are not kept, and no Application's history names a sync then".to_owned()
+        } else {
+            "which writer applied each template: an Application's history names its syncs, not the field managers of the writes".to_owned()
+        }];
+        from.extend(sync_lines);
+        let mut commands = vec![format!(
+            "kubectl -n {} get rs -l rollouts-pod-template-hash -L rollout.argoproj.io/revision --sort-by=.metadata.creationTimestamp",
+            self.ns()
+        )];
+        commands.extend(
+            self.apps
+                .iter()
+                .map(|app| format!("argocd app history {}", app.name)),
+        );
         out.push(
             Finding::new(
                 Rule::DoubleRender,
@@ -885,23 +951,18 @@ impl<'a> Past<'a> {
                 rfc3339(b.at.at()),
                 keys.join("; ")
             ))
-            .with_evidence(self.evidence_of_creation(a, end).into_iter().chain(self.evidence_of_creation(b, end)))
+            .with_evidence(
+                self.evidence_of_creation(a, end)
+                    .into_iter()
+                    .chain(self.evidence_of_creation(b, end))
+                    .chain(sync_evidence),
+            )
             .remedy(
                 "Render once per release.".to_owned(),
-                vec![format!(
-                    "kubectl -n {} get rs -l rollouts-pod-template-hash -L rollout.argoproj.io/revision --sort-by=.metadata.creationTimestamp",
-                    self.ns()
-                )],
+                commands,
                 "Take the image tag and every values file from one Git revision, so a release renders once.".to_owned(),
             )
-            .reconstructed(
-                vec![
-                    format!("ReplicaSet {} created at {}", a.name, rfc3339(a.at.at())),
-                    format!("ReplicaSet {} created at {}", b.name, rfc3339(b.at.at())),
-                    format!("their pod templates: {}", keys.join("; ")),
-                ],
-                vec!["who wrote each template: the writes before the recording are not kept".to_owned()],
-            ),
+            .reconstructed(from, unknown),
         );
     }
 
