@@ -587,7 +587,51 @@ fn finish(
     rec.stop_and_compare_with_serve(c, APP, unrecorded);
     keep(&file, fixture);
     assert_audit_truth(c, &ns.name, &file);
-    analyze(c, &file)
+    let (report, code) = analyze(c, &file);
+    now_agrees(c, &ns.name, &report, fixture);
+    (report, code)
+}
+
+/// `now -n NS` on the cluster the incident left: it invents no restart the recording does not
+/// show, and names each error the recording does, or says what it cannot decide. (A tag that
+/// moved under pods since replaced, image-digest-drift, is proven only by a recording; of an
+/// analysis on a canary no customer reached, one list names the Service that sends it none.)
+fn now_agrees(c: &real::Cluster, ns: &str, recorded: &Value, fixture: &str) {
+    let mut now = c.forensics();
+    now.args(["now", "-n", ns, "-o", "json"]);
+    let o = run_bounded(now);
+    assert_ne!(o.status.code(), Some(2), "{fixture}: {}", text(&o.stderr));
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{fixture}: now's report is not JSON ({e}): {}",
+            text(&o.stderr)
+        )
+    });
+    let errors = |r: &Value| -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] == "error")
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (full, once) = (errors(recorded), errors(&listed));
+    for rule in ["rerender-restart", "pause-lost", "restart-churn"] {
+        assert!(
+            !once.iter().any(|r| r == rule) || full.iter().any(|r| r == rule),
+            "{fixture}: now invents {rule}: {listed}"
+        );
+    }
+    for rule in full
+        .iter()
+        .filter(|r| *r != "image-digest-drift" && *r != "analysis-without-traffic")
+    {
+        assert!(
+            once.contains(rule) || !undecided(&listed).is_empty(),
+            "{fixture}: now neither names {rule} nor says what it cannot decide: {listed}"
+        );
+    }
 }
 
 /// Where a test named `name` writes its recording.
