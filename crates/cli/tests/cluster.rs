@@ -131,6 +131,14 @@ fn undecided(report: &Value) -> &Vec<Value> {
     report["recording"]["undecided"].as_array().unwrap()
 }
 
+/// The rules a re-render at a pause shows, reconstructed after the fact.
+const RESTART_RULES: [&str; 4] = [
+    "rerender-restart",
+    "pause-lost",
+    "config-only-rerender",
+    "double-render",
+];
+
 /// How long the real controller's log is now.
 fn controller_log_len(c: &real::Cluster) -> u64 {
     std::fs::metadata(c.dir.join("rollouts-controller.log")).map_or(0, |m| m.len())
@@ -348,17 +356,7 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     assert_eq!(end["stable_rs"], stable.as_str(), "{end}");
     assert_eq!(end["step_index"], 1, "{end}");
     // The on-call paged now, and the postmortem: from what the cluster kept.
-    after_the_fact(
-        &c,
-        &ns.name,
-        &[
-            "rerender-restart",
-            "pause-lost",
-            "config-only-rerender",
-            "double-render",
-        ],
-        log_from,
-    );
+    after_the_fact(&c, &ns.name, &RESTART_RULES, log_from);
 }
 
 /// `wait --for pause --new-revision` answers at the new revision's pause whether it starts
@@ -1670,17 +1668,7 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         "the real controller scales the replaced preview revision down: {sets:?}"
     );
     // Investigated while still paused, after the fact.
-    after_the_fact(
-        &c,
-        &ns.name,
-        &[
-            "rerender-restart",
-            "pause-lost",
-            "config-only-rerender",
-            "double-render",
-        ],
-        log_from,
-    );
+    after_the_fact(&c, &ns.name, &RESTART_RULES, log_from);
     plugin(&c, &ns.name, &["promote", APP]);
     ns.wait_status(APP, "Healthy on the second render", |s| {
         s["phase"] == "Healthy" && s["stableRS"] == second.as_str()

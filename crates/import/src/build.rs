@@ -241,3 +241,14 @@ pub(crate) fn parse_time(s: &str) -> Option<Timestamp> {
         .timestamp_nanos_opt()
         .map(Timestamp)
 }
+
+/// The objects an import listed, parsed (for the importers' tests).
+#[cfg(test)]
+pub(crate) fn listed(imported: &Imported) -> Vec<Value> {
+    imported
+        .records
+        .iter()
+        .filter(|r| r.op == Op::Listed)
+        .map(|r| serde_json::from_slice(&r.object).unwrap_or_default())
+        .collect()
+}

@@ -194,24 +194,14 @@ fn logfmt(line: &str) -> Option<Map<String, Value>> {
 
 #[cfg(test)]
 mod tests {
-    use rf_format::Op;
-
     use super::*;
+    use crate::build::listed;
 
     fn import(text: &str) -> Result<Imported> {
         controller_log(vec![Input::new(
             "controller.log",
             std::io::Cursor::new(text.to_owned()),
         )])
-    }
-
-    fn listed(imported: &Imported) -> Vec<Value> {
-        imported
-            .records
-            .iter()
-            .filter(|r| r.op == Op::Listed)
-            .map(|r| serde_json::from_slice(&r.object).unwrap())
-            .collect()
     }
 
     /// Lines as the real controller (1.10.2) wrote them in the real-cluster suite.

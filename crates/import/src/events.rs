@@ -204,6 +204,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::build::listed;
 
     fn event(uid: &str, count: i64, last: &str) -> Value {
         json!({
@@ -220,15 +221,6 @@ mod tests {
             "export.json",
             std::io::Cursor::new(text.to_owned()),
         )])
-    }
-
-    fn listed(imported: &Imported) -> Vec<Value> {
-        imported
-            .records
-            .iter()
-            .filter(|r| r.op == Op::Listed)
-            .map(|r| serde_json::from_slice(&r.object).unwrap())
-            .collect()
     }
 
     #[test]

@@ -117,13 +117,7 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
             r.kind == Kind::Rollout && r.name == *name && (ns.is_empty() || r.namespace == *ns)
         });
         if !found {
-            let others: Vec<String> = snap
-                .records
-                .iter()
-                .filter(|r| r.kind == Kind::Rollout && !r.name.is_empty())
-                .map(|r| r.name.clone())
-                .collect();
-            let others = crate::input::nearest_first(name, others.into_iter());
+            let others = snap.nearest("Rollout", ns, name);
             bail!(
                 "rollout {name} not found in {}; {}",
                 if ns.is_empty() {

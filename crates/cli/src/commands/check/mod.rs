@@ -328,6 +328,18 @@ impl Snapshot {
         });
     }
 
+    /// The names of the listed objects of kind `kind` in `ns` (empty: any), nearest to `name`
+    /// first.
+    pub fn nearest(&self, kind: &str, ns: &str, name: &str) -> Vec<String> {
+        let names = self
+            .records
+            .iter()
+            .filter(|r| r.kind.name() == kind && (ns.is_empty() || r.namespace == ns))
+            .filter(|r| !r.name.is_empty())
+            .map(|r| r.name.clone());
+        crate::input::nearest_first(name, names)
+    }
+
     /// Lists each of `targets` in order; an optional one not served or not allowed is a note.
     pub async fn list_all(&mut self, client: &kube::Client, targets: &[Target]) -> Result<()> {
         for t in targets {
@@ -1116,13 +1128,7 @@ fn verdict(
             Workload::Rollout => ("rollout", "Rollout"),
             Workload::Deployment => ("deployment", "Deployment"),
         };
-        let others: Vec<String> = snap
-            .records
-            .iter()
-            .filter(|r| r.kind.name() == kind && r.namespace == ns && !r.name.is_empty())
-            .map(|r| r.name.clone())
-            .collect();
-        let others = crate::input::nearest_first(name, others.into_iter());
+        let others = snap.nearest(kind, ns, name);
         bail!(
             "{word} {ns}/{name} not found; {}",
             if others.is_empty() {
