@@ -331,6 +331,8 @@ impl<'a> Past<'a> {
         let creations = self.changes();
         let mut restarts: Vec<Restart<'a>> = Vec::new();
         let mut uncovered: Vec<(usize, usize)> = Vec::new();
+        // Pairs the kept Events cannot decide, each with why.
+        let mut open: Vec<(usize, usize, String)> = Vec::new();
         for i in 1..creations.len() {
             let (a, b) = (&creations[i - 1], &creations[i]);
             if !b.before {
@@ -343,17 +345,7 @@ impl<'a> Past<'a> {
             match self.pair(i - 1, i, &creations) {
                 Verdict::Clean => {}
                 Verdict::Restart(r) => restarts.push(r),
-                Verdict::Undecided(why) => undecided.push((
-                    self.subject.clone(),
-                    format!(
-                        "rollout {}/{}: whether {} had reached a step or pause when {} replaced it at {} (before the recording) cannot be decided: {why}",
-                        self.ns(),
-                        self.name(),
-                        a.words(),
-                        b.words(),
-                        rfc3339(b.at.at())
-                    ),
-                )),
+                Verdict::Undecided(why) => open.push((i - 1, i, why)),
                 Verdict::Uncovered
                     if self.in_flight(b) || b.at.lo - a.at.lo <= QUICK_REPLACE_NANOS =>
                 {
@@ -367,6 +359,49 @@ impl<'a> Past<'a> {
         }
         if restarts.len() >= 2 {
             self.churn(&restarts, &creations, end, out);
+        }
+        // One note a rollout: the latest pair in full, and how many more (a rollout re-run all
+        // day under one series of Events would otherwise be a page of them).
+        if let Some((i, j, why)) = open.last() {
+            let (a, b) = (&creations[*i], &creations[*j]);
+            let more = match open.len() - 1 {
+                0 => String::new(),
+                n => {
+                    let earlier: Vec<String> = open[..open.len() - 1]
+                        .iter()
+                        .rev()
+                        .take(NAMED_PAIRS)
+                        .map(|(i, j, _)| {
+                            format!(
+                                "revision {} -> {} at {}",
+                                creations[*i]
+                                    .revision
+                                    .map_or_else(|| creations[*i].hash.clone(), |r| r.to_string()),
+                                creations[*j]
+                                    .revision
+                                    .map_or_else(|| creations[*j].hash.clone(), |r| r.to_string()),
+                                rfc3339(creations[*j].at.at())
+                            )
+                        })
+                        .collect();
+                    format!(
+                        " The same holds for {n} earlier pair(s) of revisions ({}{}).",
+                        earlier.join(", "),
+                        if n > NAMED_PAIRS { ", ..." } else { "" }
+                    )
+                }
+            };
+            undecided.push((
+                self.subject.clone(),
+                format!(
+                    "rollout {}/{}: whether {} had reached a step or pause when {} replaced it at {} (before the recording) cannot be decided: {why}.{more}",
+                    self.ns(),
+                    self.name(),
+                    a.words(),
+                    b.words(),
+                    rfc3339(b.at.at())
+                ),
+            ));
         }
         if !uncovered.is_empty() {
             let named: Vec<String> = uncovered
