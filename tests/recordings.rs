@@ -826,6 +826,23 @@ fn issue_47_the_real_recordings_cut_at_their_end_reconstruct_their_restarts() {
         if full_rules.contains(&Rule::RerenderRestart) {
             assert!(cut_rules.contains(&Rule::RerenderRestart), "{name}");
         }
+        // Seed 002's analysis, after the fact: the pass on pods the front door does not reach
+        // is said to be undecided, as well as the Service found.
+        if name == "real/analysis-without-traffic" {
+            for report in [&cut, &snap] {
+                assert!(
+                    report
+                        .recording
+                        .undecided
+                        .iter()
+                        .any(|n| n.contains("passed on revision")
+                            && n.contains("before the recording began")
+                            && n.contains("reach none of them")),
+                    "{:?}",
+                    report.recording.undecided
+                );
+            }
+        }
         // Where an Argo CD Application renders the rollout, its history names the syncs that
         // made the two templates.
         if name == "gitops-double-render" {

@@ -24,6 +24,11 @@
 //! Do not take this analysis as evidence of the release. Route the front door through the
 //! rollout's Services (or measure what customers reach), then run the analysis again; aborting
 //! the rollout is a decision.
+//!
+//! # After the fact
+//! A run that passed before the recording began (a list shows it finished) has no span to
+//! judge: when the front door reaches none of its revision's pods at the end, the report says in
+//! `undecided` that the pass cannot be taken as evidence, and why.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,6 +61,9 @@ struct Watch {
 pub(crate) struct AnalysisWithoutTraffic {
     /// By (namespace, rollout, run).
     watched: BTreeMap<(String, String, String), Watch>,
+    /// Runs first seen passed, that ran before the recording: whether the front door reached
+    /// their revision's pods at the last look, and what it reached, in words.
+    before: BTreeMap<(String, String, String), (String, bool, String)>,
 }
 
 /// The Services customers reach of those that route to the rollout: the front door's backends
@@ -108,7 +116,26 @@ impl Detector for AnalysisWithoutTraffic {
             let watch = match self.watched.get_mut(&key) {
                 Some(w) => w,
                 // A run first seen finished ran before the recording: nothing shows its span.
-                None if finished => continue,
+                // A pass on pods the front door does not reach now is said to be undecided.
+                None if finished => {
+                    if run.phase == "Successful" {
+                        let reach = if services.is_empty() {
+                            "no Service routes to the rollout".to_owned()
+                        } else if *front_door {
+                            format!(
+                                "the front door's Services ({}) reach none of them",
+                                services.join(", ")
+                            )
+                        } else {
+                            format!(
+                                "its Services ({}) hold none of them",
+                                services.join(", ")
+                            )
+                        };
+                        self.before.insert(key, (hash.to_owned(), served_now, reach));
+                    }
+                    continue;
+                }
                 None => self.watched.entry(key).or_insert(Watch {
                     since: run.pos,
                     served: false,
@@ -134,7 +161,32 @@ impl Detector for AnalysisWithoutTraffic {
             self.watched
                 .retain(|(n, r, run), _| !(n == ns && r == track.name()) || live.contains(run));
         }
+        if !self.before.is_empty() {
+            self.before
+                .retain(|(n, r, run), _| !(n == ns && r == track.name()) || live.contains(run));
+        }
         None
+    }
+
+    fn on_end(
+        &mut self,
+        _tracks: &[&crate::model::rollout::RolloutTrack],
+        _world: &crate::model::world::World,
+        _end: At,
+        _findings: &mut Vec<Finding>,
+        undecided: &mut Vec<(Subject, String)>,
+    ) {
+        for ((ns, rollout, run), (hash, served, reach)) in &self.before {
+            if *served {
+                continue;
+            }
+            undecided.push((
+                Subject::new(rf_format::Kind::Rollout, ns, rollout),
+                format!(
+                    "rollout {ns}/{rollout}: AnalysisRun {run} passed on revision {hash} before the recording began; whether customers reached {hash}'s pods while it measured cannot be told from what the cluster keeps, and now {reach}: do not take that pass as evidence of the release (analysis-without-traffic judges a run it sees running)"
+                ),
+            ));
+        }
     }
 }
 
