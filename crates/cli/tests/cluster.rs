@@ -139,6 +139,26 @@ const RESTART_RULES: [&str; 4] = [
     "double-render",
 ];
 
+/// `now` (and `args`) with the kubeconfig `as_`: it lists with get and list alone, reports
+/// the rollout, and is refused nothing it needs.
+fn now_as(c: &real::Cluster, as_: &str, args: &[&str]) {
+    let mut now = c.forensics();
+    now.args(["now", "-o", "json", "--kubeconfig", as_])
+        .args(args);
+    let o = run_bounded(now);
+    let err = text(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{err}");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        report["rollouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["rollout"]["name"] == APP),
+        "{report}"
+    );
+}
+
 /// How long the real controller's log is now.
 fn controller_log_len(c: &real::Cluster) -> u64 {
     std::fs::metadata(c.dir.join("rollouts-controller.log")).map_or(0, |m| m.len())
@@ -1441,6 +1461,8 @@ fn issue_25_rbac_the_recorder_reads_everything_and_may_write_nothing() {
     assert!(!err.contains("forbidden"), "{err}");
     assert_audit_truth(&c, &ns.name, &file);
     assert_no_write(&c, &sa, &ns.name);
+    // `now` lists with the same rights: a kind outside them is a note, not an error.
+    now_as(&c, sa_arg, &["-n", &ns.name]);
 
     let mut all = c.forensics();
     all.args([
@@ -1492,6 +1514,7 @@ fn issue_25_rbac_the_recorder_reads_everything_and_may_write_nothing() {
         .collect();
     assert!(namespaces.contains(&ns.name), "{namespaces:?}");
     assert_no_write(&c, &sa, &ns.name);
+    now_as(&c, sa_arg, &["-A"]);
 
     // The PostSync hook's Role: wait and check, and nothing more.
     let argocd = "apiVersion: v1\nkind: Namespace\nmetadata: {name: argocd}\n";
