@@ -8,6 +8,9 @@
 //! Ingress, HTTPRoute or VirtualService of the namespace sends requests to a Service of the
 //! rollout, only those Services count: they are the front door. A blue-green pre-promotion
 //! analysis measures the preview, which customers are not meant to reach, and is not judged.
+//! A run that passed before the recording began (a list shows it finished) has no span to
+//! judge: when the front door reaches none of its revision's pods at the end, the report says in
+//! `undecided` that the pass cannot be taken as evidence, and why.
 //!
 //! # Why it matters
 //! The analysis judges the canary by metrics of the canary's pods. When no request reaches
@@ -24,11 +27,6 @@
 //! Do not take this analysis as evidence of the release. Route the front door through the
 //! rollout's Services (or measure what customers reach), then run the analysis again; aborting
 //! the rollout is a decision.
-//!
-//! # After the fact
-//! A run that passed before the recording began (a list shows it finished) has no span to
-//! judge: when the front door reaches none of its revision's pods at the end, the report says in
-//! `undecided` that the pass cannot be taken as evidence, and why.
 
 use std::collections::{BTreeMap, BTreeSet};
 
