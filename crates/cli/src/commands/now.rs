@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rf_analyzer::{Analyzer, FileEnd, Options, Severity};
-use rf_format::{Header, Kind, Source};
+use rf_format::Kind;
 
 use crate::args::{FailOn, ReportFormat};
 use crate::cluster::client_for;
@@ -179,20 +179,7 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
         timelines: matches!(args.format, ReportFormat::Markdown | ReportFormat::Html),
         ..Options::default()
     });
-    let mut header = Header::new(
-        env!("CARGO_PKG_VERSION"),
-        snap.taken_at,
-        Source {
-            context: source.context.clone(),
-            server: source.server.clone(),
-            namespaces,
-            label_selector: None,
-            kinds: Vec::new(),
-        },
-    );
-    header
-        .notes
-        .insert("snapshot".to_owned(), "rollout-forensics now".to_owned());
+    let header = snap.header(&namespaces, "rollout-forensics now", &source);
     let name = match &args.save {
         Some(p) => p.display().to_string(),
         None => "(cluster, listed now)".to_owned(),

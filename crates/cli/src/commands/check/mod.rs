@@ -340,6 +340,36 @@ impl Snapshot {
         crate::input::nearest_first(name, names)
     }
 
+    /// The header of a recording of it: the kinds listed, in list order, the `namespaces`
+    /// (empty: all), and the note `snapshot`, `by`, so that `analyze` judges it as one list at
+    /// one moment.
+    pub fn header(
+        &self,
+        namespaces: &[String],
+        by: &str,
+        source: &rf_recorder::SourceInfo,
+    ) -> Header {
+        let mut kinds: Vec<Kind> = Vec::new();
+        for r in self.records.iter().filter(|r| r.op == Op::ListEnd) {
+            if !kinds.contains(&r.kind) {
+                kinds.push(r.kind.clone());
+            }
+        }
+        let mut header = Header::new(
+            env!("CARGO_PKG_VERSION"),
+            self.taken_at,
+            Source {
+                context: source.context.clone(),
+                server: source.server.clone(),
+                namespaces: namespaces.to_vec(),
+                label_selector: None,
+                kinds,
+            },
+        );
+        header.notes.insert("snapshot".to_owned(), by.to_owned());
+        header
+    }
+
     /// Lists each of `targets` in order; an optional one not served or not allowed is a note.
     pub async fn list_all(&mut self, client: &kube::Client, targets: &[Target]) -> Result<()> {
         for t in targets {
@@ -903,25 +933,7 @@ pub(crate) fn save_as(
     source: &rf_recorder::SourceInfo,
     notes: Vec<(String, String)>,
 ) -> Result<()> {
-    // The kinds listed, in list order.
-    let mut kinds: Vec<Kind> = Vec::new();
-    for r in snap.records.iter().filter(|r| r.op == Op::ListEnd) {
-        if !kinds.contains(&r.kind) {
-            kinds.push(r.kind.clone());
-        }
-    }
-    let mut header = Header::new(
-        env!("CARGO_PKG_VERSION"),
-        snap.taken_at,
-        Source {
-            context: source.context.clone(),
-            server: source.server.clone(),
-            namespaces: namespaces.to_vec(),
-            label_selector: None,
-            kinds,
-        },
-    );
-    header.notes.insert("snapshot".to_owned(), by.to_owned());
+    let mut header = snap.header(namespaces, by, source);
     header.notes.extend(notes);
     let dir = path
         .parent()
