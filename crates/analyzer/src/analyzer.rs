@@ -533,12 +533,14 @@ impl Analyzer {
             d.on_live(&tracks, &self.world, at, &mut self.findings);
         }
         // What the first lists hold of the time before: once they are all in.
-        let all_in = !self.first_lists.is_empty()
-            && self
-                .first_lists
-                .iter()
-                .all(|(k, ns)| self.lists_done.contains(&(k.clone(), ns.clone())));
-        if self.reconstructed.is_none() && all_in {
+        let all_in = || {
+            !self.first_lists.is_empty()
+                && self
+                    .first_lists
+                    .iter()
+                    .all(|(k, ns)| self.lists_done.contains(&(k.clone(), ns.clone())))
+        };
+        if self.reconstructed.is_none() && all_in() {
             let mut notes = Vec::new();
             crate::detectors::reconstructed::reconstruct(
                 &self.history,
@@ -692,18 +694,14 @@ impl Analyzer {
         }
         let Some(view) = view else { return };
         self.set_tracked_by(rec, view);
+        let listed = self.initially_listed(rec);
         let Some(track) = self.track(&rec.namespace, &rec.name) else {
             return;
         };
         let first = track.last().is_none();
         if first {
-            let listed = self.initially_listed(rec);
-            self.history
-                .note_first(&rec.namespace, &rec.name, pos, listed);
+            track.note_listed_initially(listed);
         }
-        let Some(track) = self.tracks.get_mut(&rec.namespace, &rec.name) else {
-            return;
-        };
         let changed = track.observe_rollout(view, &rec.object, pos, rec.actor.as_deref());
         if track.workload().is_some() && track.lacks_template() {
             self.follow_workload(&rec.namespace, &rec.name, false);
@@ -1452,6 +1450,13 @@ impl Analyzer {
             self.summary
                 .warnings
                 .push(format!("... and {} more warnings", self.warnings_dropped));
+        }
+        if self.history.dropped > 0 {
+            self.summary.warnings.push(format!(
+                "{} Events about rollouts in the first list were not read (past {} about one rollout): what they said is not in the history reconstructed",
+                self.history.dropped,
+                crate::model::history::KEEP_EVENTS
+            ));
         }
         if self.before_dropped > 0 {
             self.summary.before.push(format!(

@@ -67,6 +67,22 @@ impl Creation<'_> {
             (None, _) => format!("revision {} ({})", self.hash, self.name),
         }
     }
+
+    /// `ReplicaSet NAME (revision N) created at T`, and whether only its Event is left.
+    fn created_line(&self) -> String {
+        format!(
+            "ReplicaSet {} ({}) created at {}{}",
+            self.name,
+            self.revision
+                .map_or_else(|| self.hash.clone(), |n| format!("revision {n}")),
+            rfc3339(self.at.at()),
+            if self.rs.is_some() {
+                ""
+            } else {
+                " (its Event; the ReplicaSet is gone)"
+            }
+        )
+    }
 }
 
 /// One rollout's past, as the cluster kept it.
@@ -96,10 +112,7 @@ pub(crate) fn reconstruct(
     for track in tracks {
         let (ns, name) = (track.namespace(), track.name());
         seen.insert((ns.to_owned(), name.to_owned()));
-        let Some((_, listed)) = history.first_seen(ns, name) else {
-            continue;
-        };
-        if !listed {
+        if !track.listed_initially() {
             // Created while recording: its whole history is in the records.
             continue;
         }
@@ -190,11 +203,12 @@ impl<'a> Past<'a> {
             let Said::Created {
                 replicaset,
                 revision,
-            } = Said::of(o)
+            } = &o.said
             else {
                 continue;
             };
-            match all.iter_mut().find(|c| c.name == replicaset) {
+            let revision = *revision;
+            match all.iter_mut().find(|c| c.name == *replicaset) {
                 Some(c) => {
                     c.revision = Some(revision);
                     c.event = Some(o);
@@ -206,8 +220,8 @@ impl<'a> Past<'a> {
                     }
                 }
                 None => all.push(Creation {
-                    hash: self.hash_of(&replicaset).unwrap_or_default(),
-                    name: replicaset,
+                    hash: self.hash_of(replicaset).unwrap_or_default(),
+                    name: replicaset.clone(),
                     at: o.first,
                     revision: Some(revision),
                     rs: None,
@@ -228,7 +242,7 @@ impl<'a> Past<'a> {
         let created = self.creations();
         let mut changes: Vec<Creation<'a>> = Vec::new();
         for o in self.events {
-            let Said::Updated { revision } = Said::of(o) else {
+            let Said::Updated { revision } = o.said else {
                 continue;
             };
             if changes.iter().any(|c| c.revision == Some(revision)) {
@@ -285,16 +299,16 @@ impl<'a> Past<'a> {
 
     /// The pod-template hash of revision `n`, from the controller's Events that name both.
     fn hash_of_revision(&self, n: i64) -> Option<String> {
-        self.events.iter().find_map(|o| match Said::of(o) {
+        self.events.iter().find_map(|o| match &o.said {
             Said::Started { revision, hash } | Said::Completed { revision, hash }
-                if revision == n =>
+                if *revision == n =>
             {
-                Some(hash)
+                Some(hash.clone())
             }
             Said::Created {
                 replicaset,
                 revision,
-            } if revision == n => self.hash_of(&replicaset),
+            } if *revision == n => self.hash_of(replicaset),
             _ => None,
         })
     }
@@ -322,9 +336,10 @@ impl<'a> Past<'a> {
 
     fn blue_green(&self) -> bool {
         self.track.is_some_and(RolloutTrack::is_blue_green)
-            || self.events.iter().any(
-                |o| matches!(Said::of(o), Said::Paused { reason } if reason == "BlueGreenPause"),
-            )
+            || self
+                .events
+                .iter()
+                .any(|o| matches!(&o.said, Said::Paused { reason } if reason == "BlueGreenPause"))
     }
 
     fn judge(&self, end: At, out: &mut Vec<Finding>, undecided: &mut Vec<(Subject, String)>) {
@@ -459,8 +474,7 @@ impl<'a> Past<'a> {
             order: None,
         };
         for o in self.events {
-            let said = Said::of(o);
-            match &said {
+            match &o.said {
                 Said::Completed { hash, .. }
                     if *hash == a.hash && o.times().any(|t| t.before(to) != Some(false)) =>
                 {
@@ -484,7 +498,7 @@ impl<'a> Past<'a> {
                 }
                 _ => {}
             }
-            match said {
+            match o.said {
                 Said::Completed { .. } | Said::Aborted => match o.within(from, to) {
                     // Completed or aborted in between: the second is a new release, or a
                     // change after an abort, not a restart.
@@ -563,16 +577,16 @@ impl<'a> Past<'a> {
             let Some(t) = o.times_within(from, to).max_by_key(|t| t.lo) else {
                 continue;
             };
-            match Said::of(o) {
+            match &o.said {
                 Said::Step {
                     index,
                     of,
                     step: what,
-                } if step.as_ref().is_none_or(|s| index > s.1) => {
-                    step = Some((o, index, of, what, t));
+                } if step.as_ref().is_none_or(|s| *index > s.1) => {
+                    step = Some((o, *index, *of, what.clone(), t));
                 }
                 Said::Paused { reason } if pause.as_ref().is_none_or(|p| t.lo > p.2.lo) => {
-                    pause = Some((o, reason, t));
+                    pause = Some((o, reason.clone(), t));
                 }
                 _ => {}
             }
@@ -587,7 +601,7 @@ impl<'a> Past<'a> {
                 hi: to.hi.saturating_add(1_000_000_000),
                 order: None,
             };
-            for r in self.events.iter().filter(|r| Said::of(r) == Said::Resumed) {
+            for r in self.events.iter().filter(|r| r.said == Said::Resumed) {
                 if r.within(at, to) == Within::Yes {
                     lost = Lost::No(r);
                     break;
@@ -681,7 +695,7 @@ impl<'a> Past<'a> {
         evidence
     }
 
-    /// Where the rollout is now, in words, and the hash it runs: for a remedy that fits.
+    /// The pod-template hash the rollout runs now: for a remedy that fits.
     fn now(&self) -> Option<String> {
         self.track?.last()?.pod_hash.as_deref().map(str::to_owned)
     }
@@ -732,19 +746,7 @@ impl<'a> Past<'a> {
         };
         let mut from = Vec::new();
         let mut evidence = Vec::new();
-        from.push(format!(
-            "ReplicaSet {} ({}) created at {}{}",
-            a.name,
-            a.revision
-                .map(|n| format!("revision {n}"))
-                .unwrap_or_else(|| a.hash.clone()),
-            rfc3339(a.at.at()),
-            if a.rs.is_some() {
-                ""
-            } else {
-                " (its Event; the ReplicaSet is gone)"
-            }
-        ));
+        from.push(a.created_line());
         evidence.extend(self.evidence_of_creation(a, end));
         if let Some((o, _, _, _, _)) = &r.step {
             from.push(o.describe(rfc3339));
@@ -754,19 +756,7 @@ impl<'a> Past<'a> {
             from.push(o.describe(rfc3339));
             evidence.push(self.evidence_of_event(o));
         }
-        from.push(format!(
-            "ReplicaSet {} ({}) created at {}{}",
-            b.name,
-            b.revision
-                .map(|n| format!("revision {n}"))
-                .unwrap_or_else(|| b.hash.clone()),
-            rfc3339(b.at.at()),
-            if b.rs.is_some() {
-                ""
-            } else {
-                " (its Event; the ReplicaSet is gone)"
-            }
-        ));
+        from.push(b.created_line());
         evidence.extend(self.evidence_of_creation(b, end));
         from.push(format!(
             "no RolloutCompleted or RolloutAborted Event between {} and {}",
@@ -774,8 +764,8 @@ impl<'a> Past<'a> {
             rfc3339(b.at.at())
         ));
         let (sync_lines, sync_evidence) = self.syncs(a, b);
-        from.extend(sync_lines.iter().cloned());
-        evidence.extend(sync_evidence.iter().cloned());
+        from.extend(sync_lines);
+        evidence.extend(sync_evidence);
         let mut explanation = format!(
             "Reconstructed from what the cluster kept: ReplicaSet {} was created at {} and {} at {}, {gap} later. In between, the controller's Events say the {what} on {} reached {reached}, and none says it completed or was aborted: it was in progress when a new pod template replaced it, and the controller started the {what} again from step 0 on {}.",
             a.name,

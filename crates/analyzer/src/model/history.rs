@@ -1,7 +1,7 @@
 //! What the cluster kept of the time before a recording: the Events its lists held about each
 //! Rollout (the controller emits one for every new ReplicaSet, step, pause, resume, abort and
-//! completion), and when each rollout was first seen. The ReplicaSets' revisions and creation
-//! times are on the rollouts' tracks. `detectors::reconstructed` reads both.
+//! completion). Whether each rollout and ReplicaSet was in the first list, and the
+//! ReplicaSets' revisions and creation times, are on the rollouts' tracks. `detectors::reconstructed` reads both.
 
 use rf_format::Timestamp;
 
@@ -89,6 +89,8 @@ pub(crate) struct Occurrence {
     pub pos: At,
     pub name: String,
     uid: Str,
+    /// What it says, read once when it is kept.
+    pub said: Said,
 }
 
 impl Occurrence {
@@ -183,13 +185,12 @@ fn exact_first(name: &str, first: Timestamp) -> Option<Timestamp> {
 
 /// The Events a rollout may hold at most; past it, later ones are counted, not kept (the
 /// controller's Events of a day, at its usual few per release, stay far below).
-const KEEP_EVENTS: usize = 4096;
+pub(crate) const KEEP_EVENTS: usize = 4096;
 
-/// The Events about each rollout from the lists, and when each rollout was first seen.
+/// The Events about each rollout from the lists.
 #[derive(Debug, Default)]
 pub(crate) struct History {
     events: HashMap<(String, String), Vec<Occurrence>>,
-    first_seen: HashMap<(String, String), (At, bool)>,
     /// Events not kept past [`KEEP_EVENTS`].
     pub dropped: u64,
 }
@@ -227,6 +228,7 @@ impl History {
             pos,
             name: name.to_owned(),
             uid: view.metadata.uid.clone(),
+            said: Said::parse(&view.reason, view.text()),
         };
         let list = self
             .events
@@ -242,21 +244,6 @@ impl History {
         } else {
             self.dropped += 1;
         }
-    }
-
-    /// Notes the first record of a rollout (`listed`: it came in a list, so the rollout was
-    /// there before the recording).
-    pub fn note_first(&mut self, namespace: &str, name: &str, pos: At, listed: bool) {
-        self.first_seen
-            .entry((namespace.to_owned(), name.to_owned()))
-            .or_insert((pos, listed));
-    }
-
-    /// When the rollout was first seen, and whether in a list.
-    pub fn first_seen(&self, namespace: &str, name: &str) -> Option<(At, bool)> {
-        self.first_seen
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .copied()
     }
 
     /// The Events kept about the rollout.
@@ -317,9 +304,10 @@ pub(crate) enum Said {
 }
 
 impl Said {
-    pub fn of(o: &Occurrence) -> Said {
-        let m = o.message.as_str();
-        match o.reason.as_str() {
+    /// What an Event of `reason` says with `message`.
+    pub fn parse(reason: &str, message: &str) -> Said {
+        let m = message;
+        match reason {
             "NewReplicaSetCreated" => m
                 .strip_prefix("Created ReplicaSet ")
                 .and_then(|rest| rest.strip_suffix(')'))
@@ -408,12 +396,13 @@ mod tests {
             },
             name: "e".to_owned(),
             uid: Str::default(),
+            said: Said::parse(reason, message),
         }
     }
 
     #[test]
     fn the_controllers_messages_read_as_it_writes_them() {
-        let said = |r: &str, m: &str| Said::of(&occurrence(r, m, 0, 0, 1));
+        let said = |r: &str, m: &str| occurrence(r, m, 0, 0, 1).said;
         assert_eq!(
             said(
                 "NewReplicaSetCreated",
@@ -546,6 +535,34 @@ mod tests {
         assert_eq!(a.before(at("r.log-9-other.log")), None);
         assert_eq!(a.before(t), None);
         assert_eq!(log_line("checkout-api.18ed4a4607f39820"), None);
+    }
+
+    #[test]
+    fn events_past_the_bound_of_one_rollout_are_counted_not_kept() {
+        let mut h = History::default();
+        let pos = At {
+            file: 0,
+            seq: 1,
+            at: Timestamp(0),
+        };
+        for i in 0..=KEEP_EVENTS {
+            let view: EventView = serde_json::from_value(serde_json::json!({
+                "metadata": {"uid": format!("u{i}")},
+                "involvedObject": {"kind": "Rollout", "name": "r", "namespace": "ns"},
+                "reason": "RolloutPaused", "message": "Rollout is paused (CanaryPauseStep)",
+                "firstTimestamp": "2026-05-01T10:00:00Z"
+            }))
+            .unwrap();
+            h.note_event("ns", &format!("r.{i}"), &view, pos);
+        }
+        assert_eq!(h.events("ns", "r").len(), KEEP_EVENTS);
+        assert_eq!(h.dropped, 1);
+        assert_eq!(
+            h.events("ns", "r")[0].said,
+            Said::Paused {
+                reason: "CanaryPauseStep".to_owned()
+            }
+        );
     }
 
     fn parse(s: &str) -> Timestamp {

@@ -510,6 +510,8 @@ pub(crate) struct RolloutTrack {
     pub(super) superseded_at: BTreeMap<Str, At>,
     pub(super) gap_pending: bool,
     pub(super) deleted: bool,
+    /// Its first record was in the recording's first list: it was there before.
+    pub(super) listed_initially: bool,
     pub(super) timeline: Vec<TimelineEntry>,
     pub(super) timeline_truncated: bool,
     pub(super) keep_timeline: bool,
@@ -715,6 +717,7 @@ impl RolloutTrack {
             superseded_at: BTreeMap::new(),
             gap_pending: false,
             deleted: false,
+            listed_initially: false,
             timeline: Vec::new(),
             timeline_truncated: false,
             keep_timeline,
@@ -922,6 +925,16 @@ impl RolloutTrack {
             .and_then(|t| serde_json::from_str::<Labelled>(t.text()).ok())
             .and_then(|t| t.metadata?.labels)
             .unwrap_or_default()
+    }
+
+    /// True when its first record was in the recording's first list.
+    pub fn listed_initially(&self) -> bool {
+        self.listed_initially
+    }
+
+    /// Notes whether its first record, now, is in the recording's first list.
+    pub fn note_listed_initially(&mut self, listed: bool) {
+        self.listed_initially = listed;
     }
 
     pub fn is_deleted(&self) -> bool {
