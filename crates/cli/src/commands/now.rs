@@ -14,7 +14,7 @@ use rf_format::Kind;
 
 use crate::args::{FailOn, ReportFormat};
 use crate::cluster::client_for;
-use crate::commands::check::{Snapshot, Target, save_as};
+use crate::commands::check::{Snapshot, Target, save_as, where_};
 use crate::exit::Exit;
 use crate::render;
 use crate::style::Style;
@@ -78,16 +78,20 @@ fn targets(ns: &str, app_ns: &str) -> Result<Vec<Target>> {
         .collect()
 }
 
-pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
-    if let Some(name) = &args.rollout {
-        let name = name
-            .strip_prefix("rollout/")
-            .or_else(|| name.strip_prefix("rollouts/"))
-            .unwrap_or(name);
-        if name.is_empty() || name.contains('/') {
-            bail!("invalid ROLLOUT {name:?}: expected NAME or rollout/NAME");
-        }
+/// The rollout's name in `NAME`, `rollout/NAME` or `rollouts/NAME`.
+fn rollout_name(arg: &str) -> Result<&str> {
+    let name = arg
+        .strip_prefix("rollout/")
+        .or_else(|| arg.strip_prefix("rollouts/"))
+        .unwrap_or(arg);
+    if name.is_empty() || name.contains('/') {
+        bail!("invalid ROLLOUT {name:?}: expected NAME or rollout/NAME");
     }
+    Ok(name)
+}
+
+pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
+    let wanted = args.rollout.as_deref().map(rollout_name).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -105,13 +109,7 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
             .await?;
         Ok::<_, anyhow::Error>((ns, snap, source))
     })?;
-    let rollout = args.rollout.as_deref().map(|n| {
-        let n = n
-            .strip_prefix("rollout/")
-            .or_else(|| n.strip_prefix("rollouts/"))
-            .unwrap_or(n);
-        (ns.clone(), n.to_owned())
-    });
+    let rollout = wanted.map(|name| (ns.clone(), name.to_owned()));
     if let Some((ns, name)) = &rollout {
         let found = snap.records.iter().any(|r| {
             r.kind == Kind::Rollout && r.name == *name && (ns.is_empty() || r.namespace == *ns)
@@ -152,16 +150,14 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
         )?;
         eprintln!("saved what was read to {}", path.display());
     }
-    if !snap.notes.is_empty() {
-        // One line: most clusters serve a few of the kinds the tool knows. The notes read
-        // "KIND in WHERE not listed (...)".
-        let mut by_where: Vec<(String, Vec<String>)> = Vec::new();
-        for note in &snap.notes {
-            let head = note.split(" not listed").next().unwrap_or(note);
-            let (kind, place) = head.split_once(" in ").unwrap_or((head, ""));
-            match by_where.iter_mut().find(|(w, _)| w == place) {
-                Some((_, kinds)) => kinds.push(kind.to_owned()),
-                None => by_where.push((place.to_owned(), vec![kind.to_owned()])),
+    if !snap.skipped.is_empty() {
+        // One line: most clusters serve a few of the kinds the tool knows.
+        let mut by_where: Vec<(String, Vec<&str>)> = Vec::new();
+        for (kind, ns) in &snap.skipped {
+            let place = where_(ns);
+            match by_where.iter_mut().find(|(w, _)| *w == place) {
+                Some((_, kinds)) => kinds.push(kind.name()),
+                None => by_where.push((place, vec![kind.name()])),
             }
         }
         let groups: Vec<String> = by_where

@@ -257,7 +257,7 @@ async fn list_as(
 }
 
 /// `namespace NS`, or `every namespace` for the empty one.
-fn where_(namespace: &str) -> String {
+pub(crate) fn where_(namespace: &str) -> String {
     if namespace.is_empty() {
         "every namespace".to_owned()
     } else {
@@ -269,7 +269,8 @@ fn where_(namespace: &str) -> String {
 pub(crate) struct Snapshot {
     pub records: Vec<Record>,
     pub taken_at: Timestamp,
-    pub notes: Vec<String>,
+    /// The optional kinds not listed (not served or not allowed), each with its namespace.
+    pub skipped: Vec<(Kind, String)>,
 }
 
 impl Snapshot {
@@ -278,8 +279,22 @@ impl Snapshot {
         Snapshot {
             records: Vec::new(),
             taken_at: rf_recorder::now(),
-            notes: Vec::new(),
+            skipped: Vec::new(),
         }
+    }
+
+    /// What was not listed, one sentence a kind.
+    pub fn notes(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|(kind, ns)| {
+                format!(
+                    "{} in {} not listed (not served or not allowed)",
+                    kind.name(),
+                    where_(ns)
+                )
+            })
+            .collect()
     }
 
     /// Adds a list of `kind` in `ns` between its markers, each object redacted as the recorder
@@ -374,11 +389,7 @@ impl Snapshot {
     pub async fn list_all(&mut self, client: &kube::Client, targets: &[Target]) -> Result<()> {
         for t in targets {
             let Some((kind, rv, items)) = list(client, t).await? else {
-                self.notes.push(format!(
-                    "{} in {} not listed (not served or not allowed)",
-                    t.kind.name(),
-                    where_(&t.namespace)
-                ));
+                self.skipped.push((t.kind.clone(), t.namespace.clone()));
                 continue;
             };
             self.push_list(&kind, &t.namespace, &items, &rv);
@@ -1047,7 +1058,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Exit> {
                 probe: probed.as_ref(),
                 failures: &failures,
                 findings: &report_findings,
-                notes: &snap.notes,
+                notes: &snap.notes(),
                 saved,
             },
         )?;
@@ -1059,7 +1070,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Exit> {
             &state,
             &report_findings,
             &failures,
-            &snap.notes,
+            &snap.notes(),
             adopted,
             saved.as_deref(),
             probed.as_ref(),
@@ -1366,7 +1377,7 @@ mod tests {
         Snapshot {
             records,
             taken_at,
-            notes: Vec::new(),
+            skipped: Vec::new(),
         }
     }
 
