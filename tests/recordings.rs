@@ -699,12 +699,7 @@ fn cut_at(records: &[Record], at: rf_format::Timestamp) -> Vec<Record> {
                 observed_at: at,
                 kind: kind.clone(),
                 op,
-                namespace: String::new(),
-                name: String::new(),
-                uid: String::new(),
-                resource_version: String::new(),
-                actor: None,
-                object: Vec::new(),
+                ..Record::blank()
             },
         });
     };
