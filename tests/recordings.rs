@@ -182,9 +182,15 @@ fn every_real_recording_has_a_readme_line() {
 #[test]
 fn issue_25_the_real_controllers_recordings_find_what_it_did() {
     let expect: &[(&str, &[Rule])] = &[
-        ("abort", &[]),
-        ("analysis-failed-web", &[Rule::AnalysisFailed]),
-        ("analysis-job-metric", &[Rule::AnalysisFailed]),
+        ("abort", &[Rule::RolloutStopped]),
+        (
+            "analysis-failed-web",
+            &[Rule::AnalysisFailed, Rule::RolloutStopped],
+        ),
+        (
+            "analysis-job-metric",
+            &[Rule::AnalysisFailed, Rule::RolloutStopped],
+        ),
         ("analysis-without-traffic", &[Rule::AnalysisWithoutTraffic]),
         (
             "adoption-selector-drift",
@@ -214,12 +220,20 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             &[Rule::ImageNotPinned, Rule::ImageDigestDrift],
         ),
         ("ephemeral-metadata", &[]),
+        (
+            "image-pull-abort",
+            &[Rule::ImageNotPinned, Rule::RolloutStopped],
+        ),
         ("experiment-step", &[]),
         ("faults-restart-compaction-stall", &[]),
         ("first-release-then-pause", &[Rule::ImageNotPinned]),
         (
             "front-door-legacy-service",
-            &[Rule::ServiceSelectorMismatch, Rule::FrontDoorBypass],
+            &[
+                Rule::ServiceSelectorMismatch,
+                Rule::NoReadyEndpoints,
+                Rule::FrontDoorBypass,
+            ],
         ),
         ("istio-virtual-service", &[]),
         ("manual-step-index-patch", &[]),
@@ -250,9 +264,10 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
         let mut want = rules_expected.to_vec();
         want.sort();
         assert_eq!(rules(&report), want, "{name}");
-        if *name == "analysis-without-traffic" {
+        if *name == "analysis-without-traffic" || *name == "first-release-then-pause" {
             // It ends 5 s before the Service that sends the canary no traffic has been so for
-            // its grace period: said, not taken as fine.
+            // its grace period (the other, 4 s after the Service's one ready pod stopped being
+            // Ready, before `no-ready-endpoints`' grace): said, not taken as fine.
             assert_eq!(report.recording.undecided.len(), 1, "{name}");
             assert!(
                 report.recording.undecided[0]
@@ -332,7 +347,7 @@ fn issue_27_the_nginx_scenarios_find_what_the_real_controller_recordings_do() {
 
 /// Role labels (ephemeral metadata) are the controller's: a clean release that moves them gives
 /// nothing; pods that keep the canary's after the promotion are `stale-role-labels`, and the
-/// Service of the stable role that lost every pod is `canary-not-in-endpoints`.
+/// Service of the stable role that lost every pod is `no-ready-endpoints`.
 #[test]
 fn issue_27_role_label_scenarios_find_what_they_were_made_for() {
     let release = analyze("role-labels-release");
@@ -341,7 +356,7 @@ fn issue_27_role_label_scenarios_find_what_they_were_made_for() {
     let stale = analyze("stale-role-labels");
     assert_eq!(
         rules(&stale),
-        vec![Rule::CanaryNotInEndpoints, Rule::StaleRoleLabels]
+        vec![Rule::NoReadyEndpoints, Rule::StaleRoleLabels]
     );
     let f = stale
         .findings
@@ -365,7 +380,11 @@ fn issue_27_the_front_door_scenario_finds_what_the_real_controller_recording_doe
     );
     assert_eq!(
         rules(&analyze("front-door-legacy-service")),
-        vec![Rule::ServiceSelectorMismatch, Rule::FrontDoorBypass]
+        vec![
+            Rule::ServiceSelectorMismatch,
+            Rule::NoReadyEndpoints,
+            Rule::FrontDoorBypass
+        ]
     );
 }
 
@@ -889,9 +908,18 @@ fn issue_47_the_real_recordings_cut_at_their_end_reconstruct_their_restarts() {
             );
         }
         for rule in errors(&snap) {
+            // (A Service with no ready endpoint at the end of a recording shorter than the
+            // rule's grace: the snapshot judges that moment, the full recording says it was
+            // still waiting.)
             let explained = full_errors.contains(&rule)
                 || (rule == Rule::ServiceSelectorMismatch
-                    && full_errors.contains(&Rule::AnalysisWithoutTraffic));
+                    && full_errors.contains(&Rule::AnalysisWithoutTraffic))
+                || (rule == Rule::NoReadyEndpoints
+                    && full
+                        .recording
+                        .undecided
+                        .iter()
+                        .any(|u| u.contains("a rule was waiting")));
             assert!(explained, "{name}: the snapshot invents {rule}");
         }
         // The Events expired (an hour later, by default), listed as `now` does: the
@@ -1130,4 +1158,43 @@ fn issue_47_a_live_recorder_started_after_the_incident_reports_the_reconstructed
         .filter(|f| f.rule == Rule::RerenderRestart)
         .count();
     assert_eq!(restarts, 1, "once in the report");
+}
+
+/// Evidence read from a list of what was there says so: an object of the first list was last
+/// written at or before the list, not when it was listed. The front door's incident listed at
+/// its end (as `now` lists it) proves everything from its first lists; the recording itself
+/// watched every write, and none of its evidence is a list's.
+#[test]
+fn issue_48_evidence_of_the_first_list_is_dated_at_or_before_it() {
+    let name = "real/front-door-legacy-service";
+    let full = analyze(name);
+    assert!(!full.findings.is_empty());
+    assert!(
+        full.findings
+            .iter()
+            .flat_map(|f| &f.evidence)
+            .all(|e| !e.listed),
+        "the full recording saw each write"
+    );
+    let (header, records, closed_at) = read(name);
+    // Judged as one snapshot, as `now` judges a list.
+    let cut = analyze_records_with(
+        name,
+        &header,
+        &cut_at(&records, closed_at),
+        Options {
+            snapshot: true,
+            ..Options::default()
+        },
+    );
+    let evidence: Vec<&rf_analyzer::Evidence> =
+        cut.findings.iter().flat_map(|f| &f.evidence).collect();
+    assert!(!evidence.is_empty(), "{:#?}", cut.findings);
+    for e in &evidence {
+        assert!(e.listed, "{e:?}");
+        assert!(
+            e.time_words(rf_analyzer::rfc3339)
+                .ends_with("(listed: written at or before)")
+        );
+    }
 }

@@ -107,6 +107,9 @@ pub struct Options {
 
 type Key = (String, String);
 
+/// Records of the first lists marked as such up to this `seq` (a bit each: 1 MiB at most).
+const MAX_LISTED_SEQ: u64 = 8 << 20;
+
 /// Replays records through the per-rollout state machines and the detectors.
 ///
 /// Streaming: memory grows with the live objects and the rollouts' state changes, not with the
@@ -186,6 +189,9 @@ pub struct Analyzer {
     first_lists: Vec<(Kind, String)>,
     /// The history before the recording was reconstructed already (live), with these notes.
     reconstructed: Option<Vec<(crate::Subject, String)>>,
+    /// The `seq` of each record of the first file's first lists, a bit each (up to
+    /// [`MAX_LISTED_SEQ`]): their evidence says the object was written at or before the list.
+    listed_seqs: Vec<u64>,
     file: u32,
     last_seq: Option<u64>,
     first_at: Option<Timestamp>,
@@ -242,6 +248,7 @@ impl Analyzer {
             deferred: Vec::new(),
             first_lists: Vec::new(),
             reconstructed: None,
+            listed_seqs: Vec::new(),
             file: 0,
             last_seq: None,
             first_at: None,
@@ -358,6 +365,13 @@ impl Analyzer {
             ));
         }
         self.count(rec);
+        if rec.seq < MAX_LISTED_SEQ && self.initially_listed(rec) {
+            let word = usize::try_from(rec.seq / 64).unwrap_or(usize::MAX);
+            if self.listed_seqs.len() <= word {
+                self.listed_seqs.resize(word + 1, 0);
+            }
+            self.listed_seqs[word] |= 1 << (rec.seq % 64);
+        }
         let pos = At {
             file: self.file,
             seq: rec.seq,
@@ -439,6 +453,8 @@ impl Analyzer {
                     (Kind::Event, Parsed::Event(view)) if self.initially_listed(rec) => {
                         self.history
                             .note_event(&rec.namespace, &rec.name, &view, pos);
+                        self.world
+                            .note_pod_event(&rec.namespace, &rec.name, &view, pos);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
                         self.note_deployment_rs(rec, &view, pos);
@@ -857,11 +873,17 @@ impl Analyzer {
                         self.on_plain_deployment(namespace, &dep, Some(name), pos, false);
                         return;
                     }
-                    // Deleted, or not (yet) known by its ReplicaSet: any rollout of the namespace
-                    // with a revision of that hash or name.
+                    // Deleted, or not (yet) known by its ReplicaSet, or an Experiment's pod
+                    // running a revision's template: any rollout of the namespace with a
+                    // revision of that hash or name.
                     None => self
                         .tracks_in(namespace)
-                        .filter(|t| crate::model::traffic::revision(t, name, pod).is_some())
+                        .filter(|t| {
+                            crate::model::traffic::revision(t, name, pod).is_some()
+                                || pod
+                                    .and_then(|p| p.hash.as_deref())
+                                    .is_some_and(|h| crate::model::traffic::has_revision(t, h))
+                        })
                         .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
                         .collect(),
                 }
@@ -1211,6 +1233,11 @@ impl Analyzer {
     /// The moments each selected rollout became Healthy on one revision, which move past the
     /// findings before them.
     fn resolver(&self) -> Resolver {
+        self.resolver_of_settles()
+            .with_listed(std::sync::Arc::new(self.listed_seqs.clone()))
+    }
+
+    fn resolver_of_settles(&self) -> Resolver {
         Resolver::new(
             self.tracks
                 .iter()

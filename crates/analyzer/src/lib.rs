@@ -62,7 +62,7 @@ pub use model::rollout::RevisionClass;
 pub use model::world::{RouterPath, router_paths};
 pub use report::end::{Resolver, RolloutEnd, Settled};
 pub use report::finding::{
-    ConditionChange, Evidence, Finding, Remedy, Resolved, Rule, Severity, Subject,
+    ConditionChange, Evidence, Finding, Interval, Remedy, Resolved, Rule, Severity, Subject,
 };
 pub use report::pack::{Merge, PackedFindings, SPILL_AFTER, Spill};
 pub use report::sink::{Discard, FindingSink};

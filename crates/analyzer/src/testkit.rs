@@ -126,6 +126,11 @@ impl Kit {
         self.push(Kind::Rollout, Op::Modified, NAME, self.rollout.clone());
     }
 
+    /// Sets the rollout's `metadata.managedFields` for its next record.
+    pub fn managed_fields(&mut self, entries: Value) {
+        self.rollout["metadata"]["managedFields"] = entries;
+    }
+
     pub fn set_managed(&mut self, manager: &str, status: bool) {
         let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t));
         let mut entry = json!({"manager": manager, "operation": "Update", "time": time});
@@ -671,6 +676,51 @@ impl Kit {
                 "containerStatuses": [{"name": "app", "image": image,
                     "imageID": format!("registry.example.com/app@{image_id}"), "ready": ready}]}
         })
+    }
+
+    /// A pod of revision `hash` that is not Ready, its container `app` (running `image`) with
+    /// `state` as its `status.containerStatuses[0].state`, and `conditions` added to its own.
+    pub fn troubled_pod(
+        &mut self,
+        hash: &str,
+        suffix: &str,
+        image: &str,
+        state: Value,
+        conditions: Value,
+    ) {
+        let name = format!("{NAME}-{hash}-{suffix}");
+        let mut obj = self.pod_json(
+            &name,
+            &format!("{NAME}-{hash}"),
+            json!({"app": NAME, "rollouts-pod-template-hash": hash}),
+            false,
+            image,
+            "",
+        );
+        obj["status"]["containerStatuses"][0]["state"] = state;
+        obj["status"]["containerStatuses"][0]["imageID"] = json!("");
+        for c in conditions.as_array().into_iter().flatten() {
+            obj["status"]["conditions"]
+                .as_array_mut()
+                .unwrap()
+                .push(c.clone());
+        }
+        self.push(Kind::Pod, Op::Modified, &name, obj);
+    }
+
+    /// An Event of the first list (`Listed`) named `name`, about pod `pod`, with `reason`
+    /// and `message`, as the kubelet writes one.
+    pub fn listed_pod_event(&mut self, name: &str, pod: &str, reason: &str, message: &str) {
+        let time = crate::base::time::rfc3339(self.now());
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}")},
+            "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod},
+            "reason": reason, "message": message, "type": "Warning", "count": 3,
+            "firstTimestamp": time, "lastTimestamp": time,
+            "source": {"component": "kubelet"}
+        });
+        self.push(Kind::Event, Op::Listed, name, obj);
     }
 
     /// Deletes a pod.

@@ -83,6 +83,30 @@ fn check_fails_at_the_end_of_adoption_selector_drift_and_saves_its_evidence() {
     assert!(rules.contains(&"service-selector-mismatch"), "{rules:?}");
 }
 
+/// The Service of the stable role left with no ready endpoint (its pods lack the role label)
+/// while it takes traffic: `check` fails on the outage, with the window's start.
+#[test]
+fn issue_48_check_fails_on_a_service_that_takes_traffic_with_no_ready_endpoint() {
+    let s = serve(&recording("stale-role-labels"), &[]);
+    let out = check(
+        &s.kubeconfig,
+        s.dir.path(),
+        &["checkout-api", "-n", "payments", "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["adopted"], false);
+    let outage: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "no-ready-endpoints")
+        .collect();
+    assert_eq!(outage.len(), 1, "{v}");
+    assert_eq!(outage[0]["subject"]["name"], "checkout-api-stable");
+    assert!(outage[0]["window"]["start"].is_string(), "{}", outage[0]);
+}
+
 #[test]
 fn check_json_names_the_endpoints_by_revision() {
     let s = serve(&recording("adoption-selector-drift"), &[]);

@@ -672,6 +672,178 @@ fn issue_25_abort_is_not_the_race() {
     assert_not_the_race(&report, "abort");
 }
 
+/// A node no kubelet runs (kwok manages only the `fake` ones), tainted so that only the pods
+/// that tolerate it land there: their status is the test's to write, as a kubelet would.
+const NO_KUBELET_NODE: &str = r#"apiVersion: v1
+kind: Node
+metadata:
+  name: no-kubelet
+  labels: {kubernetes.io/hostname: no-kubelet}
+spec:
+  taints: [{key: rollout-forensics.test/no-kubelet, value: "true", effect: NoSchedule}]
+status:
+  allocatable: {cpu: "64", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "64", memory: 256Gi, pods: "110"}
+"#;
+
+/// A canary that gives up on a revision after 20 s without progress, the revision `image`
+/// placed (`on_no_kubelet`) on the node no kubelet runs.
+fn deadline_rollout(image: &str, on_no_kubelet: bool) -> String {
+    let placement = if on_no_kubelet {
+        "\n      nodeSelector: {kubernetes.io/hostname: no-kubelet}\n      tolerations: [{key: rollout-forensics.test/no-kubelet, operator: Exists, effect: NoSchedule}]"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: 2
+  revisionHistoryLimit: 3
+  progressDeadlineSeconds: 20
+  progressDeadlineAbort: true
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api}}
+    spec:
+      containers: [{{name: app, image: "{image}"}}]{placement}
+  strategy:
+    canary:
+      steps: [{{setWeight: 50}}, {{pause: {{}}}}]
+"#
+    )
+}
+
+/// An image that cannot be pulled: the canary's pod waits on `ImagePullBackOff` (its status
+/// written as the kubelet writes it, on a node no kubelet runs), the real controller passes
+/// `progressDeadlineSeconds` and, with `progressDeadlineAbort`, aborts: Degraded.
+/// `rollout-stopped` names the image and the pull error as the cause, and no rule advises
+/// pinning a digest of a tag no pod pulled.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_48_an_image_that_cannot_be_pulled_aborts_the_canary_and_is_named() {
+    let c = cluster();
+    c.ok(
+        &["apply", "--server-side", "-f", "-"],
+        Some(NO_KUBELET_NODE),
+    );
+    let ns = Namespace::new(&c, "imagepull");
+    let file = rec_path(&c, "imagepull");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    c.apply(&ns.name, &deadline_rollout(&image(0), false));
+    ns.wait_phase(APP, "Healthy");
+    let missing = "registry.example/checkout-api:1.43.0-missing";
+    c.apply(&ns.name, &deadline_rollout(missing, true));
+    let canary = hash(&ns.wait_status(APP, "a new revision", |s| {
+        s["currentPodHash"] != s["stableRS"] && s["currentPodHash"].is_string()
+    }));
+    // The canary's pod, bound to the node no kubelet runs.
+    let pod = until(
+        "the canary's pod on the node no kubelet runs",
+        Duration::from_secs(60),
+        || {
+            let selector = format!("rollouts-pod-template-hash={canary}");
+            let out = c.ok(
+                &["-n", &ns.name, "get", "pods", "-l", &selector, "-o", "json"],
+                None,
+            );
+            let pods: Value = serde_json::from_str(&out).ok()?;
+            let p = pods["items"].as_array()?.first()?.clone();
+            (p["spec"]["nodeName"] == "no-kubelet")
+                .then(|| p["metadata"]["name"].as_str().unwrap().to_owned())
+        },
+        || ns.state(),
+    );
+    // What the kubelet writes when the registry has no such manifest.
+    let status = format!(
+        r#"{{"status":{{"phase":"Pending","conditions":[{{"type":"Ready","status":"False","reason":"ContainersNotReady"}},{{"type":"ContainersReady","status":"False","reason":"ContainersNotReady"}}],"containerStatuses":[{{"name":"app","image":"{missing}","imageID":"","ready":false,"restartCount":0,"started":false,"state":{{"waiting":{{"reason":"ImagePullBackOff","message":"Back-off pulling image \"{missing}\": not found: manifest unknown"}}}}}}]}}}}"#
+    );
+    c.ok(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "pod",
+            &pod,
+            "--subresource=status",
+            "--field-manager=kubelet",
+            "-p",
+            &status,
+        ],
+        None,
+    );
+    let aborted = ns.wait_status(APP, "aborted past its progress deadline", |s| {
+        s["abort"] == true && s["phase"] == "Degraded"
+    });
+    assert!(
+        aborted["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Progressing" && c["reason"] == "RolloutAborted"),
+        "{aborted}"
+    );
+    // The abort scales the canary down; no kubelet confirms the pod's end, so the test does,
+    // as the node's lifecycle would.
+    until(
+        "the canary scaled down",
+        Duration::from_secs(60),
+        || {
+            let sets = ns.replica_sets();
+            sets.values()
+                .any(|(h, n)| *h == canary && *n == 0)
+                .then_some(())
+        },
+        || ns.state(),
+    );
+    c.ok(
+        &[
+            "-n",
+            &ns.name,
+            "delete",
+            "pod",
+            &pod,
+            "--grace-period=0",
+            "--force",
+        ],
+        None,
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let (report, code) = finish(&c, &ns, rec, "image-pull-abort", &[]);
+    assert_eq!(code, Some(1), "{report}");
+    let stopped = of_rule(&report, "rollout-stopped");
+    assert_eq!(stopped.len(), 1, "{report}");
+    let summary = stopped[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("could not pull {missing}"))
+            && summary.contains("ImagePullBackOff")
+            && summary.contains("manifest unknown")
+            && summary.contains("progressDeadlineAbort aborted it"),
+        "{summary}"
+    );
+    assert!(
+        stopped[0]["remedy"]["decisions"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "no retry of the same image: {}",
+        stopped[0]
+    );
+    for f in of_rule(&report, "image-not-pinned") {
+        let now = f["remedy"]["summary"].as_str().unwrap();
+        assert!(!now.contains("the running pods use"), "{now}");
+        if f["summary"].as_str().unwrap().contains(missing) {
+            assert!(
+                now.starts_with(&format!("No pod pulled {missing}")),
+                "{now}"
+            );
+        }
+    }
+    assert_not_the_race(&report, "an abort past the progress deadline");
+}
+
 /// Test 2: while paused, a render changes only the steps: the real controller starts the
 /// steps again on the same pod-template hash.
 #[test]

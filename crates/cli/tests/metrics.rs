@@ -275,3 +275,34 @@ fn a_metrics_port_in_use_is_an_error_at_once() {
         text(&o.stderr)
     );
 }
+
+/// A Service that takes traffic with no ready endpoint is an active condition while it holds:
+/// the recorder of the stale-role-labels end state (the stable role's Service lost every pod)
+/// serves `finding_active{rule="no-ready-endpoints"} 1`, and `/metrics` alone tells it.
+#[test]
+fn issue_48_a_service_without_ready_endpoints_is_an_active_condition() {
+    let s = serve(&recording("stale-role-labels"), &[]);
+    let home = s.dir.path();
+    let out = home.join("recorded.rfr");
+    let (mut rec, addr) = recorder(home, &s.kubeconfig, &out);
+    let started = Instant::now();
+    let line = loop {
+        let metrics = get(&addr, "/metrics").1;
+        if let Some(l) = metrics.lines().find(|l| {
+            l.starts_with("rollout_forensics_finding_active{")
+                && l.contains("rule=\"no-ready-endpoints\"")
+        }) {
+            break l.to_owned();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no no-ready-endpoints series after 60 s:\n{metrics}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(line.ends_with(" 1"), "{line}");
+    assert!(line.contains("name=\"checkout-api\""), "{line}");
+    signal(&rec, "-INT");
+    let status = wait_bounded(&mut rec, Duration::from_secs(20), "the recorder");
+    assert!(status.success());
+}

@@ -204,7 +204,12 @@ fn kubectl_runs_the_binary_as_its_forensics_plugin() {
     );
     let rec = recording.to_str().unwrap();
     let via = kubectl(&["forensics", "analyze", "-o", "json", rec]);
-    let direct = run(bin(dir.path()).args(["analyze", "-o", "json", rec]));
+    // The abort is an error finding (`rollout-stopped`): exit 1 from both.
+    let direct = bin(dir.path())
+        .args(["analyze", "-o", "json", rec])
+        .output()
+        .unwrap();
+    assert_eq!(direct.status.code(), Some(1), "{}", text(&direct.stderr));
     assert_eq!(
         via.status.code(),
         direct.status.code(),

@@ -12,7 +12,8 @@
 //! `stableMetadata` is meant for the stable pods only (judged once promoted), and one selecting
 //! by a label of its `canaryMetadata` for the canary pods only. A pod's revision comes from its hash label, else its owner
 //! ReplicaSet, else its name. Not raised after an abort. A Service none of whose EndpointSlices
-//! was recorded is not judged.
+//! was recorded is not judged, nor one with no ready endpoint at all (`no-ready-endpoints`
+//! reports that outage).
 //!
 //! # Why it matters
 //! This is adoption, not application: the canary's metrics, the analysis and the promotion all
@@ -252,6 +253,14 @@ impl Detector for CanaryNotInEndpoints {
             if serves_revision(s.world, track, service, hash) {
                 continue;
             }
+            // No ready endpoint at all: an outage, `no-ready-endpoints`'s to report.
+            if !s
+                .world
+                .slices_of(ns, service)
+                .any(|(_, slice)| slice.endpoints.iter().any(|e| e.ready))
+            {
+                continue;
+            }
             let Some(ready_since) = *ready.get_or_insert_with(|| ready_since(s.world, track, hash))
             else {
                 continue;
@@ -289,7 +298,8 @@ impl Detector for CanaryNotInEndpoints {
                 "Service {service} sends no traffic to revision {hash} although {why}: its endpoints hold none of its pods ({ready_words})"
             );
             let explanation = format!(
-                "Endpoints of {service}: {}. The rollout's revision {hash} has had ready pods since {} and the Service still has none of them. Whatever the weight, phase or GitOps status say, no customer request through {service} reaches {hash}.",
+                "Endpoints of {service} at {}: {}. The rollout's revision {hash} had had ready pods since {} and the Service had none of them. Whatever the weight, phase or GitOps status said, no customer request through {service} reached {hash}.",
+                rfc3339(s.now.at),
                 describe(&by, track),
                 rfc3339(ready_since.at)
             );
@@ -323,7 +333,11 @@ impl Detector for CanaryNotInEndpoints {
                 .explain(explanation)
                 .with_evidence(evidence)
                 .remedy(
-                    format!("Do not promote: the canary has taken no traffic through {service}, so its metrics and analysis prove nothing. Find why the Service does not select its pods (selector, labels, readiness), fix it, then restart the canary's evaluation."),
+                    if promoted {
+                        format!("The rollout is promoted and reads as done, but {service} still sends its traffic to other pods: find why it does not select {hash}'s pods (selector, labels, readiness) and fix it; until then the release has not reached the customers of {service}.")
+                    } else {
+                        format!("Do not promote: the canary has taken no traffic through {service}, so its metrics and analysis prove nothing. Find why the Service does not select its pods (selector, labels, readiness), fix it, then restart the canary's evaluation.")
+                    },
                     vec![
                         format!("kubectl -n {ns} get endpointslices -l kubernetes.io/service-name={service} -o wide"),
                         format!("kubectl -n {ns} get pods -l {HASH_LABEL}={hash} -o wide --show-labels"),

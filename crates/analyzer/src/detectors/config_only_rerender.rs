@@ -12,9 +12,11 @@
 //! began) is dropped in time. The same holds for `hash-only-change`.
 //!
 //! # Why it matters
-//! Nothing about the application changed: the same release was rendered twice with different
-//! config inputs (inline values first, then a values file from a lagging checkout), and the
-//! second render restarted the canary. Image-only releases render identically twice, which is
+//! The image and the rest of the template did not change: the same release was rendered twice
+//! with different config inputs (inline values first, then a values file from a lagging
+//! checkout), and the second render restarted the canary. Which writer made the second template
+//! decides the remedy: a render race, Stakater Reloader after a ConfigMap change, a value made
+//! at every render (`rollme`, a timestamp), or Flux upgrading twice. Image-only releases render identically twice, which is
 //! why the race looks intermittent.
 //!
 //! # Example
@@ -85,8 +87,30 @@ fn emit(
         describe(true).join("; ")
     );
     let word = crate::detectors::revision_word(track);
+    let paths: Vec<String> = changes.iter().map(|c| c.path.to_string()).collect();
+    let story = crate::detectors::writer::story_with(
+        p.change.render.as_ref(),
+        p.change.previous_render.as_ref(),
+        &paths,
+        word,
+        to,
+        false,
+    );
+    // A checksum annotation changes with what it hashes: the config the pods read differs.
+    let checksum = changes.iter().any(|c| {
+        c.path
+            .last_key()
+            .is_some_and(|k| k.starts_with("checksum/") || k.contains("checksum"))
+    });
+    let cause = if !story.why.is_empty() {
+        story.why.clone()
+    } else if checksum {
+        format!("A checksum annotation changes when the config it hashes does: the {word} restart came from rendering one release twice with different config inputs, and the second revision runs the config of the second render.")
+    } else {
+        format!("The {word} restart came from rendering one release twice with different annotations.")
+    };
     let explanation = format!(
-        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): {}. Image, env, resources and everything else are identical. The {word} restart came from rendering one release twice with different config inputs, not from a change to the application.",
+        "The pod templates of {from} ({rs_a}) and {to} ({rs_b}) differ only in metadata.annotations ({source} compared, hash label ignored): {}. Image, env, resources and everything else are identical. {cause}",
         describe(false).join("; ")
     );
     let mut evidence = Vec::new();
@@ -106,7 +130,11 @@ fn emit(
             .explain(explanation)
             .with_evidence(evidence)
             .remedy(
-                format!("Nothing about the application changed: do not roll back. Let the {word} on {to} proceed and do not re-run the pipeline."),
+                if story.render_race {
+                    format!("The image and the rest of the pod template did not change: do not roll back on this account. Let the {word} on {to} proceed and do not re-run the pipeline.")
+                } else {
+                    story.now.clone()
+                },
                 // The two names in one order whichever way the restart went: a restart and
                 // its reverse ask for the same look.
                 vec![format!(
@@ -115,7 +143,11 @@ fn emit(
                     (&rs_a).min(&rs_b),
                     (&rs_a).max(&rs_b)
                 )],
-                "Resolve the values revision before the image tag is written: render the image tag and every values file from one Git revision (pin the values source to the same commit as the chart and image), so a release renders once.".to_owned(),
+                if story.render_race {
+                    "Resolve the values revision before the image tag is written: render the image tag and every values file from one Git revision (pin the values source to the same commit as the chart and image), so a release renders once.".to_owned()
+                } else {
+                    story.prevent
+                },
             ),
     );
 }

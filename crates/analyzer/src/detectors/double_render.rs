@@ -41,7 +41,7 @@ use crate::base::time::{human_duration, rfc3339};
 use crate::model::world::{AppObj, DeploymentObj, FluxObj, TemplateChange, World};
 
 /// Two renders closer than this are one render too many.
-pub(crate) const WINDOW_SECONDS: i64 = 120;
+pub(crate) const WINDOW_SECONDS: i64 = crate::detectors::writer::QUICK_SECONDS;
 
 /// How long to wait for the Application's history to name the second render's revision.
 const WAIT_FOR_APP_SECONDS: i64 = 30;
@@ -264,11 +264,25 @@ impl DoubleRender {
         } else {
             "a canary restarted at step 0"
         };
+        // Two renders of one Git revision that still differ: a value made at render time.
+        let same_input = r1.is_some() && r1 == r2;
+        let story = crate::detectors::writer::story(
+            Some(&p.second),
+            Some(&p.first),
+            revision_word(track),
+            track.last().and_then(|c| c.pod_hash.as_deref()).unwrap_or("the new revision"),
+            same_input,
+        );
         let explanation = format!(
-            "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and {restarted}. This is the re-render race.",
+            "The pod template was written by {} and then by {} within {}. A change of annotations alone is still a new pod template: a new hash, a new ReplicaSet, and {restarted}. {}",
             who(&p.first),
             who(&p.second),
-            human_duration(WINDOW_SECONDS * NS)
+            human_duration(WINDOW_SECONDS * NS),
+            if story.render_race {
+                "This is the re-render race.".to_owned()
+            } else {
+                story.why.clone()
+            }
         );
         let mut evidence = vec![
             p.first.evidence(
@@ -296,12 +310,20 @@ impl DoubleRender {
                 .explain(explanation)
                 .with_evidence(evidence)
                 .remedy(
-                    format!(
-                        "Do not re-run the pipeline: it renders twice again. Let the {} that runs now finish.",
-                        revision_word(track)
-                    ),
+                    if story.render_race {
+                        format!(
+                            "Do not re-run the pipeline: it renders twice again. Let the {} that runs now finish.",
+                            revision_word(track)
+                        )
+                    } else {
+                        story.now
+                    },
                     commands,
-                    "Render once per release: commit values and config together, or compute config checksums from the same commit the image tag comes from.".to_owned(),
+                    if story.render_race {
+                        "Render once per release: commit values and config together, or compute config checksums from the same commit the image tag comes from.".to_owned()
+                    } else {
+                        story.prevent
+                    },
                 ),
         );
     }

@@ -68,6 +68,8 @@ pub(crate) struct ImageDigestDrift {
     digests: HashMap<String, HashMap<String, RecentImages<ImageDigests>>>,
     /// The same for plain Deployments, by (namespace, name); a revision is a ReplicaSet name.
     deployment_digests: HashMap<(String, String), RecentImages<ImageDigests>>,
+    /// Experiment ReplicaSets and images reported (the latest [`KEEP_IMAGES`](crate::detectors::KEEP_IMAGES)).
+    experiments: Vec<Box<str>>,
 }
 
 /// Digests remembered per image; a tag that moved more often than this is reported anyway.
@@ -171,6 +173,10 @@ impl Detector for ImageDigestDrift {
         };
         let track = s.track;
         let pod = s.world.pod(namespace, name)?;
+        if foreign(track, pod) {
+            self.experiment_pod(s, name, pod, out);
+            return None;
+        }
         let revision = revision(track, name, Some(pod))?;
         for img in &pod.images {
             let Some(digest) = &img.digest else { continue };
@@ -278,6 +284,90 @@ impl Detector for ImageDigestDrift {
     }
 }
 
+impl ImageDigestDrift {
+    /// A pod of an Experiment that runs a revision's template (its hash label names the
+    /// revision, its ReplicaSet is the Experiment's): a build other than the one the revision's
+    /// own pods pulled under the same tag means the experiment compared two builds.
+    fn experiment_pod(
+        &mut self,
+        s: &Scene<'_>,
+        name: &str,
+        pod: &crate::model::world::PodObj,
+        out: &mut Vec<Finding>,
+    ) {
+        let track = s.track;
+        let (Some(hash), Some(owner)) = (pod.hash.as_deref(), pod.owner.as_deref()) else {
+            return;
+        };
+        let Some(by_image) = self
+            .digests
+            .get_mut(track.namespace())
+            .and_then(|m| m.get_mut(track.name()))
+        else {
+            return;
+        };
+        for img in &pod.images {
+            let Some(digest) = &img.digest else { continue };
+            if pinned(&img.image) {
+                continue;
+            }
+            let (known, new) = by_image.touch(&img.image, |_| true);
+            if new {
+                continue;
+            }
+            let Some(own) = known
+                .seen
+                .iter()
+                .find(|v| *v.revision == *hash && *v.digest != **digest)
+                .cloned()
+            else {
+                continue;
+            };
+            if known.seen.iter().any(|v| *v.revision == *hash && *v.digest == **digest) {
+                continue;
+            }
+            let key: Box<str> = format!("{owner}\u{0}{}", img.image).into();
+            if self.experiments.contains(&key) {
+                continue;
+            }
+            if self.experiments.len() >= crate::detectors::KEEP_IMAGES {
+                self.experiments.remove(0);
+            }
+            self.experiments.push(key);
+            let ns = track.namespace();
+            out.push(
+                Finding::new(
+                    Rule::ImageDigestDrift,
+                    track.subject(),
+                    track.subject(),
+                    pod.pos.at,
+                    format!(
+                        "the Experiment's {owner} ran {} as {}, the revision {hash} it stands for as {}: the experiment compared two builds",
+                        img.image,
+                        short(digest),
+                        short(&own.digest)
+                    ),
+                )
+                .explain(format!(
+                    "Pod {name} of the Experiment's ReplicaSet {owner} runs revision {hash}'s template and pulled {} as {digest}; the revision's own pod {} pulled it as {}. The tag moved between the two pulls: whatever the experiment measured, it compared builds, not only the revisions it was meant to.",
+                    img.image, own.pod, own.digest
+                ))
+                .with_evidence([
+                    Evidence::of(own.pos, Subject::new(Kind::Pod, ns, &own.pod), format!("container runs {}", own.digest)),
+                    Evidence::of(pod.pos, Subject::new(Kind::Pod, ns, name), format!("container {} runs {digest}", img.container)),
+                ])
+                .remedy(
+                    "Do not act on the experiment's result: run it again with the images pinned by digest.".to_owned(),
+                    vec![format!(
+                        "kubectl -n {ns} get pods -l rollouts-pod-template-hash={hash} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'"
+                    )],
+                    "Deploy by digest (repo:tag@sha256:...) and make release tags immutable in the registry.".to_owned(),
+                ),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::Rule;
@@ -317,7 +407,7 @@ mod tests {
     /// An Experiment's pods carry the revision's hash label (the controller hashes the same
     /// template): they are not the revision's, and their build says nothing of it.
     #[test]
-    fn issue_28_experiment_pods_sharing_the_hash_label_are_not_the_revisions() {
+    fn issue_28_experiment_pods_sharing_the_hash_label_are_not_the_revisions_issue_48_but_their_build_is_compared() {
         let mut kit = Kit::new();
         kit.release_to_pause("a", template_unpinned("r/app:2", "c1"));
         kit.pod("a", "p0", true, "r/app:2", &digest("build-1"));
@@ -325,7 +415,22 @@ mod tests {
         kit.advance(60);
         kit.pod("a", "p1", true, "r/app:2", &digest("build-1"));
         let report = kit.finish();
-        assert!(drift(&report).is_empty(), "{:#?}", report.findings);
+        // Not a drift within the revision: the experiment ran another build than it.
+        let found = drift(&report);
+        assert_eq!(found.len(), 1, "{:#?}", report.findings);
+        assert!(
+            found[0].summary.starts_with("the Experiment's checkout-api-a-2-1-baseline ran r/app:2 as")
+                && found[0].summary.ends_with("the experiment compared two builds"),
+            "{}",
+            found[0].summary
+        );
+
+        // The same build in the experiment: nothing.
+        let mut kit = Kit::new();
+        kit.release_to_pause("a", template_unpinned("r/app:2", "c1"));
+        kit.pod("a", "p0", true, "r/app:2", &digest("build-1"));
+        kit.experiment_pod("checkout-api-a-2-1-baseline", "a", "r/app:2", &digest("build-1"));
+        assert!(drift(&kit.finish()).is_empty());
 
         // The same pod of the revision's own ReplicaSet is the moved tag.
         let mut kit = Kit::new();

@@ -41,6 +41,48 @@ pub(crate) struct ImageNotPinned {
     fired: HashMap<String, HashMap<String, RecentImages<()>>>,
     /// The same for plain Deployments, by (namespace, name).
     fired_deployments: HashMap<(String, String), RecentImages<()>>,
+    /// The digest pods pulled for each image reported, by (namespace, rollout or
+    /// `deployment/NAME`), and the pod: read at the end, to say which digest to pin, or that
+    /// no pod pulled the tag.
+    pulled: HashMap<(String, String), HashMap<String, (String, String)>>,
+}
+
+/// Whose pods pulled what: a rollout by its name, a Deployment as `deployment/NAME`.
+fn owner_key(f: &Finding) -> (String, String) {
+    let name = if f.rollout.kind == rf_format::Kind::Rollout {
+        f.rollout.name.clone()
+    } else {
+        format!("deployment/{}", f.rollout.name)
+    };
+    (f.rollout.namespace.clone(), name)
+}
+
+/// The image a finding of this rule is about, from its summary.
+fn image_of(f: &Finding) -> Option<&str> {
+    f.summary
+        .strip_prefix("image ")?
+        .strip_suffix(" is referenced by tag, not by digest")
+}
+
+impl ImageNotPinned {
+    /// Notes the digests `pod` pulled of the images reported for `owner`.
+    fn note_pulls(&mut self, ns: &str, owner: &str, pod_name: &str, pod: &crate::model::world::PodObj) {
+        for i in &pod.images {
+            let Some(d) = &i.digest else {
+                continue;
+            };
+            if pinned(&i.image) {
+                continue;
+            }
+            let pulled = self
+                .pulled
+                .entry((ns.to_owned(), owner.to_owned()))
+                .or_default();
+            if pulled.len() < crate::detectors::KEEP_IMAGES && !pulled.contains_key(&*i.image) {
+                pulled.insert(i.image.to_string(), (d.clone(), pod_name.to_owned()));
+            }
+        }
+    }
 }
 
 /// True when `image` names a digest.
@@ -49,8 +91,71 @@ pub(crate) fn pinned(image: &str) -> bool {
 }
 
 impl Detector for ImageNotPinned {
+    fn on_world(
+        &mut self,
+        s: &crate::detectors::Scene<'_>,
+        _facts: &mut crate::detectors::Facts,
+        out: &mut Vec<Finding>,
+    ) -> Option<rf_format::Timestamp> {
+        match s.touched {
+            Some(crate::model::world::Touched::Pod { namespace, name }) => {
+                if let Some(pod) = s.world.pod(namespace, name) {
+                    self.note_pulls(namespace, s.track.name(), name, pod);
+                }
+            }
+            // A workloadRef rollout's template is its Deployment's: read when it changes.
+            Some(crate::model::world::Touched::Deployment { template: true, .. }) => {
+                if let Some(cur) = s.track.last() {
+                    self.check_rollout(s.track, cur.pos, out);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn on_end(
+        &mut self,
+        _tracks: &[&crate::model::rollout::RolloutTrack],
+        _world: &crate::model::world::World,
+        _end: crate::base::At,
+        findings: &mut Vec<Finding>,
+        _undecided: &mut Vec<(crate::report::finding::Subject, String)>,
+    ) {
+        for f in findings.iter_mut().filter(|f| f.rule == Rule::ImageNotPinned) {
+            let Some(image) = image_of(f).map(str::to_owned) else {
+                continue;
+            };
+            let pulled = self
+                .pulled
+                .get(&owner_key(f))
+                .and_then(|p| p.get(&image));
+            let repo = image.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')).map_or(image.as_str(), |(r, _)| r);
+            match pulled {
+                Some((digest, pod)) => {
+                    f.remedy.summary = format!(
+                        "Pin the digest its pods pulled: {repo}@{digest} (pod {pod} pulled {image} as it), once you have checked it is the build you meant."
+                    );
+                }
+                None => {
+                    f.remedy.summary = format!(
+                        "No pod pulled {image} while it was recorded, so no digest of it is known here (the tag may not exist: see rollout-stopped). Resolve the tag in the registry, check it is the build you meant, and deploy that digest."
+                    );
+                    f.remedy.commands = vec![format!(
+                        "docker buildx imagetools inspect {}",
+                        crate::detectors::shell_quote(&image)
+                    )];
+                }
+            }
+        }
+    }
+
     fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
         let dep = d.dep;
+        if let Some((name, pod)) = d.pod {
+            let owner = format!("deployment/{}", dep.name);
+            self.note_pulls(&dep.namespace, &owner, name, pod);
+        }
         let Some(template) = dep.template.as_deref().filter(|_| d.pod.is_none()) else {
             return;
         };
@@ -89,7 +194,18 @@ impl Detector for ImageNotPinned {
     }
 
     fn on_transition(&mut self, t: &Transition<'_>, out: &mut Vec<Finding>) {
-        let track = t.track;
+        self.check_rollout(t.track, t.cur.pos, out);
+    }
+}
+
+impl ImageNotPinned {
+    /// Reports each image of the rollout's template that is not pinned, once.
+    fn check_rollout(
+        &mut self,
+        track: &crate::model::rollout::RolloutTrack,
+        pos: crate::base::At,
+        out: &mut Vec<Finding>,
+    ) {
         for image in track.images().iter().filter(|i| !pinned(i)) {
             let by_name = match self.fired.get_mut(track.namespace()) {
                 Some(m) => m,
@@ -123,13 +239,13 @@ impl Detector for ImageNotPinned {
                     Rule::ImageNotPinned,
                     track.subject(),
                     track.subject(),
-                    t.cur.pos.at,
+                    pos.at,
                     format!("image {image} is referenced by tag, not by digest"),
                 )
                 .explain(format!(
                     "The rollout's pod template runs {image}. A tag can be moved to other bytes at any time: pods created later (a scale-up, a restart, a rollback) can run an image nobody verified."
                 ))
-                .with_evidence([track.evidence(t.cur.pos, format!("pod template image {image}"))])
+                .with_evidence([track.evidence(pos, format!("pod template image {image}"))])
                 .remedy(
                     "Find the digest the running pods use and pin it.".to_owned(),
                     vec![
@@ -257,5 +373,47 @@ mod tests {
         assert!(super::pinned("r/app@sha256:abc"));
         assert!(!super::pinned("r/app:1"));
         assert!(!super::pinned("app"));
+    }
+
+    #[test]
+    fn issue_48_a_workload_ref_rollouts_template_is_read_from_its_deployment() {
+        let mut kit = Kit::new();
+        kit.workload_ref("never");
+        let before = reported(&kit).len();
+        // Only the Deployment changes: no rollout record follows.
+        kit.advance(5);
+        kit.deployment(0, 0, template_unpinned("registry/app:3", "c3"), "argocd-controller");
+        let found = reported(&kit);
+        assert_eq!(found.len(), before + 1, "{found:#?}");
+        assert!(found.last().unwrap().contains("registry/app:3"), "{found:#?}");
+    }
+
+    #[test]
+    fn issue_48_the_digest_to_pin_is_one_a_pod_pulled_or_none() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template_unpinned("registry/app:2", "c1"));
+        kit.pod("new1", "p0", true, "registry/app:2", &crate::testkit::digest("app:2"));
+        kit.advance(5);
+        kit.new_revision("new2", template_unpinned("registry/app:9", "c1"));
+        let report = kit.finish();
+        let remedy = |image: &str| {
+            report
+                .findings
+                .iter()
+                .find(|f| f.rule == Rule::ImageNotPinned && f.summary.contains(image))
+                .map(|f| f.remedy.clone())
+                .unwrap()
+        };
+        let pulled = remedy("registry/app:2 ");
+        assert!(
+            pulled
+                .summary
+                .contains(&format!("registry/app@{}", crate::testkit::digest("app:2"))),
+            "{}",
+            pulled.summary
+        );
+        let never = remedy("registry/app:9 ");
+        assert!(never.summary.starts_with("No pod pulled registry/app:9"), "{}", never.summary);
+        assert_eq!(never.commands, ["docker buildx imagetools inspect registry/app:9"]);
     }
 }

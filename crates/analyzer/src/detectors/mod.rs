@@ -39,6 +39,7 @@ macro_rules! detector_modules {
 crate::report::rules::registry!(detector_modules);
 
 pub(crate) mod reconstructed;
+pub(crate) mod writer;
 
 impl Rule {
     /// The rule's documentation, in Markdown: a first paragraph `` `id` (severity): what it

@@ -88,7 +88,20 @@ impl Detector for PauseLost {
                         change.to
                     ),
                     vec![format!("kubectl argo rollouts get rollout {} --watch", argo(track))],
-                    "Make the pipeline's wait follow the pod-template hash: restart its timer when status.currentPodHash changes (rollout-forensics wait does), and render once per release.".to_owned(),
+                    {
+                        let story = crate::detectors::writer::story(
+                            change.render.as_ref(),
+                            change.previous_render.as_ref(),
+                            revision_word(track),
+                            &change.to,
+                            false,
+                        );
+                        if story.render_race {
+                            "Make the pipeline's wait follow the pod-template hash: restart its timer when status.currentPodHash changes (rollout-forensics wait does), and render once per release.".to_owned()
+                        } else {
+                            format!("Make the pipeline's wait follow the pod-template hash: restart its timer when status.currentPodHash changes (rollout-forensics wait does). {}", story.prevent)
+                        }
+                    },
                 ),
         );
     }

@@ -116,17 +116,34 @@ impl Detector for RerenderRestart {
                 r.by_words()
             ));
         }
+        let story = crate::detectors::writer::story(
+            change.render.as_ref(),
+            change.previous_render.as_ref(),
+            what,
+            &change.to,
+            false,
+        );
         if let (Some(r), Some(p)) = (&change.render, &change.previous_render) {
+            let gap = r.pos.at.0 - p.pos.at.0;
             explanation.push_str(&format!(
-                " The previous template change was {} earlier (generation {}{}{}): two renders of one release in quick succession is the re-render race.",
-                human_duration(r.pos.at.0 - p.pos.at.0),
+                " The previous template change was {} earlier (generation {}{}{}){}",
+                human_duration(gap),
                 p.generation.unwrap_or(0),
                 p.deployment
                     .as_ref()
                     .map(|d| format!(" of Deployment {d}"))
                     .unwrap_or_default(),
-                p.by_words()
+                p.by_words(),
+                if story.render_race {
+                    ": two renders of one release in quick succession is the re-render race."
+                } else {
+                    "."
+                }
             ));
+        }
+        if !story.why.is_empty() {
+            explanation.push(' ');
+            explanation.push_str(&story.why);
         }
         explanation
             .push_str(" This was not an abort, a steps-only change or a rollback to stable.");
@@ -182,12 +199,9 @@ impl Detector for RerenderRestart {
                 .explain(explanation)
                 .with_evidence(evidence)
                 .remedy(
-                    format!(
-                        "Do not re-run the pipeline: every run renders twice and restarts the {what} again. Let the {what} on {} progress, or abort it and do one clean run.",
-                        change.to
-                    ),
+                    story.now,
                     vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
-                    "Render once per release: take the image tag and the values that feed checksum/config from the same Git revision (resolve the values revision before the image tag is written), and make the pipeline's wait reset its timer when status.currentPodHash changes.".to_owned(),
+                    story.prevent,
                 ),
         );
     }

@@ -49,7 +49,7 @@ fn describe(track: &RolloutTrack) -> (String, String, Vec<crate::report::finding
         times.insert(1, format!("{omitted} more not listed"));
     }
     let explanation = format!(
-        "Restarts at {}. Each began the canary again at step 0 on a new pod template; re-running the pipeline re-renders and re-triggers the restart.",
+        "Restarts at {}. Each began the canary again at step 0 on a new pod template.",
         times.join(", ")
     );
     let evidence = kept
@@ -67,14 +67,34 @@ impl Detector for RestartChurn {
         }
         let track = t.track;
         let (summary, explanation, evidence) = describe(track);
+        let story = crate::detectors::writer::story(
+            change.render.as_ref(),
+            change.previous_render.as_ref(),
+            crate::detectors::revision_word(track),
+            &change.to,
+            false,
+        );
+        let explanation = if story.why.is_empty() {
+            explanation
+        } else {
+            format!("{explanation} {}", story.why)
+        };
         out.push(
             Finding::new(Rule::RestartChurn, track.subject(), track.subject(), t.cur.pos.at, summary)
                 .explain(explanation)
                 .with_evidence(evidence)
                 .remedy(
-                    "Stop re-running the pipeline: let the current canary finish, or abort it and do one clean full run once the renders are fixed.".to_owned(),
+                    if story.render_race {
+                        "Stop re-running the pipeline: each run re-renders and restarts the canary again. Let the current canary finish, or abort it and do one clean full run once the renders are fixed.".to_owned()
+                    } else {
+                        story.now
+                    },
                     vec![format!("kubectl argo rollouts get rollout {}", argo(track))],
-                    "Render once per release (image tag and values from one Git revision) and make the pipeline's wait reset on a pod-template-hash change instead of timing out.".to_owned(),
+                    if story.render_race {
+                        "Render once per release (image tag and values from one Git revision) and make the pipeline's wait reset on a pod-template-hash change instead of timing out.".to_owned()
+                    } else {
+                        story.prevent
+                    },
                 ),
         );
     }

@@ -180,7 +180,8 @@ impl TrafficWeightMismatch {
                     .map(|h| format!(" (revision {h})"))
                     .unwrap_or_default();
                 let summary = format!(
-                    "the rollout's status gives the canary{revision} weight {weight}, but {label} sends it {routed}% ({picked} of {total})"
+                    "the rollout's status gives the canary{revision} weight {weight}, but {label} sends it {routed}% ({picked} of {total}){}",
+                    aborted_words(s, routed)
                 );
                 let writer = obj
                     .actor
@@ -219,14 +220,47 @@ impl TrafficWeightMismatch {
                                 format!("kubectl -n {} get {resource} {} -o yaml", obj.namespace, obj.name),
                                 format!("kubectl argo rollouts get rollout {}", argo(track)),
                             ],
-                            format!(
-                                "The weights of {} {} belong to the controller: keep them out of Git (or out of Argo CD's diff with ignoreDifferences), and let no other tool write them.",
-                                obj.router.word(), obj.name
-                            ),
+                            if gitops_writes(s, obj.actor.as_deref()) {
+                                format!(
+                                    "The weights of {} {} belong to the controller: keep them out of Git (or out of Argo CD's diff with ignoreDifferences), and let no other tool write them.",
+                                    obj.router.word(), obj.name
+                                )
+                            } else {
+                                format!(
+                                    "The weights of {} {} belong to the controller: let no other tool or person write them{}.",
+                                    obj.router.word(),
+                                    obj.name,
+                                    obj.actor.as_deref().map(|a| format!(" (the last writer was {a})")).unwrap_or_default()
+                                )
+                            },
                         ),
                 );
             }
         }
+    }
+}
+
+/// True when a GitOps tool is in the recording for this rollout or wrote the router: an
+/// Application or Flux object manages the rollout, or the writer is one.
+fn gitops_writes(s: &Scene<'_>, actor: Option<&str>) -> bool {
+    actor.is_some_and(|a| {
+        a.starts_with("argocd") || a == "helm-controller" || a == "kustomize-controller"
+    }) || s.world.apps_of(s.track).next().is_some()
+        || s.track.flux().is_some()
+}
+
+/// What a router's weights mean for an aborted rollout, for the summary: the aborted
+/// revision still takes a share.
+fn aborted_words(s: &Scene<'_>, routed: i64) -> String {
+    match s.track.last().filter(|c| c.abort) {
+        Some(c) => format!(
+            "; the rollout is aborted, so the controller means the canary{} to take nothing, and it still takes {routed}% of the requests",
+            c.pod_hash
+                .as_deref()
+                .map(|h| format!(" {h}"))
+                .unwrap_or_default()
+        ),
+        None => String::new(),
     }
 }
 
@@ -319,7 +353,8 @@ impl Detector for TrafficWeightMismatch {
                 .map(|h| format!(" (revision {h})"))
                 .unwrap_or_default();
             let summary = format!(
-                "the rollout's status gives the canary{revision} weight {weight}, but {router}"
+                "the rollout's status gives the canary{revision} weight {weight}, but {router}{}",
+                aborted_words(s, routed.unwrap_or(0))
             );
             let writer = canary
                 .and_then(|c| c.actor.as_ref())
@@ -370,10 +405,21 @@ impl Detector for TrafficWeightMismatch {
                             format!("kubectl -n {ns} get ingress {name} -o yaml"),
                             format!("kubectl argo rollouts get rollout {}", argo(track)),
                         ],
-                        format!(
-                            "The canary Ingress {name} belongs to the controller: keep it out of Git and out of Argo CD's sync and prune, and let no other tool write its {}/canary annotations.",
-                            nginx.prefix
-                        ),
+                        if gitops_writes(s, canary.and_then(|c| c.actor.as_deref())) {
+                            format!(
+                                "The canary Ingress {name} belongs to the controller: keep it out of Git and out of Argo CD's sync and prune, and let no other tool write its {}/canary annotations.",
+                                nginx.prefix
+                            )
+                        } else {
+                            format!(
+                                "The canary Ingress {name} belongs to the controller: let no other tool or person write its {}/canary annotations{}.",
+                                nginx.prefix,
+                                canary
+                                    .and_then(|c| c.actor.as_deref())
+                                    .map(|a| format!(" (the last writer was {a})"))
+                                    .unwrap_or_default()
+                            )
+                        },
                     ),
             );
         }
@@ -413,6 +459,33 @@ mod tests {
         });
         kit.ingress(CANARY, "checkout-api-canary", Some(weight), "rollouts-controller");
         kit
+    }
+
+    /// After an abort the status gives the canary 0; a canary Ingress left at 40 by a person's
+    /// edit still sends it 40%: said as such, and the prevention names no Git it did not see.
+    #[test]
+    fn issue_48_a_weight_left_on_an_aborted_canary_says_the_abort_and_the_real_writer() {
+        let mut kit = routed("20");
+        kit.advance(30);
+        kit.ingress(CANARY, "checkout-api-canary", Some("40"), "kubectl-edit");
+        kit.status(|st| {
+            st.insert("abort".into(), json!(true));
+            st.insert("phase".into(), json!("Degraded"));
+            st["canary"]["weights"]["canary"]["weight"] = json!(0);
+            st["canary"]["weights"]["stable"]["weight"] = json!(100);
+        });
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(0);
+        let f = kit.of_rule(Rule::TrafficWeightMismatch);
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert!(
+            f[0].summary.contains("the rollout is aborted")
+                && f[0].summary.contains("still takes 40% of the requests"),
+            "{}",
+            f[0].summary
+        );
+        assert!(!f[0].remedy.prevention.contains("Git"), "{}", f[0].remedy.prevention);
+        assert!(f[0].remedy.prevention.contains("kubectl-edit"), "{}", f[0].remedy.prevention);
     }
 
     #[test]

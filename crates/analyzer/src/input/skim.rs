@@ -442,7 +442,7 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
     if j.null()? {
         return Ok(last);
     }
-    let (mut main, mut status) = (None, None);
+    let (mut main, mut status, mut status_user) = (None, None, None);
     j.array(|j| {
         let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
         fields!(j, {
@@ -453,11 +453,16 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
         let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
             return Ok(());
         };
-        let slot = if subresource.as_deref() == Some("status") {
-            &mut status
-        } else {
-            &mut main
-        };
+        let on_status = subresource.as_deref() == Some("status");
+        if on_status
+            && !crate::input::view::rollouts_controller(&manager)
+            && status_user
+                .as_ref()
+                .is_none_or(|(best, _): &(i64, Cow<'_, str>)| t.0 >= *best)
+        {
+            status_user = Some((t.0, manager.clone()));
+        }
+        let slot = if on_status { &mut status } else { &mut main };
         if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
             *slot = Some((t.0, manager));
         }
@@ -467,6 +472,7 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
     let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, Str::from(m)));
     last.main = own(main);
     last.status = own(status);
+    last.status_user = own(status_user);
     Ok(last)
 }
 
@@ -489,6 +495,8 @@ fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
         "strategy" => s.strategy => strategy(j)?,
         "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
         "workloadRef" => s.workload_ref => j.opt(workload_ref)?,
+        "progressDeadlineSeconds" => s.progress_deadline_seconds => j.lenient_int()?,
+        "progressDeadlineAbort" => s.progress_deadline_abort => j.opt_bool()?,
     })?;
     Ok(s)
 }
@@ -522,6 +530,8 @@ fn canary(j: &mut Json<'_>) -> R<Canary> {
         "canaryMetadata" => c.canary_metadata => j.opt(ephemeral)?,
         "stableMetadata" => c.stable_metadata => j.opt(ephemeral)?,
         "scaleDownDelaySeconds" => c.scale_down_delay_seconds => j.lenient_int()?,
+        "abortScaleDownDelaySeconds" => c.abort_scale_down_delay_seconds => j.lenient_int()?,
+        "dynamicStableScale" => c.dynamic_stable_scale => j.opt_bool()?,
     })?;
     Ok(c)
 }
@@ -600,6 +610,7 @@ fn blue_green(j: &mut Json<'_>) -> R<BlueGreen> {
         "activeMetadata" => b.active_metadata => j.opt(ephemeral)?,
         "previewMetadata" => b.preview_metadata => j.opt(ephemeral)?,
         "scaleDownDelaySeconds" => b.scale_down_delay_seconds => j.lenient_int()?,
+        "abortScaleDownDelaySeconds" => b.abort_scale_down_delay_seconds => j.lenient_int()?,
     })?;
     Ok(b)
 }
@@ -1078,16 +1089,22 @@ fn ready(j: &mut Json<'_>) -> R<Vec<PodCondition>> {
     let mut kept = Vec::new();
     j.array(|j| {
         let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
+        let (mut reason, mut message) = (None, None);
         fields!(j, {
             "type" => type_ => j.str()?,
             "status" => status => j.str()?,
             "lastTransitionTime" => since => j.opt(Json::str)?,
+            "reason" => reason => j.opt(Json::str)?,
+            "message" => message => j.opt(Json::str)?,
         })?;
-        if type_ == "Ready" {
+        if crate::input::view::kept_condition(&type_, &status) {
+            let unscheduled = type_ != "Ready";
             kept.push(PodCondition {
                 type_: type_.into(),
                 status: status.into(),
                 last_transition_time: since.map(Str::from),
+                reason: reason.filter(|_| unscheduled).map(Str::from),
+                message: message.filter(|_| unscheduled).map(Str::from),
             });
         }
         Ok(())
@@ -1101,8 +1118,28 @@ fn container_status(j: &mut Json<'_>) -> R<ContainerStatus> {
         "name" => c.name => j.string()?,
         "image" => c.image => j.string()?,
         "imageID" => c.image_id => j.string()?,
+        "state" => c.state => container_state(j)?,
+        "lastState" => c.last_state => container_state(j)?,
     })?;
     Ok(c)
+}
+
+fn container_state(j: &mut Json<'_>) -> R<crate::input::view::ContainerState> {
+    fn detail(j: &mut Json<'_>) -> R<crate::input::view::StateDetail> {
+        let mut d = crate::input::view::StateDetail::default();
+        fields!(j, {
+            "reason" => d.reason => j.opt_string()?,
+            "message" => d.message => j.opt_string()?,
+            "exitCode" => d.exit_code => j.lenient_int()?,
+        })?;
+        Ok(d)
+    }
+    let mut st = crate::input::view::ContainerState::default();
+    fields!(j, {
+        "waiting" => st.waiting => j.opt(detail)?,
+        "terminated" => st.terminated => j.opt(detail)?,
+    })?;
+    Ok(st)
 }
 
 /// An Argo CD Application: Argo CD rewrites its status at every refresh, and it lists every

@@ -382,6 +382,14 @@ impl<'de, K: KeptKeys> Visitor<'de> for KeptVisitor<K> {
 pub(crate) struct LastManagers {
     pub main: Option<(i64, Str)>,
     pub status: Option<(i64, Str)>,
+    /// The last writer of the status that is not the Argo Rollouts controller (a person's
+    /// `kubectl argo rollouts abort`, a GitOps tool's action); on equal times the later entry.
+    pub status_user: Option<(i64, Str)>,
+}
+
+/// True for the field managers of the Argo Rollouts controller.
+pub(crate) fn rollouts_controller(manager: &str) -> bool {
+    manager == "rollouts-controller" || manager.starts_with("argo-rollouts")
 }
 
 /// One `metadata.managedFields[]` entry, borrowed where it can be.
@@ -429,6 +437,16 @@ impl<'de> Deserialize<'de> for LastManagers {
                     } else {
                         &mut last.main
                     };
+                    let status = m.subresource.as_deref() == Some("status");
+                    if status
+                        && !rollouts_controller(&m.manager)
+                        && last
+                            .status_user
+                            .as_ref()
+                            .is_none_or(|(best, _)| t.0 >= *best)
+                    {
+                        last.status_user = Some((t.0, Str::from(m.manager.as_ref())));
+                    }
                     if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
                         *slot = Some((t.0, Str::from(m.manager)));
                     }
@@ -572,6 +590,11 @@ pub(crate) struct Canary {
     /// How long the controller keeps a replaced ReplicaSet up; only with traffic routing.
     #[serde(deserialize_with = "lenient_int")]
     pub scale_down_delay_seconds: Option<i64>,
+    /// How long it keeps the canary up after an abort (default 30; with traffic routing).
+    #[serde(deserialize_with = "lenient_int")]
+    pub abort_scale_down_delay_seconds: Option<i64>,
+    /// The stable ReplicaSet is scaled down as the canary's weight rises, and back up on abort.
+    pub dynamic_stable_scale: Option<bool>,
 }
 
 /// `spec.strategy.canary.trafficRouting`: which routers the controller sets weights on. NGINX,
@@ -674,6 +697,9 @@ pub(crate) struct BlueGreen {
     /// How long the old active ReplicaSet stays up after the switch (default 30; 0 keeps it).
     #[serde(deserialize_with = "lenient_int")]
     pub scale_down_delay_seconds: Option<i64>,
+    /// How long the preview ReplicaSet stays up after an abort (default 30).
+    #[serde(deserialize_with = "lenient_int")]
+    pub abort_scale_down_delay_seconds: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -687,6 +713,11 @@ pub(crate) struct RolloutSpec {
     #[serde(deserialize_with = "lenient_int")]
     pub revision_history_limit: Option<i64>,
     pub workload_ref: Option<WorkloadRef>,
+    /// How long a revision may make no progress before the rollout is Degraded (default 600).
+    #[serde(deserialize_with = "lenient_int")]
+    pub progress_deadline_seconds: Option<i64>,
+    /// The controller aborts a rollout that passes its progress deadline.
+    pub progress_deadline_abort: Option<bool>,
 }
 
 /// `spec.workloadRef`: the Deployment whose pod template the rollout runs, and when the
@@ -760,18 +791,33 @@ struct PodConditionRef<'a> {
     status: Cow<'a, str>,
     #[serde(borrow)]
     last_transition_time: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
 }
 
-/// `status.conditions` of a Pod, keeping the `Ready` ones.
+/// True for the pod conditions kept: `Ready`, and `PodScheduled` when False (the scheduler's
+/// reason it cannot place the pod).
+pub(crate) fn kept_condition(type_: &str, status: &str) -> bool {
+    type_ == "Ready" || (type_ == "PodScheduled" && status == "False")
+}
+
+/// `status.conditions` of a Pod, keeping the `Ready` ones and an unscheduled one.
 fn ready_conditions<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PodCondition>, D::Error> {
     let all = Vec::<PodConditionRef<'de>>::deserialize(d)?;
     Ok(all
         .into_iter()
-        .filter(|c| c.type_ == "Ready")
-        .map(|c| PodCondition {
-            type_: c.type_.into(),
-            status: c.status.into(),
-            last_transition_time: c.last_transition_time.map(Str::from),
+        .filter(|c| kept_condition(&c.type_, &c.status))
+        .map(|c| {
+            let unscheduled = c.type_ != "Ready";
+            PodCondition {
+                type_: c.type_.into(),
+                status: c.status.into(),
+                last_transition_time: c.last_transition_time.map(Str::from),
+                reason: c.reason.filter(|_| unscheduled).map(Str::from),
+                message: c.message.filter(|_| unscheduled).map(Str::from),
+            }
         })
         .collect())
 }
@@ -1210,6 +1256,8 @@ pub(crate) struct PodCondition {
     pub type_: Str,
     pub status: Str,
     pub last_transition_time: Option<Str>,
+    pub reason: Option<Str>,
+    pub message: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1219,6 +1267,26 @@ pub(crate) struct ContainerStatus {
     pub image: Str,
     #[serde(rename = "imageID")]
     pub image_id: Str,
+    pub state: ContainerState,
+    pub last_state: ContainerState,
+}
+
+/// A container's `state` or `lastState`: why it waits, or why it ended.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ContainerState {
+    pub waiting: Option<StateDetail>,
+    pub terminated: Option<StateDetail>,
+}
+
+/// `waiting` or `terminated`: its reason, message and exit code.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct StateDetail {
+    pub reason: Option<Str>,
+    pub message: Option<Str>,
+    #[serde(deserialize_with = "lenient_int")]
+    pub exit_code: Option<i64>,
 }
 
 impl PodView {

@@ -38,6 +38,9 @@ pub(crate) struct Snapshot {
     pub pos: At,
     pub actor: Option<Str>,
     pub state: RolloutState,
+    /// Of an aborted rollout: the last writer of its status other than the controller, and
+    /// when (`managedFields`, to the second).
+    pub status_user: Option<(i64, Str)>,
 }
 
 impl std::ops::Deref for Snapshot {
@@ -190,11 +193,21 @@ impl Snapshot {
                 .annotations
                 .remove("rollout.argoproj.io/revision"),
         };
+        let status_user = if state.abort {
+            v.metadata.managed_fields.status_user.take()
+        } else {
+            None
+        };
         let actor = match record_actor {
             Some(a) => Some(Str::new(a)),
             None => v.metadata.take_last_manager(!spec_changed),
         };
-        Snapshot { pos, actor, state }
+        Snapshot {
+            pos,
+            actor,
+            state,
+            status_user,
+        }
     }
 
     /// Reasons of `status.pauseConditions`, plus `spec.paused` when set.
@@ -527,6 +540,12 @@ pub(crate) struct RolloutTrack {
     pub(super) blue_green: bool,
     /// How the controller scales down a ReplicaSet it replaced.
     pub(super) scale_down: ScaleDown,
+    /// `spec.strategy.canary.dynamicStableScale`.
+    pub(super) dynamic_stable_scale: bool,
+    /// `abortScaleDownDelaySeconds` of its strategy, when set.
+    pub(super) abort_scale_down: Option<i64>,
+    /// `spec.progressDeadlineSeconds` (when set) and `spec.progressDeadlineAbort`.
+    pub(super) progress_deadline: (Option<i64>, bool),
     /// `spec.strategy.canary.canaryMetadata.labels` / `stableMetadata.labels`: put on the pods
     /// of that role by the controller.
     pub(super) canary_labels: BTreeMap<String, String>,
@@ -728,6 +747,9 @@ impl RolloutTrack {
             traffic_routing: false,
             blue_green: false,
             scale_down: ScaleDown::Immediate,
+            dynamic_stable_scale: false,
+            abort_scale_down: None,
+            progress_deadline: (None, false),
             canary_labels: BTreeMap::new(),
             stable_labels: BTreeMap::new(),
             revision_history_limit: None,
@@ -828,6 +850,26 @@ impl RolloutTrack {
     /// How the controller scales down a ReplicaSet it replaced.
     pub fn scale_down(&self) -> ScaleDown {
         self.scale_down
+    }
+
+    /// `spec.strategy.canary.dynamicStableScale`.
+    pub fn dynamic_stable_scale(&self) -> bool {
+        self.dynamic_stable_scale
+    }
+
+    /// `abortScaleDownDelaySeconds` of its strategy, when set (the controller's default is 30).
+    pub fn abort_scale_down(&self) -> Option<i64> {
+        self.abort_scale_down
+    }
+
+    /// `spec.progressDeadlineSeconds` (when set), and whether `progressDeadlineAbort` is on.
+    pub fn progress_deadline(&self) -> (Option<i64>, bool) {
+        self.progress_deadline
+    }
+
+    /// True when `spec.strategy.canary.trafficRouting` is set.
+    pub fn traffic_routed(&self) -> bool {
+        self.traffic_routing
     }
 
     /// `spec.revisionHistoryLimit`.
@@ -1183,6 +1225,14 @@ impl RolloutTrack {
             self.weights_canary_hash = weights_hash;
         }
         self.blue_green = blue_green.is_some();
+        self.dynamic_stable_scale = canary.and_then(|c| c.dynamic_stable_scale) == Some(true);
+        self.abort_scale_down = canary
+            .and_then(|c| c.abort_scale_down_delay_seconds)
+            .or_else(|| blue_green.and_then(|b| b.abort_scale_down_delay_seconds));
+        self.progress_deadline = (
+            view.spec.progress_deadline_seconds,
+            view.spec.progress_deadline_abort == Some(true),
+        );
         self.scale_down = ScaleDown::of(
             blue_green.map(|b| b.scale_down_delay_seconds),
             canary

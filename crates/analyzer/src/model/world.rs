@@ -66,7 +66,86 @@ pub(crate) struct PodObj {
     pub ready: bool,
     pub ready_since: Option<Timestamp>,
     pub images: Vec<PodImage>,
+    /// Why it does not run, when its status says: a container waiting for a reason other than
+    /// starting (`ErrImagePull`, `CrashLoopBackOff`...), one that ended in failure, or the
+    /// scheduler's `Unschedulable`.
+    pub trouble: Option<Box<Trouble>>,
     pub pos: At,
+}
+
+/// Why a pod does not run, from its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Trouble {
+    /// The container (none for the scheduler's reason).
+    pub container: Option<Str>,
+    pub reason: Str,
+    pub message: Option<Str>,
+}
+
+/// Waiting reasons of a container that is starting normally.
+fn starting(reason: &str) -> bool {
+    matches!(reason, "ContainerCreating" | "PodInitializing" | "")
+}
+
+/// Why a pod does not run, from its container statuses and conditions.
+fn trouble_of(v: &crate::input::view::PodView, ready: bool) -> Option<Box<Trouble>> {
+    for c in &v.status.container_statuses {
+        if let Some(w) = &c.state.waiting {
+            let reason = w.reason.as_deref().unwrap_or_default();
+            if !starting(reason) {
+                let mut message = w.message.clone();
+                // A crash loop's cause is how the container last ended.
+                if let Some(t) = &c.last_state.terminated {
+                    let how = format!(
+                        "last ended {}{}{}",
+                        t.reason.as_deref().unwrap_or("with no reason"),
+                        t.exit_code
+                            .map(|e| format!(" (exit code {e})"))
+                            .unwrap_or_default(),
+                        t.message
+                            .as_deref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    );
+                    message = Some(Str::new(&how));
+                }
+                return Some(Box::new(Trouble {
+                    container: Some(c.name.clone()),
+                    reason: Str::new(reason),
+                    message,
+                }));
+            }
+        }
+        if let Some(t) = c
+            .state
+            .terminated
+            .as_ref()
+            .filter(|t| t.exit_code.unwrap_or(0) != 0)
+        {
+            return Some(Box::new(Trouble {
+                container: Some(c.name.clone()),
+                reason: t.reason.clone().unwrap_or_else(|| Str::new("Error")),
+                message: t.message.clone(),
+            }));
+        }
+    }
+    if ready {
+        return None;
+    }
+    v.status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .map(|c| {
+            Box::new(Trouble {
+                container: None,
+                reason: c
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| Str::new("Unschedulable")),
+                message: c.message.clone(),
+            })
+        })
 }
 
 /// A pod's labels as the JSON text of the map, parsed once when first asked (shared by the
@@ -746,6 +825,7 @@ impl Namespace {
                 ),
                 _ => None,
             };
+            let trouble = trouble_of(&v, ready);
             // The view is this record's own: its names and images move, not copied.
             let statuses = std::mem::take(&mut v.status.container_statuses);
             let images: Vec<PodImage> = std::mem::take(&mut v.spec.init_containers)
@@ -789,6 +869,7 @@ impl Namespace {
                     && o.images == images
                     && o.owner == owner
                     && o.labels == labels
+                    && o.trouble == trouble
             });
             let pod = PodObj {
                 hash,
@@ -797,6 +878,7 @@ impl Namespace {
                 ready,
                 ready_since,
                 images,
+                trouble,
                 pos,
             };
             match self.pods.get_mut(rec.name.as_str()) {
@@ -856,6 +938,56 @@ pub(crate) struct World {
     analysis_runs: BTreeMap<Key, RunObj>,
     /// Flux HelmReleases and Kustomizations by name, kind and namespace.
     flux: BTreeMap<(String, &'static str, String), FluxObj>,
+    /// The kubelet's and the scheduler's Events of why pods did not run, from the first lists,
+    /// by namespace (at most [`KEEP_POD_EVENTS`] a namespace).
+    pod_events: HashMap<String, Vec<PodEvent>>,
+}
+
+/// Pod Events kept per namespace.
+const KEEP_POD_EVENTS: usize = 1024;
+
+/// An Event of why a pod did not run: pulling its image, starting its containers, placing it.
+#[derive(Debug, Clone)]
+pub(crate) struct PodEvent {
+    pub pod: String,
+    /// The Event's own name, for evidence.
+    pub name: String,
+    /// What it says, as a container's waiting reason would (`ErrImagePull`,
+    /// `ImagePullBackOff`, `CrashLoopBackOff`, `Unschedulable`...).
+    pub reason: String,
+    pub message: String,
+    /// The image it names, when it names one.
+    pub image: Option<String>,
+    pub pos: At,
+}
+
+/// What a pod Event says of why the pod did not run, as a waiting reason, if it says so.
+fn pod_event_reason(reason: &str, message: &str) -> Option<&'static str> {
+    Some(match reason {
+        "FailedScheduling" => "Unschedulable",
+        "FailedMount" => "FailedMount",
+        "Unhealthy" => "Unhealthy",
+        _ if message.contains("ImagePullBackOff") || message.contains("Back-off pulling image") => {
+            "ImagePullBackOff"
+        }
+        _ if message.contains("ErrImagePull") || message.contains("Failed to pull image") => {
+            "ErrImagePull"
+        }
+        _ if message.contains("InvalidImageName") => "InvalidImageName",
+        _ if message.contains("Back-off restarting failed container")
+            || message.contains("CrashLoopBackOff") =>
+        {
+            "CrashLoopBackOff"
+        }
+        _ if message.contains("CreateContainerConfigError") => "CreateContainerConfigError",
+        _ => return None,
+    })
+}
+
+/// The image an Event's message names: `... image "REF"...`.
+fn event_image(message: &str) -> Option<String> {
+    let rest = &message[message.find("image \"")? + 7..];
+    Some(rest[..rest.find('"')?].to_owned())
 }
 
 /// Attempts kept per Flux object.
@@ -1672,6 +1804,48 @@ impl World {
     }
 
     /// The Deployments held, each by (namespace, name).
+    /// Keeps a listed Event of why a pod did not run (others are not kept).
+    pub fn note_pod_event(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        view: &crate::input::view::EventView,
+        pos: At,
+    ) {
+        let about = view.about();
+        if about.kind != "Pod" || about.name.is_empty() {
+            return;
+        }
+        let Some(reason) = pod_event_reason(&view.reason, view.text()) else {
+            return;
+        };
+        let list = self.pod_events.entry(namespace.to_owned()).or_default();
+        if list.len() >= KEEP_POD_EVENTS {
+            return;
+        }
+        list.push(PodEvent {
+            pod: about.name.to_string(),
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+            message: view.text().to_owned(),
+            image: event_image(view.text()),
+            pos,
+        });
+    }
+
+    /// The pod Events of namespace `ns` about pods named `prefix...`.
+    pub fn pod_events<'a>(
+        &'a self,
+        ns: &str,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = &'a PodEvent> + 'a {
+        self.pod_events
+            .get(ns)
+            .into_iter()
+            .flatten()
+            .filter(move |e| e.pod.starts_with(prefix))
+    }
+
     pub fn deployments(&self) -> impl Iterator<Item = &DeploymentObj> {
         self.deployments.values()
     }
@@ -1760,6 +1934,7 @@ mod tests {
                             ready: true,
                             ready_since: None,
                             images: Vec::new(),
+                            trouble: None,
                             pos: at,
                         },
                     );
@@ -2074,6 +2249,7 @@ mod tests {
                                 ready: true,
                                 ready_since: None,
                                 images: Vec::new(),
+                                trouble: None,
                                 pos: At {
                                     file: 0,
                                     seq: 0,

@@ -160,6 +160,7 @@ impl Rule {
                 | Rule::TrafficWeightMismatch
                 | Rule::AnalysisWithoutTraffic
                 | Rule::AnalysisFailed
+                | Rule::RolloutStopped
                 | Rule::GitopsHealthMismatch
         )
     }
@@ -171,6 +172,9 @@ impl Rule {
 pub struct Resolver {
     /// Namespace -> name -> the moments, in time order.
     settles: Settles,
+    /// The records of the first file's first lists, as a bit per `seq`: evidence of them is
+    /// marked [`listed`](crate::Evidence::listed).
+    listed: std::sync::Arc<Vec<u64>>,
 }
 
 /// Namespace -> rollout name -> the moments it became Healthy on one revision.
@@ -184,11 +188,33 @@ impl Resolver {
         for ((ns, name), p) in points {
             settles.entry(ns).or_default().insert(name, p);
         }
-        Resolver { settles }
+        Resolver {
+            settles,
+            listed: std::sync::Arc::default(),
+        }
+    }
+
+    /// Marks evidence of the records whose `seq` bit is set in `listed` (of the first file) as
+    /// of the first list.
+    pub(crate) fn with_listed(mut self, listed: std::sync::Arc<Vec<u64>>) -> Self {
+        self.listed = listed;
+        self
     }
 
     /// Sets `finding.resolved` when its rollout settled after it.
     pub fn apply(&self, finding: &mut Finding) {
+        if !self.listed.is_empty() {
+            for e in finding.evidence.iter_mut().filter(|e| e.file == 0) {
+                let word = usize::try_from(e.seq / 64).unwrap_or(usize::MAX);
+                if self
+                    .listed
+                    .get(word)
+                    .is_some_and(|w| w & (1 << (e.seq % 64)) != 0)
+                {
+                    e.listed = true;
+                }
+            }
+        }
         if finding.resolved.is_some() || !finding.rule.settled_by_promotion() {
             return;
         }

@@ -77,7 +77,10 @@ impl Rule {
     /// (`restart-churn` counts every restart there): its findings stay decoded until then
     /// instead of being packed. At most one per rollout.
     pub(crate) fn amended_at_end(self) -> bool {
-        matches!(self, Rule::RestartChurn)
+        matches!(
+            self,
+            Rule::RestartChurn | Rule::NoReadyEndpoints | Rule::ImageNotPinned
+        )
     }
 
     /// The rule with this id.
@@ -145,6 +148,9 @@ pub struct Evidence {
     pub object: Subject,
     /// What it shows, in words.
     pub detail: String,
+    /// The record is of the recording's first list: the object was last written at or before
+    /// `at`, not then.
+    pub listed: bool,
 }
 
 impl Evidence {
@@ -156,6 +162,17 @@ impl Evidence {
             at: pos.at,
             object,
             detail: detail.into(),
+            listed: false,
+        }
+    }
+
+    /// Its time in words, by `show`: `13:03:26`, or `13:03:26 (listed: written at or before)`
+    /// for a record of the first list.
+    pub fn time_words(&self, show: impl Fn(Timestamp) -> String) -> String {
+        if self.listed {
+            format!("{} (listed: written at or before)", show(self.at))
+        } else {
+            show(self.at)
         }
     }
 }
@@ -189,6 +206,31 @@ impl Resolved {
     /// `resolved at 2026-03-14T13:29:10Z: promoted, Healthy on 54477fc49b`.
     pub fn line(&self) -> String {
         format!("resolved at {}: {}", rfc3339(self.at), self.how)
+    }
+}
+
+/// When a condition a finding reported held: from `start` to `end`, or to the end of what was
+/// recorded (`end` none: it still held then).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Interval {
+    /// When it began.
+    #[serde(serialize_with = "serialize_time")]
+    pub start: Timestamp,
+    /// When it ended; none while it still held at the end of the recording.
+    #[serde(serialize_with = "serialize_opt_time")]
+    pub end: Option<Timestamp>,
+    /// How long it held, in whole seconds (to the end of the recording when it had not ended).
+    pub seconds: i64,
+}
+
+impl Interval {
+    /// `from 13:29:10Z to 13:29:33Z (23 s)`, or `from 13:29:10Z, still at the end (40 s so far)`.
+    pub fn words(&self) -> String {
+        let start = rfc3339(self.start);
+        match self.end {
+            Some(end) => format!("from {start} to {} ({} s)", rfc3339(end), self.seconds),
+            None => format!("from {start}, still at the end ({} s so far)", self.seconds),
+        }
     }
 }
 
@@ -230,6 +272,9 @@ pub struct Finding {
     /// Set when it was reconstructed from what the cluster kept of the time before the
     /// recording rather than seen in it: what it rests on and what cannot be known.
     pub reconstructed: Option<Reconstructed>,
+    /// Set for a finding of a condition that held for a time (a Service with no ready
+    /// endpoint): when it began and ended.
+    pub window: Option<Interval>,
 }
 
 /// A condition a finding reported that stopped holding (`holds: false`: the Service was fixed,
@@ -244,6 +289,16 @@ pub struct ConditionChange {
     pub condition: String,
     pub holds: bool,
     pub at: Timestamp,
+}
+
+pub(crate) fn serialize_opt_time<S: serde::Serializer>(
+    t: &Option<Timestamp>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&rfc3339(*t)),
+        None => s.serialize_none(),
+    }
 }
 
 pub(crate) fn serialize_time<S: serde::Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
@@ -271,6 +326,7 @@ impl Finding {
             remedy: Remedy::default(),
             resolved: None,
             reconstructed: None,
+            window: None,
         }
     }
 

@@ -315,6 +315,7 @@ impl Encoder {
             b.extend_from_slice(&e.at.0.to_le_bytes());
             put_subject(b, &e.object);
             put_str(b, &e.detail);
+            b.push(u8::from(e.listed));
         }
         put_str(b, &f.remedy.summary);
         put_len(b, f.remedy.commands.len());
@@ -336,6 +337,23 @@ impl Encoder {
                         put_str(b, line);
                     }
                 }
+            }
+        }
+        match &f.resolved {
+            None => b.push(0),
+            Some(r) => {
+                b.push(1);
+                b.extend_from_slice(&r.at.0.to_le_bytes());
+                put_str(b, &r.how);
+            }
+        }
+        match &f.window {
+            None => b.push(0),
+            Some(w) => {
+                b.push(1);
+                b.extend_from_slice(&w.start.0.to_le_bytes());
+                b.extend_from_slice(&w.end.map_or(i64::MIN, |t| t.0).to_le_bytes());
+                b.extend_from_slice(&w.seconds.to_le_bytes());
             }
         }
         let mut framed = Vec::with_capacity(4 + self.buf.len());
@@ -466,6 +484,7 @@ impl Decoder<'_> {
                 at: Timestamp(self.i64()?),
                 object: self.subject()?,
                 detail: self.string()?,
+                listed: self.u8()? == 1,
             });
         }
         let summary_r = self.string()?;
@@ -495,8 +514,24 @@ impl Decoder<'_> {
                 decisions,
                 prevention,
             },
-            resolved: None,
             reconstructed: self.reconstructed()?,
+            resolved: match self.u8()? {
+                0 => None,
+                1 => Some(crate::report::finding::Resolved {
+                    at: Timestamp(self.i64()?),
+                    how: self.string()?,
+                }),
+                _ => return None,
+            },
+            window: match self.u8()? {
+                0 => None,
+                1 => Some(crate::report::finding::Interval {
+                    start: Timestamp(self.i64()?),
+                    end: Some(self.i64()?).filter(|t| *t != i64::MIN).map(Timestamp),
+                    seconds: self.i64()?,
+                }),
+                _ => return None,
+            },
         })
     }
 
@@ -555,6 +590,7 @@ mod tests {
                 "x",
             ),
             detail: "détail ✓".into(),
+            listed: true,
         }])
         .remedy("do".into(), vec!["a".into(), String::new()], "p".into())
     }

@@ -25,6 +25,7 @@ macro_rules! registry {
             RestartChurn, "restart-churn", Warning, restart_churn;
             ServiceSelectorMismatch, "service-selector-mismatch", Error, service_selector_mismatch;
             CanaryNotInEndpoints, "canary-not-in-endpoints", Error, canary_not_in_endpoints;
+            NoReadyEndpoints, "no-ready-endpoints", Error, no_ready_endpoints;
             GitopsHealthMismatch, "gitops-health-mismatch", Warning, gitops_health_mismatch;
             DoubleRender, "double-render", Warning, double_render;
             ImageNotPinned, "image-not-pinned", Warning, image_not_pinned;
@@ -36,6 +37,7 @@ macro_rules! registry {
             StaleRoleLabels, "stale-role-labels", Warning, stale_role_labels;
             AnalysisWithoutTraffic, "analysis-without-traffic", Error, analysis_without_traffic;
             AnalysisFailed, "analysis-failed", Warning, analysis_failed;
+            RolloutStopped, "rollout-stopped", Error, rollout_stopped;
         }
     };
 }

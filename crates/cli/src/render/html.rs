@@ -470,7 +470,7 @@ fn marker_title(i: usize, f: &Finding, axis: &Axis) -> String {
                 s,
                 "\n  #{} {} {} {}",
                 e.seq,
-                axis.label(e.at.0),
+                e.time_words(|t| axis.label(t.0)),
                 e.object,
                 cut(&e.detail, 160)
             );
@@ -1460,7 +1460,7 @@ fn finding_article(out: &mut String, i: usize, f: &Finding, axis_label: &dyn Fn(
             let _ = write!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&axis_label(e.at.0)),
+                esc(&e.time_words(|t| axis_label(t.0))),
                 if e.file > 0 {
                     format!("{}:{}", e.file, e.seq)
                 } else {
@@ -1927,6 +1927,7 @@ mod tests {
                 at: at(secs),
                 object: rollout(name),
                 detail: "detail & more".to_owned(),
+                listed: false,
             }],
             remedy: Remedy {
                 summary: "now".to_owned(),
@@ -1936,6 +1937,7 @@ mod tests {
             },
             resolved: None,
             reconstructed: None,
+            window: None,
         }
     }
 

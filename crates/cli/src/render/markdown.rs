@@ -467,7 +467,7 @@ fn finding(w: &mut dyn Write, i: usize, f: &Finding, clock: Clock, files: usize)
             writeln!(
                 w,
                 "| {} | {} | {} | {} |",
-                clock.show(e.at),
+                cell(&e.time_words(|t| clock.show(t))),
                 seq(e.file, e.seq, files),
                 cell(&e.object.to_string()),
                 cell(&e.detail)

@@ -566,7 +566,12 @@ pub fn analyze_table(w: &mut dyn Write, report: &Report, style: Style) -> io::Re
                 };
                 // Wrapped under its detail; the record's number dimmed.
                 let seq = format!("#{file}{:<5}", e.seq);
-                let text = format!("{} {} {}", clock.show(e.at), e.object, e.detail);
+                let text = format!(
+                    "{} {} {}",
+                    e.time_words(|t| clock.show(t)),
+                    e.object,
+                    e.detail
+                );
                 let lines = wrap(&text, style.width, &format!("    {seq} "), "        ");
                 let lines = lines.replacen(&seq, &style.dim(&seq), 1);
                 w.write_all(lines.as_bytes())?;
@@ -656,6 +661,7 @@ mod packed_tests {
                     remedy: rf_analyzer::Remedy::default(),
                     resolved: None,
                     reconstructed: None,
+                    window: None,
                 }
             })
             .collect();
