@@ -44,8 +44,11 @@ pub(crate) struct ImageNotPinned {
     /// The digest pods pulled for each image reported, by (namespace, rollout or
     /// `deployment/NAME`), and the pod: read at the end, to say which digest to pin, or that
     /// no pod pulled the tag.
-    pulled: HashMap<(String, String), HashMap<String, (String, String)>>,
+    pulled: HashMap<String, HashMap<String, Pulled>>,
 }
+
+/// Image -> (the digest a pod pulled, that pod).
+type Pulled = HashMap<String, (String, String)>;
 
 /// Whose pods pulled what: a rollout by its name, a Deployment as `deployment/NAME`.
 fn owner_key(f: &Finding) -> (String, String) {
@@ -74,13 +77,21 @@ impl ImageNotPinned {
             if pinned(&i.image) {
                 continue;
             }
-            let pulled = self
+            // Looked up by the pod's own strings: copied only for an image not noted yet.
+            if self
                 .pulled
-                .entry((ns.to_owned(), owner.to_owned()))
-                .or_default();
-            if pulled.len() < crate::detectors::KEEP_IMAGES && !pulled.contains_key(&*i.image) {
-                pulled.insert(i.image.to_string(), (d.clone(), pod_name.to_owned()));
+                .get(ns)
+                .and_then(|m| m.get(owner))
+                .is_some_and(|m| m.contains_key(&*i.image) || m.len() >= crate::detectors::KEEP_IMAGES)
+            {
+                continue;
             }
+            self.pulled
+                .entry(ns.to_owned())
+                .or_default()
+                .entry(owner.to_owned())
+                .or_default()
+                .insert(i.image.to_string(), (d.clone(), pod_name.to_owned()));
         }
     }
 }
@@ -126,9 +137,11 @@ impl Detector for ImageNotPinned {
             let Some(image) = image_of(f).map(str::to_owned) else {
                 continue;
             };
+            let (ns, owner) = owner_key(f);
             let pulled = self
                 .pulled
-                .get(&owner_key(f))
+                .get(&ns)
+                .and_then(|m| m.get(&owner))
                 .and_then(|p| p.get(&image));
             let repo = image.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')).map_or(image.as_str(), |(r, _)| r);
             match pulled {

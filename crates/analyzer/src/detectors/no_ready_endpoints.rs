@@ -688,13 +688,17 @@ impl Detector for NoReadyEndpoints {
         if takes.is_empty() && !known {
             return None;
         }
-        let mut svcs = std::mem::take(
-            self.state
+        // Taken out while looked at; the keys are copied only for a rollout not seen yet.
+        let slot = match self.state.get_mut(ns).and_then(|m| m.get_mut(name)) {
+            Some(slot) => slot,
+            None => self
+                .state
                 .entry(ns.to_owned())
                 .or_default()
                 .entry(name.to_owned())
                 .or_default(),
-        );
+        };
+        let mut svcs = std::mem::take(slot);
         let mut due: Option<Timestamp> = None;
         // The Services with no ready endpoint now, while taking traffic.
         let mut empty: Vec<&str> = Vec::new();

@@ -80,22 +80,39 @@ struct Stops {
 
 impl Stops {
     fn of(cur: &Snapshot) -> Self {
+        let (abort, degraded, deadline) = Stops::flags(cur);
         Stops {
             hash: cur.pod_hash.as_deref().map(str::to_owned),
-            abort: cur.abort,
-            degraded: cur.phase.as_deref() == Some("Degraded"),
+            abort,
+            degraded,
+            deadline,
+        }
+    }
+
+    /// Aborted, Degraded, past its deadline.
+    fn flags(cur: &Snapshot) -> (bool, bool, bool) {
+        (
+            cur.abort,
+            cur.phase.as_deref() == Some("Degraded"),
             // The controller's own words once the deadline aborted it: the condition then
             // reads RolloutAborted, the message says the ReplicaSet timed out.
-            deadline: cur.progressing_reason.as_deref() == Some("ProgressDeadlineExceeded")
+            cur.progressing_reason.as_deref() == Some("ProgressDeadlineExceeded")
                 || cur
                     .message
                     .as_deref()
                     .is_some_and(|m| m.contains("has timed out progressing")),
-        }
+        )
     }
 
     fn any(&self) -> bool {
         self.abort || self.degraded || self.deadline
+    }
+
+    /// True when `cur` stands as this (what [`Stops::of`] gives, compared without copying).
+    fn same(&self, cur: &Snapshot) -> bool {
+        let other = Stops::flags(cur);
+        self.hash.as_deref() == cur.pod_hash.as_deref()
+            && (self.abort, self.degraded, self.deadline) == other
     }
 
     fn words(&self) -> String {
@@ -117,13 +134,21 @@ impl Stops {
     }
 }
 
+/// How a rollout stood at its last look, and the positions of its last two records.
+#[derive(Debug)]
+struct Follow {
+    stops: Stops,
+    last_pos: At,
+    prev_pos: Option<At>,
+}
+
 /// Pods' troubles of one rollout, by revision, oldest first.
 type Troubles = VecDeque<(String, Vec<Seen>)>;
 
 #[derive(Debug, Default)]
 pub(crate) struct RolloutStopped {
-    /// Per rollout: how it stood at its last look, and when that was.
-    last: HashMap<(String, String), (Stops, At)>,
+    /// Namespace -> rollout -> how it stood at its last look, and its last two records.
+    last: HashMap<String, HashMap<String, Follow>>,
     /// Per rollout: pods' troubles by revision, oldest first.
     troubles: HashMap<(String, String), Troubles>,
     /// Revisions reported, per rollout.
@@ -398,7 +423,7 @@ fn cause(
             .map(|x| x.reason.as_str())
             .collect();
         let (deadline, aborts) = track.progress_deadline();
-        let deadline_words = if Stops::of(cur).deadline {
+        let deadline_words = if Stops::flags(cur).2 {
             format!(
                 "; the revision passed progressDeadlineSeconds ({} s){}",
                 deadline.unwrap_or(600),
@@ -467,7 +492,7 @@ fn cause(
         }
     }
     let (deadline, aborts) = track.progress_deadline();
-    if Stops::of(cur).deadline {
+    if Stops::flags(cur).2 {
         let ready = s
             .world
             .pods_of_hash(ns, hash)
@@ -508,18 +533,42 @@ impl Detector for RolloutStopped {
         self.note_pod(s);
         let track = s.track;
         let cur = track.last()?;
-        let key = (track.namespace().to_owned(), track.name().to_owned());
-        let now = Stops::of(cur);
-        let (before, since) = match self.last.get(&key) {
-            Some((b, at)) => (Some(b.clone()), Some(*at)),
-            None => (None, None),
+        let (ns, name) = (track.namespace(), track.name());
+        // At every look: compared in place, nothing copied unless the rollout's stops changed.
+        let (first_seen, since) = match self.last.get_mut(ns).and_then(|m| m.get_mut(name)) {
+            Some(f) => {
+                if f.last_pos != cur.pos {
+                    f.prev_pos = Some(f.last_pos);
+                    f.last_pos = cur.pos;
+                }
+                if f.stops.same(cur) {
+                    return None;
+                }
+                f.stops = Stops::of(cur);
+                (false, f.prev_pos)
+            }
+            None => {
+                let stops = Stops::of(cur);
+                let any = stops.any();
+                let follow = Follow {
+                    stops,
+                    last_pos: cur.pos,
+                    prev_pos: None,
+                };
+                self.last
+                    .entry(ns.to_owned())
+                    .or_default()
+                    .insert(name.to_owned(), follow);
+                if !any {
+                    return None;
+                }
+                (true, None)
+            }
         };
-        if before.as_ref() == Some(&now) {
-            return None;
-        }
-        self.last.insert(key.clone(), (now.clone(), cur.pos));
+        let now = Stops::of(cur);
         let hash = now.hash.clone().filter(|_| now.any())?;
-        let fired = self.fired.entry(key.clone()).or_default();
+        let key = (ns.to_owned(), name.to_owned());
+        let fired = self.fired.entry(key).or_default();
         if fired.contains(&hash) {
             return None;
         }
@@ -529,7 +578,7 @@ impl Detector for RolloutStopped {
         fired.push_back(hash.clone());
         let troubles = self.pod_troubles(s, &hash);
         let c = cause(s, cur, &hash, since, &troubles);
-        out.push(finding(track, cur, &hash, &now, before.is_none(), c));
+        out.push(finding(track, cur, &hash, &now, first_seen, c));
         None
     }
 }
