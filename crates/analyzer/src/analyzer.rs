@@ -918,10 +918,28 @@ impl Analyzer {
                             }),
                     );
                 }
-                routed
+                // Plain Deployments whose pods a Service of these endpoints selects.
+                let any = self.world.deployments().next().is_some();
+                let deployments: Vec<String> = [service, was]
+                    .into_iter()
+                    .filter(|_| any)
+                    .flatten()
+                    .filter_map(|name| ns.and_then(|n| n.service(name))?.selector.as_ref())
+                    .flat_map(|sel| {
+                        self.world
+                            .deployments_in(namespace)
+                            .filter(move |d| crate::model::world::selects(sel, &d.pod_labels))
+                            .map(|d| d.name.clone())
+                    })
+                    .collect();
+                let keys = routed
                     .into_iter()
                     .map(|r| (namespace.to_string(), r.to_owned()))
-                    .collect()
+                    .collect();
+                for dep in deployments {
+                    self.on_plain_deployment(namespace, &dep, None, pos, false);
+                }
+                keys
             }
             Touched::App { namespace, name } => match self.world.app(namespace, name) {
                 // The rollouts it lists and the ones that name it, in (namespace, name) order
@@ -1233,8 +1251,15 @@ impl Analyzer {
     /// The moments each selected rollout became Healthy on one revision, which move past the
     /// findings before them.
     fn resolver(&self) -> Resolver {
-        self.resolver_of_settles()
-            .with_listed(std::sync::Arc::new(self.listed_seqs.clone()))
+        let mut r = self
+            .resolver_of_settles()
+            .with_listed(std::sync::Arc::new(self.listed_seqs.clone()));
+        for d in &self.detectors {
+            if let Some(a) = d.amender() {
+                r = r.with_amender(a);
+            }
+        }
+        r
     }
 
     fn resolver_of_settles(&self) -> Resolver {

@@ -723,6 +723,11 @@ impl Kit {
         self.push(Kind::Event, Op::Listed, name, obj);
     }
 
+    /// Deletes pod `name`.
+    pub fn delete_pod_named(&mut self, name: &str) {
+        self.push(Kind::Pod, Op::Deleted { inferred: false }, name, json!({}));
+    }
+
     /// Deletes a pod.
     pub fn delete_pod(&mut self, hash: &str, suffix: &str) {
         let name = format!("{NAME}-{hash}-{suffix}");

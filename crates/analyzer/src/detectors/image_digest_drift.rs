@@ -162,6 +162,33 @@ impl Detector for ImageDigestDrift {
         }
     }
 
+    /// `image-not-pinned`'s findings say which digest to pin: the one a pod pulled first, as
+    /// remembered here, or that no pod pulled the tag.
+    fn amender(&self) -> Option<crate::report::end::Amender> {
+        let mut pulled: HashMap<String, HashMap<String, crate::detectors::image_not_pinned::Pulled>> =
+            HashMap::new();
+        let mut note = |ns: &str, owner: String, images: &RecentImages<ImageDigests>| {
+            let by_image = pulled.entry(ns.to_owned()).or_default().entry(owner).or_default();
+            for (image, known) in images.iter() {
+                if let Some(first) = known.seen.iter().min_by_key(|v| (v.pos.file, v.pos.seq)) {
+                    by_image.insert(image.to_owned(), (first.digest.to_string(), first.pod.to_string()));
+                }
+            }
+        };
+        for (ns, rollouts) in &self.digests {
+            for (rollout, images) in rollouts {
+                note(ns, rollout.clone(), images);
+            }
+        }
+        for ((ns, name), images) in &self.deployment_digests {
+            note(ns, format!("deployment/{name}"), images);
+        }
+        let pulled = std::sync::Arc::new(pulled);
+        Some(std::sync::Arc::new(move |f: &mut Finding| {
+            crate::detectors::image_not_pinned::amend(&pulled, f);
+        }))
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,

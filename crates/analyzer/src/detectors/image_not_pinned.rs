@@ -41,14 +41,10 @@ pub(crate) struct ImageNotPinned {
     fired: HashMap<String, HashMap<String, RecentImages<()>>>,
     /// The same for plain Deployments, by (namespace, name).
     fired_deployments: HashMap<(String, String), RecentImages<()>>,
-    /// The digest pods pulled for each image reported, by (namespace, rollout or
-    /// `deployment/NAME`), and the pod: read at the end, to say which digest to pin, or that
-    /// no pod pulled the tag.
-    pulled: HashMap<String, HashMap<String, Pulled>>,
 }
 
 /// Image -> (the digest a pod pulled, that pod).
-type Pulled = HashMap<String, (String, String)>;
+pub(crate) type Pulled = HashMap<String, (String, String)>;
 
 /// Whose pods pulled what: a rollout by its name, a Deployment as `deployment/NAME`.
 fn owner_key(f: &Finding) -> (String, String) {
@@ -60,6 +56,42 @@ fn owner_key(f: &Finding) -> (String, String) {
     (f.rollout.namespace.clone(), name)
 }
 
+/// Says which digest to pin in `f` (a finding of this rule): the one a pod pulled, or that no
+/// pod pulled the tag.
+pub(crate) fn amend(pulled: &HashMap<String, HashMap<String, Pulled>>, f: &mut Finding) {
+    if f.rule != Rule::ImageNotPinned {
+        return;
+    }
+    let Some(image) = image_of(f).map(str::to_owned) else {
+        return;
+    };
+    let (ns, owner) = owner_key(f);
+    let pulled = pulled
+        .get(&ns)
+        .and_then(|m| m.get(&owner))
+        .and_then(|p| p.get(&image));
+    let repo = image
+        .rsplit_once(':')
+        .filter(|(_, tag)| !tag.contains('/'))
+        .map_or(image.as_str(), |(r, _)| r);
+    match pulled {
+        Some((digest, pod)) => {
+            f.remedy.summary = format!(
+                "Pin the digest its pods pulled: {repo}@{digest} (pod {pod} pulled {image} as it), once you have checked it is the build you meant."
+            );
+        }
+        None => {
+            f.remedy.summary = format!(
+                "No pod pulled {image} while it was recorded, so no digest of it is known here (the tag may not exist: see rollout-stopped). Resolve the tag in the registry, check it is the build you meant, and deploy that digest."
+            );
+            f.remedy.commands = vec![format!(
+                "docker buildx imagetools inspect {}",
+                crate::detectors::shell_quote(&image)
+            )];
+        }
+    }
+}
+
 /// The image a finding of this rule is about, from its summary.
 fn image_of(f: &Finding) -> Option<&str> {
     f.summary
@@ -67,34 +99,6 @@ fn image_of(f: &Finding) -> Option<&str> {
         .strip_suffix(" is referenced by tag, not by digest")
 }
 
-impl ImageNotPinned {
-    /// Notes the digests `pod` pulled of the images reported for `owner`.
-    fn note_pulls(&mut self, ns: &str, owner: &str, pod_name: &str, pod: &crate::model::world::PodObj) {
-        for i in &pod.images {
-            let Some(d) = &i.digest else {
-                continue;
-            };
-            if pinned(&i.image) {
-                continue;
-            }
-            // Looked up by the pod's own strings: copied only for an image not noted yet.
-            if self
-                .pulled
-                .get(ns)
-                .and_then(|m| m.get(owner))
-                .is_some_and(|m| m.contains_key(&*i.image) || m.len() >= crate::detectors::KEEP_IMAGES)
-            {
-                continue;
-            }
-            self.pulled
-                .entry(ns.to_owned())
-                .or_default()
-                .entry(owner.to_owned())
-                .or_default()
-                .insert(i.image.to_string(), (d.clone(), pod_name.to_owned()));
-        }
-    }
-}
 
 /// True when `image` names a digest.
 pub(crate) fn pinned(image: &str) -> bool {
@@ -108,67 +112,17 @@ impl Detector for ImageNotPinned {
         _facts: &mut crate::detectors::Facts,
         out: &mut Vec<Finding>,
     ) -> Option<rf_format::Timestamp> {
-        match s.touched {
-            Some(crate::model::world::Touched::Pod { namespace, name }) => {
-                if let Some(pod) = s.world.pod(namespace, name) {
-                    self.note_pulls(namespace, s.track.name(), name, pod);
-                }
+        // A workloadRef rollout's template is its Deployment's: read when it changes.
+        if let Some(crate::model::world::Touched::Deployment { template: true, .. }) = s.touched {
+            if let Some(cur) = s.track.last() {
+                self.check_rollout(s.track, cur.pos, out);
             }
-            // A workloadRef rollout's template is its Deployment's: read when it changes.
-            Some(crate::model::world::Touched::Deployment { template: true, .. }) => {
-                if let Some(cur) = s.track.last() {
-                    self.check_rollout(s.track, cur.pos, out);
-                }
-            }
-            _ => {}
         }
         None
     }
 
-    fn on_end(
-        &mut self,
-        _tracks: &[&crate::model::rollout::RolloutTrack],
-        _world: &crate::model::world::World,
-        _end: crate::base::At,
-        findings: &mut Vec<Finding>,
-        _undecided: &mut Vec<(crate::report::finding::Subject, String)>,
-    ) {
-        for f in findings.iter_mut().filter(|f| f.rule == Rule::ImageNotPinned) {
-            let Some(image) = image_of(f).map(str::to_owned) else {
-                continue;
-            };
-            let (ns, owner) = owner_key(f);
-            let pulled = self
-                .pulled
-                .get(&ns)
-                .and_then(|m| m.get(&owner))
-                .and_then(|p| p.get(&image));
-            let repo = image.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')).map_or(image.as_str(), |(r, _)| r);
-            match pulled {
-                Some((digest, pod)) => {
-                    f.remedy.summary = format!(
-                        "Pin the digest its pods pulled: {repo}@{digest} (pod {pod} pulled {image} as it), once you have checked it is the build you meant."
-                    );
-                }
-                None => {
-                    f.remedy.summary = format!(
-                        "No pod pulled {image} while it was recorded, so no digest of it is known here (the tag may not exist: see rollout-stopped). Resolve the tag in the registry, check it is the build you meant, and deploy that digest."
-                    );
-                    f.remedy.commands = vec![format!(
-                        "docker buildx imagetools inspect {}",
-                        crate::detectors::shell_quote(&image)
-                    )];
-                }
-            }
-        }
-    }
-
     fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
         let dep = d.dep;
-        if let Some((name, pod)) = d.pod {
-            let owner = format!("deployment/{}", dep.name);
-            self.note_pulls(&dep.namespace, &owner, name, pod);
-        }
         let Some(template) = dep.template.as_deref().filter(|_| d.pod.is_none()) else {
             return;
         };

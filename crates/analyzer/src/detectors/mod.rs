@@ -286,6 +286,13 @@ impl<V> Default for RecentImages<V> {
     }
 }
 
+impl<V> RecentImages<V> {
+    /// Each image remembered, with what is known of it.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.images.iter().map(|(image, _, v)| (&**image, v))
+    }
+}
+
 impl<V: Default> RecentImages<V> {
     /// What is known of `image`, which is seen now, and whether it is new to this memory. An
     /// image new beyond [`KEEP_IMAGES`] takes the place of the one seen least recently among
@@ -402,6 +409,11 @@ pub(crate) trait Detector: Debug + Send {
         _findings: &mut Vec<Finding>,
         _undecided: &mut Vec<(Subject, String)>,
     ) {
+    }
+    /// What it changes in its findings once the analysis has ended, as each is read (a
+    /// finding made early is packed, not held: the change comes with the reading).
+    fn amender(&self) -> Option<crate::report::end::Amender> {
+        None
     }
     /// The reported conditions that stopped holding or hold again since last asked (the
     /// detectors that keep their conditions in a [`Settling`]).

@@ -7,7 +7,8 @@
 //! `stableService` at a weight above 0 (100 less the canary's weight with traffic routing, all of
 //! it without), its `canaryService` at a canary weight above 0 (with traffic routing), a
 //! blue-green rollout's `activeService`, a Service that selects the rollout's pods (all that is
-//! sent to it), or a Service a recorded Ingress, HTTPRoute or VirtualService sends a share to. A
+//! sent to it), a Service a recorded Ingress, HTTPRoute or VirtualService sends a share to, or a
+//! Service that selects a plain Deployment's pods and had ready endpoints before. A
 //! preview Service, a canary Service without traffic routing and a Service none of whose
 //! EndpointSlices was recorded are judged only when a recorded router sends to them.
 //!
@@ -42,16 +43,18 @@
 //! a switch, `abortScaleDownDelaySeconds`, `dynamicStableScale`, readiness probes, a selector
 //! kept out of the render).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::base::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
 use crate::base::At;
 use crate::base::time::rfc3339;
-use crate::detectors::{Detector, Scene};
+use crate::detectors::{DeploymentScene, Detector, Scene};
 use crate::model::rollout::{RolloutTrack, ScaleDown};
 use crate::model::traffic::{Route, revision};
-use crate::model::world::{Router, World, selects};
+use crate::model::world::{Router, Touched, World, selects};
 use crate::report::finding::{
     ConditionChange, Evidence, Finding, Interval, Resolved, Rule, Subject,
 };
@@ -129,11 +132,18 @@ struct Svc {
     open: Option<Open>,
 }
 
+/// The Services followed of one rollout or Deployment, and when a window of one is due.
+#[derive(Debug, Default)]
+struct Follow {
+    svcs: BTreeMap<String, Svc>,
+    due: Option<Timestamp>,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct NoReadyEndpoints {
     /// Namespace -> rollout -> Service -> what is followed: looked up by the scene's own
     /// `&str`s, with no key built per look (this runs at every record around a rollout).
-    state: HashMap<String, HashMap<String, BTreeMap<String, Svc>>>,
+    state: HashMap<String, HashMap<String, Follow>>,
     /// Windows that ended, by key and start.
     closed: BTreeMap<(Key, Timestamp), Closed>,
     /// Windows reported per key, and those past [`KEEP_WINDOWS`].
@@ -216,7 +226,9 @@ fn taking_traffic<'a>(s: &'a Scene<'_>) -> Vec<(&'a str, Takes)> {
     let routed = track.traffic_routed();
     let blue_green = track.is_blue_green();
     let promoted = cur.pod_hash.is_some() && cur.pod_hash == cur.stable_rs;
-    let routers = s.world.routers_in(track.namespace()).next().is_some();
+    // Asked only of a Service no weight gives traffic (a range over the routers copies the
+    // namespace's name).
+    let mut routers: Option<bool> = None;
     let mut out = Vec::new();
     for (name, _, route) in s.routing {
         let takes = match (route, blue_green) {
@@ -232,9 +244,10 @@ fn taking_traffic<'a>(s: &'a Scene<'_>) -> Vec<(&'a str, Takes)> {
         };
         // A preview or canary Service is judged when a recorded router sends to it.
         let takes = takes.or_else(|| {
-            (routers
-                && router_share(s.world, track.namespace(), name).is_some_and(|(p, _)| p > 0))
-            .then_some(Takes::ByRouter)
+            let any = *routers
+                .get_or_insert_with(|| s.world.routers_in(track.namespace()).next().is_some());
+            (any && router_share(s.world, track.namespace(), name).is_some_and(|(p, _)| p > 0))
+                .then_some(Takes::ByRouter)
         });
         if let Some(t) = takes {
             out.push((*name, t));
@@ -596,6 +609,20 @@ impl NoReadyEndpoints {
     }
 
     fn fire(&mut self, s: &Scene<'_>, key: &Key, open: &Open, out: &mut Vec<Finding>) {
+        self.fire_for(s.track.subject(), s.world, key, open, s.now, out);
+    }
+
+    /// Reports the window `open` of Service `key.2`, about `owner` (a Rollout or a
+    /// Deployment), at `now`.
+    fn fire_for(
+        &mut self,
+        owner: Subject,
+        world: &World,
+        key: &Key,
+        open: &Open,
+        now: At,
+        out: &mut Vec<Finding>,
+    ) {
         let counts = self.windows.entry(key.clone()).or_default();
         if counts.0 >= KEEP_WINDOWS {
             counts.1 += 1;
@@ -603,7 +630,6 @@ impl NoReadyEndpoints {
         }
         counts.0 += 1;
         let (ns, service) = (key.0.as_str(), key.2.as_str());
-        let track = s.track;
         let start = open.since.at;
         let summary = format!(
             "Service {service} had no ready endpoint from {}, while it took {}",
@@ -614,8 +640,7 @@ impl NoReadyEndpoints {
             "Every request {service} took in that window reached no pod. Cause: {}.",
             open.cause.words
         );
-        let mut evidence: Vec<Evidence> = s
-            .world
+        let mut evidence: Vec<Evidence> = world
             .slices_of(ns, service)
             .map(|(name, slice)| {
                 Evidence::of(
@@ -626,8 +651,7 @@ impl NoReadyEndpoints {
             })
             .collect();
         evidence.extend(open.cause.evidence.iter().cloned());
-        let selector = s
-            .world
+        let selector = world
             .namespace(ns)
             .and_then(|n| n.service(service))
             .and_then(|svc| svc.selector.as_ref())
@@ -638,14 +662,15 @@ impl NoReadyEndpoints {
         if let Some(sel) = selector.filter(|s| !s.is_empty()) {
             commands.push(format!("kubectl -n {ns} get pods -l {sel} -o wide"));
         }
-        commands.push(format!(
-            "kubectl argo rollouts get rollout {} -n {ns}",
-            track.name()
-        ));
+        commands.push(if owner.kind == Kind::Rollout {
+            format!("kubectl argo rollouts get rollout {} -n {ns}", owner.name)
+        } else {
+            format!("kubectl -n {ns} get deployment {} -o wide", owner.name)
+        });
         let mut finding = Finding::new(
             Rule::NoReadyEndpoints,
             Subject::new(Kind::Service, ns, service),
-            track.subject(),
+            owner,
             start,
             summary,
         )
@@ -659,15 +684,159 @@ impl NoReadyEndpoints {
         finding.window = Some(Interval {
             start,
             end: None,
-            seconds: (s.now.at.0 - start.0) / 1_000_000_000,
+            seconds: (now.at.0 - start.0) / 1_000_000_000,
         });
         out.push(finding);
+    }
+}
+
+impl NoReadyEndpoints {
+    /// The Services that select plain Deployment `d`'s pods, followed as a rollout's are:
+    /// a window opens when one that served has no ready endpoint, and is reported once it held
+    /// [`GRACE_SECONDS`] (at the record that ends it, or at the end).
+    fn judge_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        let dep = d.dep;
+        let ns = dep.namespace.as_str();
+        // Endpoints change by their own records (which look here with no pod).
+        if d.pod.is_some() || dep.pod_labels.is_empty() {
+            return;
+        }
+        let Some(n) = d.world.namespace(ns) else {
+            return;
+        };
+        let owner = format!("deployment/{}", dep.name);
+        let mut svcs = match self.state.get_mut(ns).and_then(|m| m.get_mut(&owner)) {
+            Some(slot) => std::mem::take(&mut slot.svcs),
+            None => BTreeMap::new(),
+        };
+        let mut empty: Vec<String> = Vec::new();
+        for (service, svc_obj) in n.services() {
+            let Some(sel) = svc_obj.selector.as_ref() else {
+                continue;
+            };
+            if !selects(sel, &dep.pod_labels) || !n.has_slices(service) {
+                continue;
+            }
+            let svc: &mut Svc = svcs.entry(service.to_owned()).or_default();
+            svc.taking = true;
+            let ready: Vec<String> = d
+                .world
+                .slices_of(ns, service)
+                .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready))
+                .map(|e| e.pod.as_deref().unwrap_or(&e.address).to_owned())
+                .take(KEEP_PODS)
+                .collect();
+            if !ready.is_empty() {
+                svc.last = Some(LastReady {
+                    pods: ready,
+                    hash: None,
+                });
+                continue;
+            }
+            if svc.open.is_none() {
+                let Some(last) = svc.last.clone() else {
+                    continue;
+                };
+                let (words, prevent) = deployment_cause(d, service, &last);
+                svc.open = Some(Open {
+                    since: d.now,
+                    share: Share {
+                        percent: None,
+                        words: format!(
+                            "all the traffic sent to {service}, which selects the pods of Deployment {}",
+                            dep.name
+                        ),
+                        routed: false,
+                    },
+                    cause: Cause {
+                        words,
+                        prevent,
+                        evidence: vec![d.evidence(format!(
+                            "{} of {} replicas ready",
+                            dep.ready, dep.replicas
+                        ))],
+                    },
+                    fired: false,
+                });
+            }
+            empty.push(service.to_owned());
+            if d.end {
+                if let Some(open) = svc.open.as_mut().filter(|o| !o.fired) {
+                    if d.now.at.0 - open.since.at.0 >= GRACE_SECONDS * 1_000_000_000 {
+                        open.fired = true;
+                        let open = open.clone();
+                        let key = (ns.to_owned(), owner.clone(), service.to_owned());
+                        self.fire_for(d.subject(), d.world, &key, &open, d.now, out);
+                    }
+                }
+            }
+        }
+        // Windows that ended: reported when they held the grace.
+        for (service, svc) in &mut svcs {
+            if empty.contains(service) {
+                continue;
+            }
+            let Some(open) = svc.open.take() else {
+                continue;
+            };
+            let held = d.now.at.0 - open.since.at.0 >= GRACE_SECONDS * 1_000_000_000;
+            let key = (ns.to_owned(), owner.clone(), service.clone());
+            if !open.fired && held {
+                self.fire_for(d.subject(), d.world, &key, &open, d.now, out);
+            }
+            if open.fired || held {
+                let ready = ready_endpoints(d.world, ns, service);
+                let how = if ready.is_empty() {
+                    format!("{service} no longer selects the Deployment's pods")
+                } else {
+                    format!(
+                        "ready endpoints again: {}",
+                        ready.into_iter().take(KEEP_PODS).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                self.closed
+                    .insert((key, open.since.at), Closed { end: d.now.at, how });
+            }
+        }
+        svcs.retain(|service, svc| svc.open.is_some() || n.service(service).is_some());
+        self.state
+            .entry(ns.to_owned())
+            .or_default()
+            .insert(
+                owner,
+                Follow { svcs, due: None },
+            );
+    }
+}
+
+/// What removed a Deployment's Service's last ready endpoints, and what prevents it.
+fn deployment_cause(d: &DeploymentScene<'_>, service: &str, last: &LastReady) -> (String, String) {
+    let ns = d.dep.namespace.as_str();
+    let gone = last.pods.iter().filter(|p| d.world.pod(ns, p).is_none()).count();
+    let pods = last.pods.join(", ");
+    if gone == last.pods.len() {
+        (
+            format!(
+                "the pods that were {service}'s last ready endpoints ({pods}) went, and no other pod of Deployment {} was Ready in their place",
+                d.dep.name
+            ),
+            "keep a pod serving while others are replaced: a rolling update with maxUnavailable 0 (or replicas > 1), a readiness probe that passes only when the pod serves, and a PodDisruptionBudget".to_owned(),
+        )
+    } else {
+        (
+            format!("the pods that were {service}'s last ready endpoints ({pods}) stopped being Ready"),
+            "find why the pods failed their readiness probe (their containers' state, the kubelet's Events); enough replicas, and a PodDisruptionBudget, keep one serving".to_owned(),
+        )
     }
 }
 
 impl Detector for NoReadyEndpoints {
     fn take_changes(&mut self, out: &mut Vec<ConditionChange>) {
         out.extend(self.changes.drain(..));
+    }
+
+    fn on_deployment(&mut self, d: &DeploymentScene<'_>, out: &mut Vec<Finding>) {
+        self.judge_deployment(d, out);
     }
 
     fn on_world(
@@ -678,13 +847,32 @@ impl Detector for NoReadyEndpoints {
     ) -> Option<Timestamp> {
         let track = s.track;
         let (ns, name) = (track.namespace(), track.name());
+        // Where traffic goes changes with the rollout (its weights), a Service, its endpoints
+        // and a router; a pod's own record changes none of those (its endpoints' record
+        // follows): the due time stands.
+        if matches!(
+            s.touched,
+            Some(
+                Touched::Pod { .. }
+                    | Touched::App { .. }
+                    | Touched::Analysis { .. }
+                    | Touched::Flux
+                    | Touched::Deployment { .. }
+            )
+        ) {
+            return self
+                .state
+                .get(ns)
+                .and_then(|m| m.get(name))
+                .and_then(|f| f.due);
+        }
         let judged = s.world.namespace(ns)?;
         let takes = taking_traffic(s);
         let known = self
             .state
             .get(ns)
             .and_then(|m| m.get(name))
-            .is_some_and(|m| !m.is_empty());
+            .is_some_and(|m| !m.svcs.is_empty());
         if takes.is_empty() && !known {
             return None;
         }
@@ -698,15 +886,25 @@ impl Detector for NoReadyEndpoints {
                 .entry(name.to_owned())
                 .or_default(),
         };
-        let mut svcs = std::mem::take(slot);
+        let mut svcs = std::mem::take(&mut slot.svcs);
         let mut due: Option<Timestamp> = None;
+        // A record of endpoints changes only its Service: the others stand as they were.
+        let only: Option<[Option<&str>; 2]> = match s.touched {
+            Some(Touched::Endpoints { service, was, .. }) => {
+                Some([service.as_deref(), was.as_deref()])
+            }
+            _ => None,
+        };
+        let relevant = |service: &str| only.is_none_or(|o| o.contains(&Some(service)));
         // The Services with no ready endpoint now, while taking traffic.
         let mut empty: Vec<&str> = Vec::new();
-        for svc in svcs.values_mut() {
-            svc.was_taking = std::mem::take(&mut svc.taking);
+        for (service, svc) in &mut svcs {
+            if relevant(service) {
+                svc.was_taking = std::mem::take(&mut svc.taking);
+            }
         }
         for &(service, how) in &takes {
-            if !judged.has_slices(service) {
+            if !relevant(service) || !judged.has_slices(service) {
                 continue;
             }
             let svc = match svcs.get_mut(service) {
@@ -779,7 +977,7 @@ impl Detector for NoReadyEndpoints {
         }
         // Windows of this rollout's Services that ended with this look.
         for (service, svc) in &mut svcs {
-            if empty.contains(&service.as_str()) {
+            if !relevant(service) || empty.contains(&service.as_str()) {
                 continue;
             }
             let Some(open) = svc.open.take() else {
@@ -806,9 +1004,12 @@ impl Detector for NoReadyEndpoints {
         }
         // A Service is followed while it exists (its last endpoints are a later window's
         // cause, even after a time of taking no traffic).
-        svcs.retain(|service, svc| svc.open.is_some() || judged.service(service).is_some());
+        if only.is_none() {
+            svcs.retain(|service, svc| svc.open.is_some() || judged.service(service).is_some());
+        }
         if let Some(slot) = self.state.get_mut(ns).and_then(|m| m.get_mut(name)) {
-            *slot = svcs;
+            slot.svcs = svcs;
+            slot.due = due;
         }
         due
     }
@@ -826,11 +1027,12 @@ impl Detector for NoReadyEndpoints {
             if f.rule != Rule::NoReadyEndpoints {
                 continue;
             }
-            let key = (
-                f.rollout.namespace.clone(),
-                f.rollout.name.clone(),
-                f.subject.name.clone(),
-            );
+            let owner = if f.rollout.kind == Kind::Rollout {
+                f.rollout.name.clone()
+            } else {
+                format!("deployment/{}", f.rollout.name)
+            };
+            let key = (f.rollout.namespace.clone(), owner, f.subject.name.clone());
             let closed = self.closed.get(&(key.clone(), f.at));
             let stop = closed.map_or(end.at, |c| c.end);
             let seconds = (stop.0 - f.at.0).max(0) / 1_000_000_000;
@@ -1104,5 +1306,37 @@ mod tests {
             .map(|c| c.holds)
             .collect();
         assert_eq!(holds, [true, false]);
+    }
+
+    /// A plain Deployment's only pod replaced with no other Ready in its place: the Service
+    /// that selects its pods had no ready endpoint for 12 s.
+    #[test]
+    fn issue_48_a_service_of_a_plain_deployment_with_no_ready_endpoint_is_a_window() {
+        let mut kit = Kit::new();
+        let spec = json!({"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "web", "image": pinned("web:1")}]}}});
+        kit.plain_deployment("web", 1, spec);
+        kit.service("web", json!({"app": "web"}));
+        kit.deployment_pod("web", "aaaa", "p0", &pinned("web:1"), &digest("web:1"));
+        kit.slice("web", &[("web-aaaa-p0", true)]);
+        kit.advance(3);
+        kit.delete_pod_named("web-aaaa-p0");
+        kit.slice("web", &[]);
+        kit.advance(12);
+        kit.deployment_pod("web", "aaaa", "p1", &pinned("web:1"), &digest("web:1"));
+        kit.slice("web", &[("web-aaaa-p1", true)]);
+        kit.advance(30);
+        let report = kit.finish();
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.rule == Rule::NoReadyEndpoints)
+            .collect();
+        assert_eq!(f.len(), 1, "{:#?}", report.findings);
+        assert_eq!(f[0].rollout.name, "web");
+        assert_eq!(f[0].window.map(|w| w.seconds), Some(12), "{:?}", f[0].window);
+        assert!(f[0].resolved.is_some());
+        assert!(f[0].explanation.contains("web-aaaa-p0"), "{}", f[0].explanation);
     }
 }

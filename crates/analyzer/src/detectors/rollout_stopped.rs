@@ -33,7 +33,9 @@
 //! ConfigMap or Secret, free capacity, read the analysis, or ask who aborted. Retrying is a
 //! decision, offered only where the cause is not the revision itself.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::base::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
@@ -97,10 +99,11 @@ impl Stops {
             // The controller's own words once the deadline aborted it: the condition then
             // reads RolloutAborted, the message says the ReplicaSet timed out.
             cur.progressing_reason.as_deref() == Some("ProgressDeadlineExceeded")
-                || cur
-                    .message
-                    .as_deref()
-                    .is_some_and(|m| m.contains("has timed out progressing")),
+                || (cur.abort
+                    && cur
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("has timed out progressing"))),
         )
     }
 
@@ -531,6 +534,10 @@ impl Detector for RolloutStopped {
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         self.note_pod(s);
+        // Its stops change only with a record of the rollout (or a look due, or the end).
+        if s.touched.is_some() {
+            return None;
+        }
         let track = s.track;
         let cur = track.last()?;
         let (ns, name) = (track.namespace(), track.name());

@@ -240,6 +240,22 @@ pub(crate) struct DeploymentObj {
     pub tracked_by: Option<Str>,
     /// The Flux object that applies it, by its labels: (`HelmRelease` or `Kustomization`, name).
     pub flux: Option<(&'static str, Str)>,
+    /// The labels of its pod template (read when the template changes).
+    pub pod_labels: BTreeMap<String, String>,
+}
+
+/// The string labels of a pod template given as JSON text.
+fn template_labels(text: &str) -> BTreeMap<String, String> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|t| {
+            t["metadata"]["labels"].as_object().map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// Template changes kept per Deployment: two make a double render.
@@ -1368,6 +1384,7 @@ impl World {
                 template_changes: std::collections::VecDeque::new(),
                 tracked_by: None,
                 flux: None,
+                pod_labels: BTreeMap::new(),
             }),
         };
         if replicas != obj.replicas {
@@ -1400,6 +1417,7 @@ impl World {
         }
         let changed = text.is_some_and(|t| obj.template.as_deref() != Some(t));
         if changed {
+            obj.pod_labels = template_labels(text.unwrap_or_default());
             let after: std::sync::Arc<str> = std::sync::Arc::from(text.unwrap_or_default());
             if let Some(before) = obj.template.replace(after.clone()) {
                 if obj.template_changes.len() == KEEP_TEMPLATE_CHANGES {
@@ -1848,6 +1866,17 @@ impl World {
 
     pub fn deployments(&self) -> impl Iterator<Item = &DeploymentObj> {
         self.deployments.values()
+    }
+
+    /// The Deployments of namespace `ns`.
+    pub fn deployments_in<'a>(
+        &'a self,
+        ns: &'a str,
+    ) -> impl Iterator<Item = &'a DeploymentObj> + 'a {
+        self.deployments
+            .range((ns.to_owned(), String::new())..)
+            .take_while(move |((n, _), _)| n == ns)
+            .map(|(_, d)| d)
     }
 
     /// Objects held, all kinds.

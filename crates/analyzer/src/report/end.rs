@@ -168,13 +168,28 @@ impl Rule {
 
 /// Marks the findings the rollouts' later states moved past: each rollout's settle points, in
 /// time order, by rollout.
-#[derive(Clone, Debug, Default)]
+/// A change a detector makes to its findings once the analysis has ended, as each is read
+/// (held or packed): what it could not know when it made them.
+pub(crate) type Amender = std::sync::Arc<dyn Fn(&mut Finding) + Send + Sync>;
+
+#[derive(Clone, Default)]
 pub struct Resolver {
     /// Namespace -> name -> the moments, in time order.
     settles: Settles,
     /// The records of the first file's first lists, as a bit per `seq`: evidence of them is
     /// marked [`listed`](crate::Evidence::listed).
     listed: std::sync::Arc<Vec<u64>>,
+    amenders: Vec<Amender>,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("settles", &self.settles)
+            .field("listed", &self.listed.len())
+            .field("amenders", &self.amenders.len())
+            .finish()
+    }
 }
 
 /// Namespace -> rollout name -> the moments it became Healthy on one revision.
@@ -191,7 +206,14 @@ impl Resolver {
         Resolver {
             settles,
             listed: std::sync::Arc::default(),
+            amenders: Vec::new(),
         }
+    }
+
+    /// Applies `amender` to every finding read.
+    pub(crate) fn with_amender(mut self, amender: Amender) -> Self {
+        self.amenders.push(amender);
+        self
     }
 
     /// Marks evidence of the records whose `seq` bit is set in `listed` (of the first file) as
@@ -203,6 +225,9 @@ impl Resolver {
 
     /// Sets `finding.resolved` when its rollout settled after it.
     pub fn apply(&self, finding: &mut Finding) {
+        for amend in &self.amenders {
+            amend(finding);
+        }
         if !self.listed.is_empty() {
             for e in finding.evidence.iter_mut().filter(|e| e.file == 0) {
                 let word = usize::try_from(e.seq / 64).unwrap_or(usize::MAX);

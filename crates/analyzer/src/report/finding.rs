@@ -77,10 +77,7 @@ impl Rule {
     /// (`restart-churn` counts every restart there): its findings stay decoded until then
     /// instead of being packed. At most one per rollout.
     pub(crate) fn amended_at_end(self) -> bool {
-        matches!(
-            self,
-            Rule::RestartChurn | Rule::NoReadyEndpoints | Rule::ImageNotPinned
-        )
+        matches!(self, Rule::RestartChurn | Rule::NoReadyEndpoints)
     }
 
     /// The rule with this id.
