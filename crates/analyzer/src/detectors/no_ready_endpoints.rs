@@ -287,13 +287,26 @@ fn router_share(world: &World, ns: &str, service: &str) -> Option<(i64, String)>
     best
 }
 
-/// The ready endpoints of `service`: pod names, or addresses of endpoints that are no pod.
-fn ready_endpoints(world: &World, ns: &str, service: &str) -> Vec<String> {
-    let mut out: Vec<String> = world
+/// The ready endpoints of `service` as its slices list them: pod names, or addresses of
+/// endpoints that are no pod.
+fn ready_names<'a>(world: &'a World, ns: &str, service: &str) -> impl Iterator<Item = &'a str> {
+    world
         .slices_of(ns, service)
         .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready))
-        .map(|e| e.pod.as_deref().unwrap_or(&e.address).to_owned())
-        .collect();
+        .map(|e| e.pod.as_deref().unwrap_or(&e.address))
+}
+
+/// The first [`KEEP_PODS`] ready endpoints of `service`, as listed.
+fn first_ready(world: &World, ns: &str, service: &str) -> Vec<String> {
+    ready_names(world, ns, service)
+        .take(KEEP_PODS)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The ready endpoints of `service`, sorted.
+fn ready_endpoints(world: &World, ns: &str, service: &str) -> Vec<String> {
+    let mut out: Vec<String> = ready_names(world, ns, service).map(str::to_owned).collect();
     out.sort();
     out.dedup();
     out
@@ -719,13 +732,7 @@ impl NoReadyEndpoints {
             }
             let svc: &mut Svc = svcs.entry(service.to_owned()).or_default();
             svc.taking = true;
-            let ready: Vec<String> = d
-                .world
-                .slices_of(ns, service)
-                .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready))
-                .map(|e| e.pod.as_deref().unwrap_or(&e.address).to_owned())
-                .take(KEEP_PODS)
-                .collect();
+            let ready = first_ready(d.world, ns, service);
             if !ready.is_empty() {
                 svc.last = Some(LastReady {
                     pods: ready,
@@ -913,11 +920,7 @@ impl Detector for NoReadyEndpoints {
             };
             svc.taking = true;
             let was_taking = svc.was_taking;
-            let mut ready = s
-                .world
-                .slices_of(ns, service)
-                .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready))
-                .map(|e| e.pod.as_deref().unwrap_or(&e.address));
+            let mut ready = ready_names(s.world, ns, service);
             if let Some(first) = ready.next() {
                 // The last ready endpoints, copied only when they changed.
                 let same = svc.last.as_ref().is_some_and(|l| {
@@ -926,13 +929,7 @@ impl Detector for NoReadyEndpoints {
                         && names.next().is_none()
                 });
                 if !same {
-                    let pods: Vec<String> = s
-                        .world
-                        .slices_of(ns, service)
-                        .flat_map(|(_, slice)| slice.endpoints.iter().filter(|e| e.ready))
-                        .map(|e| e.pod.as_deref().unwrap_or(&e.address).to_owned())
-                        .take(KEEP_PODS)
-                        .collect();
+                    let pods = first_ready(s.world, ns, service);
                     let hash = pods
                         .iter()
                         .find_map(|p| revision(track, p, s.world.pod(ns, p)))
