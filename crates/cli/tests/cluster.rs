@@ -1388,6 +1388,12 @@ fn issue_27_front_door_to_a_service_the_rollout_does_not_move() {
     assert_not_the_race(&report, "front door");
     let found = of_rule(&report, "front-door-bypass");
     assert_eq!(found.len(), 1, "{:?}\n{done}", rules(&report));
+    // The front door's Service lost its last pod when the old revision was scaled down: an
+    // outage window, still open when the recording ends.
+    let outage = of_rule(&report, "no-ready-endpoints");
+    assert_eq!(outage.len(), 1, "{:?}", rules(&report));
+    assert_eq!(outage[0]["subject"]["name"], "checkout-api-legacy");
+    assert!(outage[0]["window"]["end"].is_null(), "{}", outage[0]);
     let summary = found[0]["summary"].as_str().unwrap();
     assert!(
         summary.contains("Ingress shop sends shop.example.com/ to Service checkout-api-legacy")

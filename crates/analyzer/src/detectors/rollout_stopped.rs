@@ -960,4 +960,28 @@ mod tests {
             f[0].evidence
         );
     }
+
+    /// An abort written by Argo CD (a resource action of its server): named as a GitOps
+    /// tool's, with its history to read.
+    #[test]
+    fn an_abort_by_argo_cd_is_a_gitops_tools() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template_unpinned("app:2", "c1"));
+        kit.advance(30);
+        let time = crate::base::time::rfc3339(kit.now());
+        kit.managed_fields(json!([
+            {"manager": "argocd-server", "operation": "Update", "subresource": "status", "time": time}
+        ]));
+        kit.status(|s| {
+            s.insert("abort".into(), json!(true));
+        });
+        let f = stopped(&kit);
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert!(
+            f[0].summary.contains("argocd-server wrote the abort (a GitOps tool's status write"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].remedy.prevention.contains("GitOps tool"), "{}", f[0].remedy.prevention);
+    }
 }
