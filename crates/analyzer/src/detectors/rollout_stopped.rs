@@ -984,4 +984,30 @@ mod tests {
         );
         assert!(f[0].remedy.prevention.contains("GitOps tool"), "{}", f[0].remedy.prevention);
     }
+
+    /// After the fact, the scheduler's Event says why the canary's pods never ran.
+    #[test]
+    fn the_schedulers_event_names_an_unschedulable_canary_after_the_fact() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("new1", template_unpinned("app:2", "c1"));
+        kit.listed_pod_event(
+            "checkout-api-new1-p0.18a2b3c4d5e6f709",
+            "checkout-api-new1-p0",
+            "FailedScheduling",
+            "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
+        );
+        kit.status(|s| {
+            s.insert("abort".into(), json!(true));
+            s.insert("phase".into(), json!("Degraded"));
+        });
+        let f = stopped(&kit);
+        assert_eq!(f.len(), 1, "{:#?}", kit.found);
+        assert!(
+            f[0].summary.contains("could not be scheduled: Unschedulable")
+                && f[0].summary.contains("Insufficient memory"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].remedy.commands.iter().any(|c| c == "kubectl describe nodes"));
+    }
 }
