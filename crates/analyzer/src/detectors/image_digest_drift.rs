@@ -55,6 +55,13 @@ struct ImageDigests {
 }
 
 
+/// The command that lists the pods of revision `hash` with the digest each pulled.
+fn digests_command(ns: &str, hash: &str) -> String {
+    format!(
+        "kubectl -n {ns} get pods -l rollouts-pod-template-hash={hash} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'"
+    )
+}
+
 /// The detector, for the registry (`crate::report::rules`); `snapshot`: the records are one snapshot.
 pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
     Box::new(ImageDigestDrift::default())
@@ -181,7 +188,7 @@ impl Detector for ImageDigestDrift {
             }
         }
         for ((ns, name), images) in &self.deployment_digests {
-            note(ns, format!("deployment/{name}"), images);
+            note(ns, crate::detectors::deployment_key(name), images);
         }
         let pulled = std::sync::Arc::new(pulled);
         Some(std::sync::Arc::new(move |f: &mut Finding| {
@@ -300,9 +307,7 @@ impl Detector for ImageDigestDrift {
                 ])
                 .remedy(
                     "Decide which build should run, pin it by digest in the manifest, and roll out again; until then treat the release as unverified.".to_owned(),
-                    vec![format!(
-                        "kubectl -n {ns} get pods -l rollouts-pod-template-hash={revision} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'"
-                    )],
+                    vec![digests_command(ns, revision)],
                     "Deploy by digest (repo:tag@sha256:...) and make release tags immutable in the registry.".to_owned(),
                 ),
             );
@@ -385,9 +390,7 @@ impl ImageDigestDrift {
                 ])
                 .remedy(
                     "Do not act on the experiment's result: run it again with the images pinned by digest.".to_owned(),
-                    vec![format!(
-                        "kubectl -n {ns} get pods -l rollouts-pod-template-hash={hash} -o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\t\"}}{{.status.containerStatuses[*].imageID}}{{\"\\n\"}}{{end}}'"
-                    )],
+                    vec![digests_command(ns, hash)],
                     "Deploy by digest (repo:tag@sha256:...) and make release tags immutable in the registry.".to_owned(),
                 ),
             );

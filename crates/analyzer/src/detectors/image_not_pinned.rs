@@ -46,15 +46,6 @@ pub(crate) struct ImageNotPinned {
 /// Image -> (the digest a pod pulled, that pod).
 pub(crate) type Pulled = HashMap<String, (String, String)>;
 
-/// Whose pods pulled what: a rollout by its name, a Deployment as `deployment/NAME`.
-fn owner_key(f: &Finding) -> (String, String) {
-    let name = if f.rollout.kind == rf_format::Kind::Rollout {
-        f.rollout.name.clone()
-    } else {
-        format!("deployment/{}", f.rollout.name)
-    };
-    (f.rollout.namespace.clone(), name)
-}
 
 /// Says which digest to pin in `f` (a finding of this rule): the one a pod pulled, or that no
 /// pod pulled the tag.
@@ -65,9 +56,9 @@ pub(crate) fn amend(pulled: &HashMap<String, HashMap<String, Pulled>>, f: &mut F
     let Some(image) = image_of(f).map(str::to_owned) else {
         return;
     };
-    let (ns, owner) = owner_key(f);
+    let owner = crate::detectors::workload_key(&f.rollout);
     let pulled = pulled
-        .get(&ns)
+        .get(&f.rollout.namespace)
         .and_then(|m| m.get(&owner))
         .and_then(|p| p.get(&image));
     let repo = image

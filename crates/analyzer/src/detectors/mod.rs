@@ -261,6 +261,22 @@ impl<K: Ord + Clone> Settling<K> {
     }
 }
 
+/// The name a detector keeps a workload's state under, beside the rollouts': a plain
+/// Deployment as `deployment/NAME` (no rollout's name holds a slash).
+pub(crate) fn deployment_key(name: &str) -> String {
+    format!("deployment/{name}")
+}
+
+/// [`deployment_key`] of a finding's `rollout` when it is a Deployment, else the rollout's
+/// name.
+pub(crate) fn workload_key(owner: &Subject) -> String {
+    if owner.kind == rf_format::Kind::Rollout {
+        owner.name.clone()
+    } else {
+        deployment_key(&owner.name)
+    }
+}
+
 /// Images remembered per rollout by the detectors that remember images.
 pub(crate) const KEEP_IMAGES: usize = 32;
 

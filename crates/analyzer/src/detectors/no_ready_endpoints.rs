@@ -304,12 +304,17 @@ fn first_ready(world: &World, ns: &str, service: &str) -> Vec<String> {
         .collect()
 }
 
-/// The ready endpoints of `service`, sorted.
-fn ready_endpoints(world: &World, ns: &str, service: &str) -> Vec<String> {
-    let mut out: Vec<String> = ready_names(world, ns, service).map(str::to_owned).collect();
-    out.sort();
-    out.dedup();
-    out
+/// How a window of `service` ended when it has ready endpoints again: `ready endpoints again:`
+/// the first [`KEEP_PODS`] of them, sorted.
+fn back_words(world: &World, ns: &str, service: &str) -> Option<String> {
+    let mut ready: Vec<&str> = ready_names(world, ns, service).collect();
+    if ready.is_empty() {
+        return None;
+    }
+    ready.sort_unstable();
+    ready.dedup();
+    ready.truncate(KEEP_PODS);
+    Some(format!("ready endpoints again: {}", ready.join(", ")))
 }
 
 /// True when a ReplicaSet of the rollout whose pods `service` selects reports ready replicas.
@@ -717,7 +722,7 @@ impl NoReadyEndpoints {
         let Some(n) = d.world.namespace(ns) else {
             return;
         };
-        let owner = format!("deployment/{}", dep.name);
+        let owner = crate::detectors::deployment_key(&dep.name);
         let mut svcs = match self.state.get_mut(ns).and_then(|m| m.get_mut(&owner)) {
             Some(slot) => std::mem::take(&mut slot.svcs),
             None => BTreeMap::new(),
@@ -792,15 +797,9 @@ impl NoReadyEndpoints {
                 self.fire_for(d.subject(), d.world, &key, &open, d.now, out);
             }
             if open.fired || held {
-                let ready = ready_endpoints(d.world, ns, service);
-                let how = if ready.is_empty() {
+                let how = back_words(d.world, ns, service).unwrap_or_else(|| {
                     format!("{service} no longer selects the Deployment's pods")
-                } else {
-                    format!(
-                        "ready endpoints again: {}",
-                        ready.into_iter().take(KEEP_PODS).collect::<Vec<_>>().join(", ")
-                    )
-                };
+                });
                 self.closed
                     .insert((key, open.since.at), Closed { end: d.now.at, how });
             }
@@ -985,17 +984,13 @@ impl Detector for NoReadyEndpoints {
             }
             let key = (ns.to_owned(), name.to_owned(), service.clone());
             self.change(&key, false, s.now.at);
-            let ready = ready_endpoints(s.world, ns, service);
-            let how = if !ready.is_empty() {
-                format!(
-                    "ready endpoints again: {}",
-                    ready.into_iter().take(KEEP_PODS).collect::<Vec<_>>().join(", ")
-                )
-            } else if svc.taking {
-                "its endpoints were no longer recorded".to_owned()
-            } else {
-                format!("{service} took no more traffic")
-            };
+            let how = back_words(s.world, ns, service).unwrap_or_else(|| {
+                if svc.taking {
+                    "its endpoints were no longer recorded".to_owned()
+                } else {
+                    format!("{service} took no more traffic")
+                }
+            });
             self.closed
                 .insert((key, open.since.at), Closed { end: s.now.at, how });
         }
@@ -1024,11 +1019,7 @@ impl Detector for NoReadyEndpoints {
             if f.rule != Rule::NoReadyEndpoints {
                 continue;
             }
-            let owner = if f.rollout.kind == Kind::Rollout {
-                f.rollout.name.clone()
-            } else {
-                format!("deployment/{}", f.rollout.name)
-            };
+            let owner = crate::detectors::workload_key(&f.rollout);
             let key = (f.rollout.namespace.clone(), owner, f.subject.name.clone());
             let closed = self.closed.get(&(key.clone(), f.at));
             let stop = closed.map_or(end.at, |c| c.end);
