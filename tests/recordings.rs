@@ -205,6 +205,16 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
                 Rule::ConfigOnlyRerender,
             ],
         ),
+        (
+            "argocd-seed-double-render",
+            &[
+                Rule::GitopsHealthMismatch,
+                Rule::DoubleRender,
+                Rule::RerenderRestart,
+                Rule::PauseLost,
+                Rule::ConfigOnlyRerender,
+            ],
+        ),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
         (

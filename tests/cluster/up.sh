@@ -4,11 +4,13 @@
 # kube-controller-manager (replicaset, deployment, job, endpointslice, endpoint, garbage collector),
 # kube-scheduler, kwok with fake nodes (pods become Running and Ready), and the Argo Rollouts
 # controller with its CRDs, and the CRDs of the Istio VirtualService and of the prometheus-
-# operator's ServiceMonitor and PrometheusRule. Writes DIR/kubeconfig and DIR/pids; down.sh DIR
-# stops it.
+# operator's ServiceMonitor and PrometheusRule, and Argo CD (application controller, repo server,
+# redis-server; RF_CLUSTER_ARGOCD=0 leaves it out). Writes DIR/kubeconfig and DIR/pids; down.sh
+# DIR stops it.
 #
-# The binaries are built from the Go module proxy by go.mod and kwok/go.mod beside this file,
-# once per set of versions, into $RF_CLUSTER_CACHE (default ~/.cache/rollout-forensics/cluster).
+# The binaries are built from the Go module proxy by go.mod, kwok/go.mod, argocd/go.mod and
+# helm/go.mod beside this file, once per set of versions, into $RF_CLUSTER_CACHE (default
+# ~/.cache/rollout-forensics/cluster).
 set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
@@ -19,9 +21,16 @@ dir=$(cd "$1" && pwd)
 export GOTOOLCHAIN=${GOTOOLCHAIN:-go1.27.3}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
 
+cache=${RF_CLUSTER_CACHE:-$HOME/.cache/rollout-forensics/cluster}
 key=$(cat "$here/go.mod" "$here/go.sum" "$here/kwok/go.mod" "$here/kwok/go.sum" | sha256sum | cut -c1-16)
-bin=${RF_CLUSTER_CACHE:-$HOME/.cache/rollout-forensics/cluster}/$key
+bin=$cache/$key
 mkdir -p "$bin"
+# Argo CD (application controller and repo server) and the helm its repo server runs, unless
+# RF_CLUSTER_ARGOCD=0 or in scale mode: cached apart, by their own go.mod files.
+argocd=${RF_CLUSTER_ARGOCD:-1}
+[ "${RF_CLUSTER_SCALE:-0}" = 1 ] && argocd=0
+acd_key=$(cat "$here/argocd/go.mod" "$here/argocd/go.sum" "$here/argocd/main.go" "$here/helm/go.mod" "$here/helm/go.sum" | sha256sum | cut -c1-16)
+acd_bin=$cache/argocd-$acd_key
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 
@@ -41,14 +50,28 @@ build "$here" kubectl k8s.io/kubernetes/cmd/kubectl
 build "$here" rollouts-controller github.com/argoproj/argo-rollouts/cmd/rollouts-controller
 build "$here" kubectl-argo-rollouts github.com/argoproj/argo-rollouts/cmd/kubectl-argo-rollouts
 build "$here/kwok" kwok sigs.k8s.io/kwok/cmd/kwok
+if [ "$argocd" = 1 ]; then
+  for tool in redis-server git; do
+    command -v "$tool" >/dev/null 2>&1 || { log "Argo CD needs $tool (apt-get install $tool), or RF_CLUSTER_ARGOCD=0"; exit 1; }
+  done
+  bin_core=$bin
+  bin=$acd_bin
+  mkdir -p "$bin"
+  build "$here/argocd" argocd .
+  build "$here/helm" helm helm.sh/helm/v4/cmd/helm
+  bin=$bin_core
+  # One binary, called by the name of the component it runs.
+  ln -sf argocd "$acd_bin/argocd-application-controller"
+  ln -sf argocd "$acd_bin/argocd-repo-server"
+fi
 built=$(date +%s)
 log "binaries ready in $((built - begun)) s: $bin"
 echo "$bin" > "$dir/bin"
 
 # Free loopback ports, asked of the kernel.
-read -r etcd_client etcd_peer api_port healthz_port metrics_port < <(python3 - <<'EOF'
+read -r etcd_client etcd_peer api_port healthz_port metrics_port redis_port repo_port repo_metrics acd_metrics < <(python3 - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(9)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])
@@ -81,6 +104,7 @@ cert scheduler "/CN=system:kube-scheduler"
 # these tests check (the recorder's own RBAC is).
 cert rollouts "/O=system:masters/CN=argo-rollouts"
 cert kwok "/O=system:masters/CN=kwok"
+cert argocd "/O=system:masters/CN=argocd-application-controller"
 
 kubeconfig() {
   local user=$1 out=$2
@@ -103,7 +127,9 @@ contexts:
 current-context: test
 EOF
 }
-for u in admin controller-manager scheduler rollouts kwok; do kubeconfig "$u" "$pki/$u.kubeconfig"; done
+for u in admin controller-manager scheduler rollouts kwok argocd; do kubeconfig "$u" "$pki/$u.kubeconfig"; done
+# Argo CD reads its settings from the namespace of its kubeconfig's context.
+sed -i 's/namespace: default/namespace: argocd/' "$pki/argocd.kubeconfig"
 
 # The audit log holds every write to the kinds rollout-forensics records, with its object:
 # the ground truth a recording is checked against.
@@ -248,6 +274,58 @@ for crd in servicemonitors prometheusrules; do
 done
 start rollouts-controller "$bin/rollouts-controller" --kubeconfig "$pki/rollouts.kubeconfig" \
   --leader-elect=false --healthzPort "$healthz_port" --metricsPort "$metrics_port" "${rollouts_scale[@]}"
+
+if [ "$argocd" = 1 ]; then
+  # Argo CD: its CRDs as its module ships them, its settings, the default project (Applications
+  # may live in any namespace, so each test keeps its own beside its rollout), a redis-server,
+  # the repo server (which runs git and helm) and the application controller. Both read the
+  # reconciliation timeout (and the repo server its revision cache) from the same variable, as
+  # in Argo CD's own manifests; 20 s keeps a test's "next refresh" short. The controller reaches
+  # the cluster through its kubeconfig as if in the cluster (ARGOCD_FAKE_IN_CLUSTER).
+  echo "$acd_bin" > "$dir/argocd-bin"
+  acd_src=$(cd "$here/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+  kc apply --server-side -k "$acd_src/manifests/crds/" >/dev/null
+  wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/applications.argoproj.io crd/appprojects.argoproj.io
+  kc create namespace argocd >/dev/null
+  kc apply -n argocd -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-cm, labels: {app.kubernetes.io/part-of: argocd}}
+data: {}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: argocd-secret, labels: {app.kubernetes.io/part-of: argocd}}
+stringData: {server.secretkey: "$(openssl rand -hex 16)"}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: default}
+spec:
+  sourceRepos: ["*"]
+  sourceNamespaces: ["*"]
+  destinations: [{server: "*", namespace: "*"}]
+  clusterResourceWhitelist: [{group: "*", kind: "*"}]
+EOF
+  mkdir -p "$dir/argocd-home" "$dir/argocd-tmp" "$dir/argocd-path"
+  # The repo server runs git-verify-wrapper.sh at every checkout (its image has it on PATH);
+  # it is taken from the module, as the image's Dockerfile takes it from the source.
+  for w in git-verify-wrapper.sh gpg-wrapper.sh; do
+    install -m 0755 "$acd_src/hack/$w" "$dir/argocd-path/$w"
+  done
+  start redis-server redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no
+  acd_env=(env "PATH=$acd_bin:$dir/argocd-path:$PATH" "HOME=$dir/argocd-home" "TMPDIR=$dir/argocd-tmp"
+    ARGOCD_RECONCILIATION_TIMEOUT=20s ARGOCD_RECONCILIATION_JITTER=0s ARGOCD_GPG_ENABLED=false
+    ARGOCD_FAKE_IN_CLUSTER=true "KUBECONFIG=$pki/argocd.kubeconfig")
+  start argocd-repo-server "${acd_env[@]}" "$acd_bin/argocd-repo-server" \
+    --address 127.0.0.1 --port "$repo_port" --metrics-address 127.0.0.1 --metrics-port "$repo_metrics" \
+    --redis "127.0.0.1:$redis_port" --disable-tls --client-ca-path "" --logformat text
+  start argocd-application-controller "${acd_env[@]}" "$acd_bin/argocd-application-controller" \
+    --kubeconfig "$pki/argocd.kubeconfig" --repo-server "127.0.0.1:$repo_port" --repo-server-plaintext \
+    --redis "127.0.0.1:$redis_port" --metrics-port "$acd_metrics" --application-namespaces '*' \
+    --logformat text
+  wait_for argocd-repo-server 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/$repo_port"
+fi
 
 wait_for kwok 60 sh -c "'$bin/kubectl' --kubeconfig '$pki/admin.kubeconfig' get nodes -o jsonpath='{.items[*].status.conditions[?(@.type==\"Ready\")].status}' | grep -q True"
 log "up in $(($(date +%s) - built)) s after the build: KUBECONFIG=$dir/kubeconfig"

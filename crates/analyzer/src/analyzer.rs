@@ -943,7 +943,8 @@ impl Analyzer {
             }
             Touched::App { namespace, name } => match self.world.app(namespace, name) {
                 // The rollouts it lists and the ones that name it, in (namespace, name) order
-                // as a walk over every rollout gave them.
+                // as a walk over every rollout gave them; its syncs and health join their
+                // timelines.
                 Some(app) => {
                     let named = self.tracked_by.get(&app.name).into_iter().flatten();
                     let mut keys: Vec<Key> = app
@@ -955,6 +956,18 @@ impl Analyzer {
                         .collect();
                     keys.sort_unstable();
                     keys.dedup();
+                    if !app.changes.is_empty() {
+                        let words: Vec<String> = app
+                            .changes
+                            .iter()
+                            .map(|c| format!("Application {}: {c}", app.name))
+                            .collect();
+                        for (ns, n) in &keys {
+                            if let Some(track) = self.tracks.get_mut(ns, n) {
+                                track.note(pos, "Application", words.clone());
+                            }
+                        }
+                    }
                     keys
                 }
                 None => Vec::new(),

@@ -2753,3 +2753,141 @@ fn the_plugin_views_compared_differ_only_in_the_clock() {
         assert_ne!(real::comparable(live), real::comparable(other), "{other}");
     }
 }
+
+/// The seed incident played by the real Argo CD: a multi-source Application (the chart with the
+/// image as inline parameters, the values file from a second repository) syncs automatically.
+/// The pipeline writes the new image into the Application, which Argo CD applies at once, and
+/// pushes the config change to the values repository, which Argo CD resolves at its next
+/// refresh: two renders, the second changing only `checksum/config`, and the real Argo Rollouts
+/// controller restarts the canary at its pause.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
+    use real::argocd::{GitRepo, NEXT_REFRESH, application, chart, digest, set_image, syncs};
+    let c = cluster();
+    c.argocd();
+    let log_from = controller_log_len(&c);
+    let ns = Namespace::new(&c, "argocd-seed");
+    let repos = tempfile::tempdir().unwrap();
+    let charts = GitRepo::new(repos.path(), "charts");
+    let values = GitRepo::new(repos.path(), "values");
+    let files = chart(STEPS);
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    charts.commit(&files, "checkout-api chart");
+    let values_file = |flag: &str| format!("config: {{FEATURE_CHECKOUT_V2: \"{flag}\"}}\n");
+    let v1 = values.commit(
+        &[("checkout-api/values.yaml", &values_file("off"))],
+        "v2 off",
+    );
+    c.apply(
+        &ns.name,
+        &application(&ns.name, APP, &charts, &values, "1.0", &digest(0), true),
+    );
+    let app = c.wait_app(&ns.name, APP, "synced and healthy", |a| {
+        a["status"]["sync"]["status"] == "Synced" && a["status"]["health"]["status"] == "Healthy"
+    });
+    assert_eq!(syncs(&app), 1, "{}", app["status"]);
+    let stable = hash(&ns.wait_phase(APP, "Healthy"));
+
+    let file = rec_path(&c, "argocd-seed");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    // The pipeline: the image into the Application, which Argo CD syncs at once ...
+    set_image(&c, &ns.name, APP, "1.1", &digest(1));
+    let first = hash(&ns.wait_paused_at(APP, 1));
+    assert_ne!(first, stable);
+    // ... and the config change into the values repository, which it reads at its next
+    // refresh: the second render reaches the canary at its pause.
+    let v2 = values.commit(&[("checkout-api/values.yaml", &values_file("on"))], "v2 on");
+    let app = until(
+        "Argo CD's sync of the values commit",
+        NEXT_REFRESH,
+        || {
+            let app = c.application(&ns.name, APP);
+            (syncs(&app) >= 3).then_some(app)
+        },
+        || c.application(&ns.name, APP)["status"].to_string(),
+    );
+    let second = hash(&ns.wait_paused_at(APP, 1));
+    assert_ne!(
+        first, second,
+        "the checksum alone made a new pod-template hash"
+    );
+    // What the real Argo CD wrote: three automated syncs; the one of the new image deployed the
+    // same revisions as the first (only the Application's parameters changed), the last one
+    // the values commit.
+    let history = app["status"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "{}", app["status"]);
+    for h in history {
+        assert_eq!(h["initiatedBy"]["automated"], true, "{h}");
+    }
+    assert_eq!(
+        history[0]["revisions"], history[1]["revisions"],
+        "{}",
+        app["status"]
+    );
+    assert_eq!(history[1]["revisions"][1], v1.as_str());
+    assert_eq!(history[2]["revisions"][1], v2.as_str());
+
+    // The orphan rule decides 30 s after the restart; the recording goes past that.
+    std::thread::sleep(Duration::from_secs(35));
+    let (report, code) = finish(&c, &ns, rec, "argocd-seed-double-render", &[]);
+    let found = rules(&report);
+    assert_eq!(code, Some(1), "{found:?}");
+    for rule in RESTART_RULES {
+        assert!(found.iter().any(|r| r == rule), "{rule} in {found:?}");
+    }
+    // The two renders, named as Argo CD's history names them.
+    let double = &of_rule(&report, "double-render")[0];
+    let summary = double["summary"].as_str().unwrap();
+    for words in [
+        "sync 1 (automated)".to_owned(),
+        "image.digest".to_owned(),
+        "sync 2 (automated)".to_owned(),
+        format!("values {} -> {}", &v1[..8], &v2[..8]),
+        "checksum/config".to_owned(),
+    ] {
+        assert!(summary.contains(&words), "{words} in {double}");
+    }
+    assert!(
+        double["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("written by argocd-controller and then by argocd-controller"),
+        "{double}"
+    );
+    let restart = &of_rule(&report, "rerender-restart")[0];
+    let why = restart["explanation"].as_str().unwrap();
+    assert!(
+        restart["summary"].as_str().unwrap().contains(&second),
+        "{restart}"
+    );
+    assert!(
+        why.contains("by argocd-controller") && !why.contains("written by rollouts-controller"),
+        "the render is Argo CD's, not the controller's `resources: {{}}`: {restart}"
+    );
+    // The paused canary reads Suspended in Argo CD, and the report says it is by design.
+    let health = of_rule(&report, "gitops-health-mismatch");
+    assert!(
+        health.iter().any(
+            |f| f["severity"] == "info" && f["summary"].as_str().unwrap().contains("Suspended")
+        ),
+        "{found:?}"
+    );
+    // The timeline shows the Application's syncs and health beside the rollout.
+    let mut timeline = c.forensics();
+    timeline
+        .args(["timeline", "--brief"])
+        .arg(rec_path(&c, "argocd-seed"));
+    let t = run_bounded(timeline);
+    let t = text(&t.stdout);
+    for words in [
+        "Application checkout-api: sync 2 (automated)",
+        "health Healthy -> Progressing",
+        "health Progressing -> Suspended",
+    ] {
+        assert!(t.contains(words), "{words} in the timeline:\n{t}");
+    }
+    assert!(undecided(&report).is_empty(), "{report}");
+    // The on-call paged now, and the postmortem: from what the cluster kept.
+    after_the_fact(&c, &ns.name, &RESTART_RULES, log_from);
+}

@@ -190,15 +190,17 @@ fn issue_28_a_deployment_double_render_names_the_argocd_syncs() {
     let f = kit.of_rule(Rule::DoubleRender);
     assert_eq!(f.len(), 1, "{:?}", kit.rules());
     assert!(
-        f[0].summary.contains(", revision rev-one-")
-            && f[0].summary.contains(", revision rev-two-"),
+        f[0].summary.contains("sync 1 at ")
+            && f[0].summary.contains("revision r0 -> rev-one-")
+            && f[0].summary.contains("sync 2 at ")
+            && f[0].summary.contains("revision rev-one- -> rev-two-"),
         "{}",
         f[0].summary
     );
     assert!(
         f[0].remedy
             .commands
-            .contains(&"argocd app history checkout-api".to_owned()),
+            .contains(&"argocd app history checkout-api -N argocd".to_owned()),
         "{:?}",
         f[0].remedy.commands
     );

@@ -7,8 +7,10 @@
 //! records do not show both changes (a relist after a gap coalesces them), two syncs of the Argo
 //! CD Application that manages it with different revisions, followed by a restart of its canary.
 //! The finding names both times, both generations and, when an Application manages the rollout,
-//! the Git revisions of its history nearest to each (waiting up to 30 s for that history to catch
-//! up). For a rollout a Flux HelmRelease or Kustomization renders (its
+//! the syncs of its history nearest to each (waiting up to 30 s for that history to catch up):
+//! each by its id, who started it (`automated` or a user) and what it deployed that the sync
+//! before it did not, a source's revision or an inline Helm parameter (a pipeline that writes
+//! the image into the Application changes no revision). For a rollout a Flux HelmRelease or Kustomization renders (its
 //! `helm.toolkit.fluxcd.io/name` or `kustomize.toolkit.fluxcd.io/name` label), it names that
 //! object's attempt nearest each render instead: a HelmRelease's Helm releases (chart version,
 //! values digest, release number), a Kustomization's attempted revision.
@@ -126,16 +128,26 @@ impl<'a> Appliers<'a> {
         }
     }
 
-    /// The Argo CD sync's revision nearest `at`, else the Flux attempt nearest it, in words.
+    /// The Argo CD sync nearest `at` and what it changed, else the Flux attempt nearest it, in
+    /// words.
     fn near(&self, at: Timestamp) -> Option<String> {
         sync_near(&self.apps, at)
-            .map(|(_, r)| format!("revision {}", r.get(..8).unwrap_or(r)))
+            .map(|(app, i)| sync_words(app, i))
             .or_else(|| {
                 self.flux.iter().find_map(|f| {
                     f.attempt_near(at)
                         .map(|a| format!("{} {}: {}", f.kind, f.name, a.words))
                 })
             })
+    }
+
+    /// Whether the Argo CD syncs nearest `first` and `second` deployed the same input (the same
+    /// revisions and parameters): then the second render's difference was made at render time.
+    /// `None` when the syncs are not both known.
+    fn same_input(&self, first: Timestamp, second: Timestamp) -> Option<bool> {
+        let (a1, i1) = sync_near(&self.apps, first)?;
+        let (a2, i2) = sync_near(&self.apps, second)?;
+        Some(a2.history[i2].changes_from(&a1.history[i1]).is_empty())
     }
 
     /// Whether what applied the second render (at `second`) has said so: a sync or attempt
@@ -147,10 +159,12 @@ impl<'a> Appliers<'a> {
                 f.attempt_near(second)
                     .is_some_and(|a2| f.attempt_near(first).is_none_or(|a1| a1 != a2))
             });
+        let same = |(a, i): (&AppObj, usize), (b, j): (&AppObj, usize)| {
+            std::ptr::eq(a, b) && a.history[i] == b.history[j]
+        };
         flux && (self.apps.is_empty()
-            || sync_near(&self.apps, second).is_some_and(|(_, r)| {
-                sync_near(&self.apps, first).is_none_or(|(_, r1)| r1 != r)
-            }))
+            || sync_near(&self.apps, second)
+                .is_some_and(|s2| sync_near(&self.apps, first).is_none_or(|s1| !same(s1, s2))))
     }
 
     /// Evidence of each: an Application's history, a Flux object's attempts.
@@ -159,11 +173,10 @@ impl<'a> Appliers<'a> {
         for app in &self.apps {
             evidence.push(app.evidence(format!(
                 "history: {}",
-                app.history
-                    .iter()
-                    .map(|h| format!("{} at {}", h.revision, rfc3339(h.deployed_at)))
+                (0..app.history.len())
+                    .map(|i| sync_words(app, i))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join("; ")
             )));
         }
         for f in &self.flux {
@@ -181,23 +194,44 @@ impl<'a> Appliers<'a> {
 
     /// The commands that show their history.
     fn commands(&self) -> Vec<String> {
-        let mut commands: Vec<String> = self
-            .apps
-            .iter()
-            .map(|app| format!("argocd app history {}", app.name))
-            .collect();
+        let mut commands: Vec<String> = self.apps.iter().map(|app| history_command(app)).collect();
         commands.extend(self.flux.iter().map(|f| f.command()));
         commands
     }
 }
 
-/// The Application sync nearest before (or just after) `at`.
-fn sync_near<'a>(apps: &[&'a AppObj], at: Timestamp) -> Option<(&'a AppObj, &'a str)> {
+/// `argocd app history NAME -N NAMESPACE`: the Application's namespace as the CLI takes it for
+/// an Application in any namespace, its control plane's included.
+fn history_command(app: &AppObj) -> String {
+    format!("argocd app history {} -N {}", app.name, app.namespace)
+}
+
+/// Sync `i` of `app`'s history in words, with what it deployed that the sync before it did
+/// not: `sync 2 (automated) at TIME: values 4c3758d6 -> 5467196d`.
+fn sync_words(app: &AppObj, i: usize) -> String {
+    let sync = &app.history[i];
+    let changed = match i.checked_sub(1).map(|p| &app.history[p]) {
+        Some(before) => {
+            let words = sync.changes_from(before);
+            if words.is_empty() {
+                ": the same revisions and parameters as the sync before".to_owned()
+            } else {
+                format!(": {}", words.join(", "))
+            }
+        }
+        None => format!(": revision {}", sync.revision.get(..8).unwrap_or(&sync.revision)),
+    };
+    format!("Application {} {}{changed}", app.name, sync.words())
+}
+
+/// The Application sync nearest before (or just after) `at`: the Application and its place in
+/// that Application's history.
+fn sync_near<'a>(apps: &[&'a AppObj], at: Timestamp) -> Option<(&'a AppObj, usize)> {
     apps.iter()
-        .flat_map(|a| a.history.iter().map(move |h| (*a, h)))
-        .filter(|(_, h)| h.deployed_at.0 <= at.0 + 10 * NS && at.0 - h.deployed_at.0 <= 60 * NS)
-        .min_by_key(|(_, h)| (h.deployed_at.0 - at.0).abs())
-        .map(|(a, h)| (a, h.revision.as_str()))
+        .flat_map(|a| a.history.iter().enumerate().map(move |(i, h)| (*a, i, h)))
+        .filter(|(_, _, h)| h.deployed_at.0 <= at.0 + 10 * NS && at.0 - h.deployed_at.0 <= 60 * NS)
+        .min_by_key(|(_, _, h)| (h.deployed_at.0 - at.0).abs())
+        .map(|(a, i, _)| (a, i))
 }
 
 impl DoubleRender {
@@ -264,8 +298,10 @@ impl DoubleRender {
         } else {
             "a canary restarted at step 0"
         };
-        // Two renders of one Git revision that still differ: a value made at render time.
-        let same_input = r1.is_some() && r1 == r2;
+        // Two renders of the same input that still differ: a value made at render time.
+        let same_input = appliers
+            .same_input(p.first.pos.at, p.second.pos.at)
+            .unwrap_or_else(|| r1.is_some() && r1 == r2);
         let story = crate::detectors::writer::story(
             Some(&p.second),
             Some(&p.first),
@@ -334,7 +370,8 @@ impl DoubleRender {
             let [.., h1, h2] = app.history.as_slice() else {
                 continue;
             };
-            if h1.revision == h2.revision
+            let n = app.history.len();
+            if h2.changes_from(h1).is_empty()
                 || h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS
             {
                 continue;
@@ -373,13 +410,11 @@ impl DoubleRender {
                     track.subject(),
                     h2.deployed_at,
                     format!(
-                        "two syncs of {} {} apart, revision {} at {} and revision {} at {}, then the {} of {} restarted ({} -> {})",
+                        "two syncs of {} {} apart, {} and {}, then the {} of {} restarted ({} -> {})",
                         app.name,
                         human_duration(h2.deployed_at.0 - h1.deployed_at.0),
-                        h1.revision,
-                        rfc3339(h1.deployed_at),
-                        h2.revision,
-                        rfc3339(h2.deployed_at),
+                        sync_words(app, n - 2).trim_start_matches(&format!("Application {} ", app.name)),
+                        sync_words(app, n - 1).trim_start_matches(&format!("Application {} ", app.name)),
                         revision_word(track),
                         track.name(),
                         change.from,
@@ -388,12 +423,12 @@ impl DoubleRender {
                 )
                 .explain(format!("Two renders of the same application within two minutes, and the rollout's {} restarted after them: the re-render race, seen through Argo CD's history.", revision_word(track)))
                 .with_evidence([
-                    app.evidence(format!("history: {} at {}, {} at {}", h1.revision, rfc3339(h1.deployed_at), h2.revision, rfc3339(h2.deployed_at))),
+                    app.evidence(format!("history: {}; {}", sync_words(app, n - 2), sync_words(app, n - 1))),
                     track.evidence(change.pos, format!("{} restarted: {} -> {}", revision_word(track), change.from, change.to)),
                 ])
                 .remedy(
                     "Do not re-run the pipeline: it renders twice again.".to_owned(),
-                    vec![format!("argocd app history {}", app.name), format!("kubectl argo rollouts get rollout {}", argo(track))],
+                    vec![history_command(app), format!("kubectl argo rollouts get rollout {}", argo(track))],
                     "Render once per release: commit values and config together.".to_owned(),
                 ),
             );

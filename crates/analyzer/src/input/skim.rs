@@ -25,14 +25,15 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHistory, AppResource, AppStatus, AppSync, ApplicationView, BlueGreen,
-    BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus, DeploymentView,
-    Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata, GatewayApiRoute,
-    GatewayApiRouting, IstioDestinationRule, IstioRouting, IstioVirtualService, Kept, KeptKeys,
-    LastManagers, Meta, NginxRouting, OwnerRef, PauseCondition, PodCondition, PodLabels, PodSpec,
-    PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus, RolloutView,
-    RouterPlugins, RsSpec, RsStatus, ServiceSpec, ServiceView, Skipped, Step, Strategy, TargetRef,
-    TrafficRouting, WeightDest, Weights, WorkloadRef, condition_kept,
+    AppHealth, AppHelm, AppHistory, AppInitiator, AppParameter, AppResource, AppSource, AppStatus,
+    AppSync, ApplicationView, BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition,
+    Container, ContainerStatus, DeploymentView, Endpoint, EndpointConditions, EndpointSliceView,
+    EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
+    IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
+    PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
+    RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, ServiceSpec,
+    ServiceView, Skipped, Step, Strategy, TargetRef, TrafficRouting, WeightDest, Weights,
+    WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -1184,8 +1185,42 @@ fn app_history(j: &mut Json<'_>) -> R<AppHistory> {
         "revisions" => h.revisions => j.opt(|j| j.vec(Json::string))?,
         "deployedAt" => h.deployed_at => j.opt_string()?,
         "id" => h.id => j.lenient_int()?,
+        "deployStartedAt" => h.deploy_started_at => j.opt_string()?,
+        "initiatedBy" => h.initiated_by => j.opt(|j| {
+            let mut i = AppInitiator::default();
+            fields!(j, {
+                "username" => i.username => j.opt_string()?,
+                "automated" => i.automated => j.opt_bool()?,
+            })?;
+            Ok(i)
+        })?,
+        "source" => h.source => j.opt(app_source)?,
+        "sources" => h.sources => j.opt(|j| j.vec(app_source))?,
     })?;
     Ok(h)
+}
+
+fn app_source(j: &mut Json<'_>) -> R<AppSource> {
+    let mut s = AppSource::default();
+    fields!(j, {
+        "repoURL" => s.repo_url => j.opt_string()?,
+        "targetRevision" => s.target_revision => j.opt_string()?,
+        "helm" => s.helm => j.opt(|j| {
+            let mut h = AppHelm::default();
+            fields!(j, {
+                "parameters" => h.parameters => j.opt(|j| j.vec(|j| {
+                    let mut p = AppParameter::default();
+                    fields!(j, {
+                        "name" => p.name => j.opt_string()?,
+                        "value" => p.value => j.lenient_string()?,
+                    })?;
+                    Ok(p)
+                }))?,
+            })?;
+            Ok(h)
+        })?,
+    })?;
+    Ok(s)
 }
 
 fn app_resource(j: &mut Json<'_>) -> R<AppResource> {

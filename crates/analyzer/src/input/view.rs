@@ -1350,6 +1350,47 @@ pub(crate) struct AppHistory {
     pub deployed_at: Option<Str>,
     #[serde(deserialize_with = "lenient_int")]
     pub id: Option<i64>,
+    /// When the sync began (`deployedAt` is when it ended).
+    pub deploy_started_at: Option<Str>,
+    pub initiated_by: Option<AppInitiator>,
+    /// What was deployed: the source, or the sources of a multi-source Application (Argo CD
+    /// writes an empty `source` beside them).
+    pub source: Option<AppSource>,
+    pub sources: Option<Vec<AppSource>>,
+}
+
+/// Who started a sync: `automated` (the automated sync policy, self-heal included) or a user.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppInitiator {
+    pub username: Option<Str>,
+    pub automated: Option<bool>,
+}
+
+/// One source of a sync, as far as telling two syncs apart needs it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppSource {
+    #[serde(rename = "repoURL")]
+    pub repo_url: Option<Str>,
+    #[serde(rename = "targetRevision")]
+    pub target_revision: Option<Str>,
+    pub helm: Option<AppHelm>,
+}
+
+/// The Helm settings of a source that pipelines write into an Application: its parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppHelm {
+    pub parameters: Option<Vec<AppParameter>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppParameter {
+    pub name: Option<Str>,
+    #[serde(deserialize_with = "lenient_string")]
+    pub value: Option<Str>,
 }
 
 impl AppHistory {

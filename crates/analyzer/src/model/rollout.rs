@@ -1438,14 +1438,13 @@ impl RolloutTrack {
         if let Some(mut change) = change {
             let (template_changed, diff) = match (&self.last_template, new_text) {
                 (_, false) => (false, Vec::new()),
-                // A difference is a change; none may still be one (the hash label, a `null`
-                // where nothing was), which only the values' equality tells.
+                // A difference is a change. No difference is none, though the text changed: a
+                // `null` or `{}` where nothing was is the same pod template to the controller
+                // (the real Argo Rollouts controller writes `resources: {}` into a container and
+                // takes it out again after a render, with the hash unchanged), and the hash
+                // label is the controller's own.
                 (Some(old), true) => match crate::model::diff::diff_json(old.text(), raw) {
-                    Some(diff) if !diff.is_empty() => (true, diff),
-                    Some(_) => (
-                        crate::model::diff::same_json(old.text(), raw) != Some(true),
-                        Vec::new(),
-                    ),
+                    Some(diff) => (!diff.is_empty(), diff),
                     None => (true, Vec::new()),
                 },
                 (None, true) => (true, Vec::new()),

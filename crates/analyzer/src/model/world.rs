@@ -493,8 +493,179 @@ fn service_of_host(host: &str, ns: &str) -> (Str, Str) {
 /// One `status.history[]` entry of an Application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sync {
+    /// The revision deployed (a multi-source Application's, joined with `+`).
     pub revision: String,
     pub deployed_at: Timestamp,
+    pub id: Option<i64>,
+    /// `automated`, or the user who started it.
+    pub initiator: Option<Str>,
+    /// What each source deployed: a sync that changed only an Application's inline Helm
+    /// parameters deploys the same revisions as the one before it (the real Argo CD's history
+    /// shows both), so revisions alone do not tell two syncs apart.
+    pub sources: Vec<SyncSource>,
+}
+
+/// One source of a [`Sync`]: its repository, the revision deployed, its Helm parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct SyncSource {
+    pub repo: Str,
+    pub revision: Str,
+    pub parameters: Vec<(Str, Str)>,
+}
+
+impl Sync {
+    /// Reads history entry `h`; `None` without a revision or a time.
+    pub fn of(h: &crate::input::view::AppHistory) -> Option<Sync> {
+        let revision = h.revision()?;
+        let deployed_at = h.deployed_at.as_deref().and_then(parse_rfc3339)?;
+        let initiator = h.initiated_by.as_ref().and_then(|i| {
+            if i.automated == Some(true) {
+                Some(Str::new("automated"))
+            } else {
+                i.username.clone().filter(|u| !u.is_empty())
+            }
+        });
+        let source = |s: &crate::input::view::AppSource, revision: Option<&Str>| SyncSource {
+            repo: s.repo_url.clone().unwrap_or_default(),
+            revision: revision.cloned().unwrap_or_default(),
+            parameters: s
+                .helm
+                .as_ref()
+                .and_then(|h| h.parameters.as_ref())
+                .map(|ps| {
+                    ps.iter()
+                        .take(16)
+                        .filter_map(|p| {
+                            Some((p.name.clone()?, p.value.clone().unwrap_or_default()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        let sources = match (&h.sources, &h.revisions) {
+            (Some(sources), revisions) if !sources.is_empty() => sources
+                .iter()
+                .take(8)
+                .enumerate()
+                .map(|(i, s)| source(s, revisions.as_ref().and_then(|r| r.get(i))))
+                .collect(),
+            _ => h
+                .source
+                .iter()
+                .map(|s| source(s, h.revision.as_ref()))
+                .collect(),
+        };
+        Some(Sync {
+            revision,
+            deployed_at,
+            id: h.id,
+            initiator,
+            sources,
+        })
+    }
+
+    /// What this sync deployed that `before` did not, in words: each source whose revision
+    /// moved (`values 4c3758d6 -> 5467196d`), each Helm parameter that changed
+    /// (`image.tag 1.0 -> 1.1`). Empty: the same input twice.
+    pub fn changes_from(&self, before: &Sync) -> Vec<String> {
+        let short = |r: &str| r.get(..8).unwrap_or(r).to_owned();
+        if self.sources.is_empty() || before.sources.is_empty() {
+            return if self.revision == before.revision {
+                Vec::new()
+            } else {
+                vec![format!(
+                    "revision {} -> {}",
+                    short(&before.revision),
+                    short(&self.revision)
+                )]
+            };
+        }
+        let mut words = Vec::new();
+        for (i, now) in self.sources.iter().enumerate() {
+            let then = before.sources.get(i);
+            let repo = repo_name(&now.repo, i);
+            match then {
+                Some(then) if then.revision != now.revision => words.push(format!(
+                    "{repo} {} -> {}",
+                    short(&then.revision),
+                    short(&now.revision)
+                )),
+                None => words.push(format!("{repo} added at {}", short(&now.revision))),
+                _ => {}
+            }
+            let old = then.map(|t| t.parameters.as_slice()).unwrap_or_default();
+            for (name, value) in &now.parameters {
+                match old.iter().find(|(n, _)| n == name) {
+                    Some((_, v)) if v == value => {}
+                    Some((_, v)) if redacted(v) && redacted(value) => {
+                        words.push(format!("{name} changed (its values are redacted)"));
+                    }
+                    Some((_, v)) => words.push(format!("{name} {} -> {}", shown(v), shown(value))),
+                    None => words.push(format!("{name} set to {}", shown(value))),
+                }
+            }
+            for (name, _) in old {
+                if !now.parameters.iter().any(|(n, _)| n == name) {
+                    words.push(format!("{name} unset"));
+                }
+            }
+        }
+        if before.sources.len() > self.sources.len() {
+            words.push("a source removed".to_owned());
+        }
+        words
+    }
+
+    /// The sync in words: `sync 2 (automated) at TIME`.
+    pub fn words(&self) -> String {
+        let id = self.id.map(|i| format!(" {i}")).unwrap_or_default();
+        let by = self
+            .initiator
+            .as_deref()
+            .map(|i| {
+                if i == "automated" {
+                    " (automated)".to_owned()
+                } else {
+                    format!(" (by {i})")
+                }
+            })
+            .unwrap_or_default();
+        format!(
+            "sync{id}{by} at {}",
+            crate::base::time::rfc3339(self.deployed_at)
+        )
+    }
+}
+
+/// A source's repository by the last part of its URL (`values` of `.../values.git`), or its
+/// place when the URL says nothing.
+fn repo_name(url: &str, i: usize) -> String {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(".git");
+    if last.is_empty() {
+        format!("source {}", i + 1)
+    } else {
+        last.to_owned()
+    }
+}
+
+/// True for a value the recorder redacted: `sha256:` and 12 hex digits of its digest.
+fn redacted(v: &str) -> bool {
+    v.strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A parameter's value as shown: a digest or long value shortened.
+fn shown(v: &str) -> String {
+    match v.strip_prefix("sha256:") {
+        Some(hex) => format!("sha256:{}…", hex.get(..12).unwrap_or(hex)),
+        None if v.chars().count() > 40 => format!("{}…", v.chars().take(40).collect::<String>()),
+        None => v.to_owned(),
+    }
 }
 
 /// An Argo CD Application.
@@ -510,6 +681,9 @@ pub(crate) struct AppObj {
     /// The Rollouts it manages (`status.resources[]`): (namespace, name).
     pub rollouts: Vec<Key>,
     pub pos: At,
+    /// What its last record changed, in words, for the timelines of its rollouts: its sync
+    /// status, its health, each new sync of its history.
+    pub changes: Vec<String>,
 }
 
 /// The record at `pos` of object `kind` `ns`/`name`, as evidence showing `detail`.
@@ -1637,17 +1811,7 @@ impl World {
                 self.unindex_app(&key);
                 return None;
             };
-            let mut history: Vec<Sync> = v
-                .status
-                .history
-                .iter()
-                .filter_map(|h| {
-                    Some(Sync {
-                        revision: h.revision()?,
-                        deployed_at: h.deployed_at.as_deref().and_then(parse_rfc3339)?,
-                    })
-                })
-                .collect();
+            let mut history: Vec<Sync> = v.status.history.iter().filter_map(Sync::of).collect();
             history.sort_by_key(|h| h.deployed_at);
             if history.len() > KEEP_SYNCS {
                 history.drain(..history.len() - KEEP_SYNCS);
@@ -1680,6 +1844,40 @@ impl World {
                     .or_default()
                     .insert(key.clone());
             }
+            let mut changes = Vec::new();
+            if let Some(old) = self.apps.get(&key) {
+                let word = |w: &Option<Str>| w.as_deref().unwrap_or("none").to_owned();
+                if old.sync != v.status.sync.status {
+                    changes.push(format!(
+                        "sync {} -> {}",
+                        word(&old.sync),
+                        word(&v.status.sync.status)
+                    ));
+                }
+                if old.health != v.status.health.status {
+                    changes.push(format!(
+                        "health {} -> {}",
+                        word(&old.health),
+                        word(&v.status.health.status)
+                    ));
+                }
+                for (i, sync) in history.iter().enumerate() {
+                    if old.history.contains(sync) {
+                        continue;
+                    }
+                    let what = match i.checked_sub(1).map(|p| sync.changes_from(&history[p])) {
+                        Some(words) if words.is_empty() => {
+                            "the same revisions and parameters".to_owned()
+                        }
+                        Some(words) => words.join(", "),
+                        None => format!(
+                            "revision {}",
+                            sync.revision.get(..8).unwrap_or(&sync.revision)
+                        ),
+                    };
+                    changes.push(format!("{}: {what}", sync.words()));
+                }
+            }
             self.apps.insert(
                 key,
                 AppObj {
@@ -1691,6 +1889,7 @@ impl World {
                     history,
                     rollouts,
                     pos,
+                    changes,
                 },
             );
         }

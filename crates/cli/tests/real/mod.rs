@@ -21,6 +21,8 @@ use serde_json::Value;
 
 use crate::common::{Killed, bin, drain, run_bounded, text, wait_bounded};
 
+pub mod argocd;
+
 /// How long any condition of the real controller may take before the test fails.
 pub const SETTLE: Duration = Duration::from_secs(120);
 

@@ -1,0 +1,250 @@
+//! The real Argo CD of `tests/cluster/up.sh` (its application controller and repo server): git
+//! repositories on disk that it reads as `file://` URLs, a Helm chart of the canary the tests
+//! release, and Applications that render it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Cluster, until};
+use crate::common::{run_bounded, text};
+
+impl Cluster {
+    /// Where up.sh put Argo CD's binaries; the test fails when it started none (it was run with
+    /// `RF_CLUSTER_ARGOCD=0`, or in scale mode).
+    pub fn argocd(&self) -> PathBuf {
+        let file = self.dir.join("argocd-bin");
+        PathBuf::from(
+            std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{}: {e}: this test needs the cluster's Argo CD (up.sh starts it unless \
+                         RF_CLUSTER_ARGOCD=0)",
+                        file.display()
+                    )
+                })
+                .trim(),
+        )
+    }
+
+    /// The Application `name` of namespace `ns`, as Argo CD last wrote it.
+    pub fn application(&self, ns: &str, name: &str) -> Value {
+        self.get(ns, &format!("applications.argoproj.io/{name}"))
+            .unwrap_or_else(|| panic!("no Application {ns}/{name}"))
+    }
+
+    /// Waits until the Application `name` satisfies `f`, saying `what` it waited for.
+    pub fn wait_app(&self, ns: &str, name: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+        until(
+            &format!("Application {ns}/{name}: {what}"),
+            super::SETTLE,
+            || {
+                let app = self.get(ns, &format!("applications.argoproj.io/{name}"))?;
+                f(&app).then_some(app)
+            },
+            || {
+                let app = self.get(ns, &format!("applications.argoproj.io/{name}"));
+                let log =
+                    std::fs::read_to_string(self.dir.join("argocd-application-controller.log"))
+                        .unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(12).collect();
+                format!(
+                    "status {}\nthe controller's last lines:\n{}",
+                    app.map_or(Value::Null, |a| a["status"].clone()),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            },
+        )
+    }
+}
+
+/// The number of syncs the Application's `status.history` holds.
+pub fn syncs(app: &Value) -> usize {
+    app["status"]["history"].as_array().map_or(0, Vec::len)
+}
+
+/// A git repository on disk, read by Argo CD's repo server as `file://`.
+pub struct GitRepo {
+    pub dir: PathBuf,
+}
+
+impl GitRepo {
+    /// A new repository `name` under `parent`, on branch main.
+    pub fn new(parent: &Path, name: &str) -> GitRepo {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let repo = GitRepo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    /// Its URL for an Application's `repoURL`.
+    pub fn url(&self) -> String {
+        format!("file://{}", self.dir.display())
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let mut c = Command::new("git");
+        c.arg("-C")
+            .arg(&self.dir)
+            .args([
+                "-c",
+                "user.name=pipeline",
+                "-c",
+                "user.email=pipeline@example.com",
+            ])
+            .args(args);
+        let o = run_bounded(c);
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        text(&o.stdout)
+    }
+
+    /// Writes `files` (path, content) and commits them with `message`; the new commit's SHA.
+    pub fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
+        for (path, content) in files {
+            let to = self.dir.join(path);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::write(&to, content).unwrap();
+        }
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
+    }
+}
+
+/// The chart of the canary `checkout-api`: a ConfigMap of `.Values.config`, the Service, and
+/// the Rollout whose pod template carries the ConfigMap's checksum (the usual Helm idiom) and
+/// the image `.Values.image.tag` pinned by `.Values.image.digest`. `steps` are its canary's.
+pub fn chart(steps: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "checkout-api/Chart.yaml",
+            "apiVersion: v2\nname: checkout-api\nversion: 1.0.0\n".to_owned(),
+        ),
+        (
+            "checkout-api/values.yaml",
+            "image: {repository: registry.example/checkout-api, tag: \"1.0\", digest: \"\"}\n\
+             config: {}\nreplicas: 4\n"
+                .to_owned(),
+        ),
+        (
+            "checkout-api/templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checkout-api-config}\n\
+             data:\n{{ toYaml .Values.config | indent 2 }}\n"
+                .to_owned(),
+        ),
+        (
+            "checkout-api/templates/service.yaml",
+            "apiVersion: v1\nkind: Service\nmetadata: {name: checkout-api}\nspec:\n  \
+             selector: {app: checkout-api}\n  ports: [{port: 80, targetPort: 8080}]\n"
+                .to_owned(),
+        ),
+        (
+            "checkout-api/templates/rollout.yaml",
+            format!(
+                r#"apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {{name: checkout-api}}
+spec:
+  replicas: {{{{ .Values.replicas }}}}
+  revisionHistoryLimit: 3
+  selector: {{matchLabels: {{app: checkout-api}}}}
+  template:
+    metadata:
+      labels: {{app: checkout-api}}
+      annotations:
+        checksum/config: {{{{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}}}
+    spec:
+      containers:
+      - name: app
+        image: "{{{{ .Values.image.repository }}}}:{{{{ .Values.image.tag }}}}{{{{ with .Values.image.digest }}}}@{{{{ . }}}}{{{{ end }}}}"
+        envFrom: [{{configMapRef: {{name: checkout-api-config}}}}]
+  strategy:
+    canary:
+      steps: {steps}
+"#
+            ),
+        ),
+    ]
+}
+
+/// The digest of build `n` of the image (so `image-not-pinned` stays out of the way).
+pub fn digest(n: u8) -> String {
+    format!("sha256:{}", format!("{n:02x}").repeat(32))
+}
+
+/// A multi-source Application `name` in `ns`, deploying to `ns` with automated sync (self-heal
+/// when `self_heal`): the chart of `charts` with the image tag and digest as inline
+/// parameters, and its values file from `values` (`ref: values`).
+pub fn application(
+    ns: &str,
+    name: &str,
+    charts: &GitRepo,
+    values: &GitRepo,
+    tag: &str,
+    digest: &str,
+    self_heal: bool,
+) -> String {
+    format!(
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  project: default
+  destination: {{server: "https://kubernetes.default.svc", namespace: {ns}}}
+  sources:
+  - repoURL: "{charts}"
+    targetRevision: main
+    path: checkout-api
+    helm:
+      valueFiles: [$values/checkout-api/values.yaml]
+      parameters:
+      - {{name: image.tag, value: "{tag}"}}
+      - {{name: image.digest, value: "{digest}"}}
+  - repoURL: "{values}"
+    targetRevision: main
+    ref: values
+  syncPolicy:
+    automated: {{prune: true, selfHeal: {self_heal}}}
+"#,
+        charts = charts.url(),
+        values = values.url(),
+    )
+}
+
+/// The pipeline's move: the new image written into the Application (a merge patch of its
+/// first source's parameters, as `argocd app set -p` writes them), applied at once.
+pub fn set_image(c: &Cluster, ns: &str, name: &str, tag: &str, digest: &str) {
+    let patch = serde_json::json!([
+        {"op": "replace", "path": "/spec/sources/0/helm/parameters",
+         "value": [{"name": "image.tag", "value": tag}, {"name": "image.digest", "value": digest}]}
+    ])
+    .to_string();
+    c.ok(
+        &[
+            "-n",
+            ns,
+            "patch",
+            "applications.argoproj.io",
+            name,
+            "--type",
+            "json",
+            "--field-manager",
+            "pipeline",
+            "-p",
+            &patch,
+        ],
+        None,
+    );
+}
+
+/// How long Argo CD takes at most to see a pushed commit: its reconciliation timeout (20 s in
+/// up.sh, which is also how long the repo server trusts a resolved branch) and a sync.
+pub const NEXT_REFRESH: Duration = Duration::from_secs(90);
