@@ -207,21 +207,16 @@ fn history_command(app: &AppObj) -> String {
 }
 
 /// Sync `i` of `app`'s history in words, with what it deployed that the sync before it did
-/// not: `sync 2 (automated) at TIME: values 4c3758d6 -> 5467196d`.
+/// not: `Application NAME sync 2 (automated) at TIME: values 4c3758d6 -> 5467196d`.
 fn sync_words(app: &AppObj, i: usize) -> String {
-    let sync = &app.history[i];
-    let changed = match i.checked_sub(1).map(|p| &app.history[p]) {
-        Some(before) => {
-            let words = sync.changes_from(before);
-            if words.is_empty() {
-                ": the same revisions and parameters as the sync before".to_owned()
-            } else {
-                format!(": {}", words.join(", "))
-            }
-        }
-        None => format!(": revision {}", sync.revision.get(..8).unwrap_or(&sync.revision)),
-    };
-    format!("Application {} {}{changed}", app.name, sync.words())
+    format!("Application {} {}", app.name, sync_text(app, i))
+}
+
+/// [`sync_words`] without the Application's name.
+fn sync_text(app: &AppObj, i: usize) -> String {
+    let what = crate::model::world::sync_changes(&app.history, i)
+        .unwrap_or_else(|| "the same revisions and parameters as the sync before".to_owned());
+    format!("{}: {what}", app.history[i].words())
 }
 
 /// The Application sync nearest before (or just after) `at`: the Application and its place in
@@ -413,8 +408,8 @@ impl DoubleRender {
                         "two syncs of {} {} apart, {} and {}, then the {} of {} restarted ({} -> {})",
                         app.name,
                         human_duration(h2.deployed_at.0 - h1.deployed_at.0),
-                        sync_words(app, n - 2).trim_start_matches(&format!("Application {} ", app.name)),
-                        sync_words(app, n - 1).trim_start_matches(&format!("Application {} ", app.name)),
+                        sync_text(app, n - 2),
+                        sync_text(app, n - 1),
                         revision_word(track),
                         track.name(),
                         change.from,

@@ -637,6 +637,22 @@ impl Sync {
     }
 }
 
+/// What sync `i` of `history` deployed that the sync before it did not, in words (the first
+/// one: its revision); `None` when it deployed the same revisions and parameters.
+pub(crate) fn sync_changes(history: &[Sync], i: usize) -> Option<String> {
+    let sync = &history[i];
+    match i.checked_sub(1) {
+        Some(p) => {
+            let words = sync.changes_from(&history[p]);
+            (!words.is_empty()).then(|| words.join(", "))
+        }
+        None => Some(format!(
+            "revision {}",
+            sync.revision.get(..8).unwrap_or(&sync.revision)
+        )),
+    }
+}
+
 /// A source's repository by the last part of its URL (`values` of `.../values.git`), or its
 /// place when the URL says nothing.
 fn repo_name(url: &str, i: usize) -> String {
@@ -1865,16 +1881,8 @@ impl World {
                     if old.history.contains(sync) {
                         continue;
                     }
-                    let what = match i.checked_sub(1).map(|p| sync.changes_from(&history[p])) {
-                        Some(words) if words.is_empty() => {
-                            "the same revisions and parameters".to_owned()
-                        }
-                        Some(words) => words.join(", "),
-                        None => format!(
-                            "revision {}",
-                            sync.revision.get(..8).unwrap_or(&sync.revision)
-                        ),
-                    };
+                    let what = sync_changes(&history, i)
+                        .unwrap_or_else(|| "the same revisions and parameters".to_owned());
                     changes.push(format!("{}: {what}", sync.words()));
                 }
             }

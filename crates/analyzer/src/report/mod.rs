@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::base::time::rfc3339;
 use crate::report::end::RolloutEnd;
-use crate::report::finding::{Finding, Severity, serialize_time};
+use crate::report::finding::{Finding, Severity, serialize_opt_time, serialize_time};
 use crate::report::timeline::Timeline;
 
 /// The version of the JSON report's schema. Bumped on any incompatible change.
@@ -140,16 +140,6 @@ pub struct FileSummary {
     pub closed_at: Option<Timestamp>,
     /// The error that ended reading, for truncated and corrupt files.
     pub error: Option<String>,
-}
-
-fn serialize_opt_time<S: serde::Serializer>(
-    t: &Option<Timestamp>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => s.serialize_str(&rfc3339(*t)),
-        None => s.serialize_none(),
-    }
 }
 
 impl FileSummary {
