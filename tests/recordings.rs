@@ -215,6 +215,18 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
                 Rule::ConfigOnlyRerender,
             ],
         ),
+        (
+            "argocd-front-door-old-revision",
+            &[
+                Rule::ServiceSelectorMismatch,
+                Rule::FrontDoorBypass,
+                Rule::GitopsHealthMismatch,
+            ],
+        ),
+        (
+            "argocd-self-heal-fight",
+            &[Rule::GitopsHealthMismatch, Rule::SelectorFight],
+        ),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
         (

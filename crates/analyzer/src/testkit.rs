@@ -471,6 +471,28 @@ impl Kit {
         self.push(Kind::Service, Op::Modified, name, obj);
     }
 
+    /// Service `name` with `selector`, written last by field manager `writer` (which owns the
+    /// selector in its managed fields, as the API server says of an atomic map).
+    pub fn service_by(&mut self, name: &str, selector: Value, writer: &str) {
+        let other = if writer == "rollouts-controller" {
+            "argocd-controller"
+        } else {
+            "rollouts-controller"
+        };
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-svc-{name}"),
+                         "managedFields": [
+                             {"manager": other, "operation": "Update",
+                              "fieldsV1": {"f:spec": {"f:ports": {}}}},
+                             {"manager": writer, "operation": "Update",
+                              "fieldsV1": {"f:spec": {"f:selector": {}}}}
+                         ]},
+            "spec": {"type": "ClusterIP", "selector": selector, "ports": [{"port": 80}]}
+        });
+        self.push(Kind::Service, Op::Modified, name, obj);
+    }
+
     /// The one EndpointSlice of `service`, listing `pods` (name, ready).
     pub fn slice(&mut self, service: &str, pods: &[(&str, bool)]) {
         let name = format!("{service}-abcde");

@@ -2763,7 +2763,9 @@ fn the_plugin_views_compared_differ_only_in_the_clock() {
 #[test]
 #[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
 fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
-    use real::argocd::{GitRepo, NEXT_REFRESH, application, chart, digest, set_image, syncs};
+    use real::argocd::{
+        GitRepo, NEXT_REFRESH, application, chart, image_parameters, set_parameters, syncs,
+    };
     let c = cluster();
     c.argocd();
     let log_from = controller_log_len(&c);
@@ -2771,9 +2773,7 @@ fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
     let repos = tempfile::tempdir().unwrap();
     let charts = GitRepo::new(repos.path(), "charts");
     let values = GitRepo::new(repos.path(), "values");
-    let files = chart(STEPS);
-    let files: Vec<(&str, &str)> = files.iter().map(|(p, s)| (*p, s.as_str())).collect();
-    charts.commit(&files, "checkout-api chart");
+    charts.commit(&chart(STEPS), "checkout-api chart");
     let values_file = |flag: &str| format!("config: {{FEATURE_CHECKOUT_V2: \"{flag}\"}}\n");
     let v1 = values.commit(
         &[("checkout-api/values.yaml", &values_file("off"))],
@@ -2781,7 +2781,14 @@ fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
     );
     c.apply(
         &ns.name,
-        &application(&ns.name, APP, &charts, &values, "1.0", &digest(0), true),
+        &application(
+            &ns.name,
+            APP,
+            (&charts, "checkout-api"),
+            &values,
+            &image_parameters(0),
+            true,
+        ),
     );
     let app = c.wait_app(&ns.name, APP, "synced and healthy", |a| {
         a["status"]["sync"]["status"] == "Synced" && a["status"]["health"]["status"] == "Healthy"
@@ -2792,7 +2799,7 @@ fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
     let file = rec_path(&c, "argocd-seed");
     let rec = Recorder::start(&c, &ns.name, &file, &[]);
     // The pipeline: the image into the Application, which Argo CD syncs at once ...
-    set_image(&c, &ns.name, APP, "1.1", &digest(1));
+    set_parameters(&c, &ns.name, APP, &image_parameters(1));
     let first = hash(&ns.wait_paused_at(APP, 1));
     assert_ne!(first, stable);
     // ... and the config change into the values repository, which it reads at its next
@@ -2890,4 +2897,223 @@ fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
     assert!(undecided(&report).is_empty(), "{report}");
     // The on-call paged now, and the postmortem: from what the cluster kept.
     after_the_fact(&c, &ns.name, &RESTART_RULES, log_from);
+}
+
+/// Seed 002 as Argo CD deploys it: the Ingress `shop` sends customers to
+/// `checkout-api-legacy`, whose selector pins `version: v1` in the environment's values file;
+/// the pipeline releases `v2` of the blue-green rollout (inline parameters), which promotes
+/// itself and moves its activeService. The old revision runs on through its scale-down delay,
+/// and every request through the front door still reaches it, while the real Argo CD reads
+/// the Application Synced and Healthy (its Rollout health check follows the rollout's phase).
+/// `check` fails on the front door; `analyze` names the bypass and the green Application.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_49_seed_002_synced_and_healthy_while_the_front_door_serves_the_old_revision() {
+    use real::argocd::{GitRepo, application, front_door_chart, image_parameters, set_parameters};
+    let c = cluster();
+    c.argocd();
+    let ns = Namespace::new(&c, "argocd-frontdoor");
+    let repos = tempfile::tempdir().unwrap();
+    let charts = GitRepo::new(repos.path(), "charts");
+    let values = GitRepo::new(repos.path(), "values");
+    charts.commit(&front_door_chart(), "shop chart");
+    values.commit(
+        &[("shop/values.yaml", "legacyVersion: v1\n")],
+        "production pins the legacy Service",
+    );
+    let release = |n: u8| {
+        let [tag, digest] = image_parameters(n);
+        [tag, digest, ("version", format!("v{}", n + 1))]
+    };
+    let app = |n: u8| application(&ns.name, APP, (&charts, "shop"), &values, &release(n), true);
+    c.apply(&ns.name, &app(0));
+    // No ingress controller runs here: the test publishes the Ingress's address as one would
+    // (Argo CD reads an Ingress without one as Progressing).
+    until(
+        "Argo CD's sync of Ingress shop",
+        real::SETTLE,
+        || c.get(&ns.name, "ingress/shop"),
+        || ns.state(),
+    );
+    c.ok(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "ingress",
+            "shop",
+            "--subresource=status",
+            "--type=merge",
+            "--field-manager",
+            "ingress-nginx-controller",
+            "-p",
+            r#"{"status":{"loadBalancer":{"ingress":[{"ip":"10.96.0.80"}]}}}"#,
+        ],
+        None,
+    );
+    c.wait_app(&ns.name, APP, "synced and healthy", |a| {
+        a["status"]["sync"]["status"] == "Synced" && a["status"]["health"]["status"] == "Healthy"
+    });
+    let old = hash(&ns.wait_phase(APP, "Healthy"));
+
+    let file = rec_path(&c, "argocd-frontdoor");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    set_parameters(&c, &ns.name, APP, &release(1));
+    let done = ns.wait_status(APP, "promoted to v2", |s| {
+        s["currentPodHash"] != old.as_str()
+            && s["phase"] == "Healthy"
+            && s["stableRS"] == s["currentPodHash"]
+            && s["blueGreen"]["activeSelector"] == s["currentPodHash"]
+    });
+    let new = hash(&done);
+    assert_ne!(new, old);
+    let app = c.wait_app(
+        &ns.name,
+        APP,
+        "synced and healthy on the new release",
+        |a| {
+            real::argocd::syncs(a) == 2
+                && a["status"]["sync"]["status"] == "Synced"
+                && a["status"]["health"]["status"] == "Healthy"
+        },
+    );
+    // The old revision runs on through the scale-down delay, and the legacy Service, the
+    // Ingress's backend, still selects it alone.
+    let legacy = c.get(&ns.name, "service/checkout-api-legacy").unwrap();
+    assert_eq!(legacy["spec"]["selector"]["version"], "v1", "{legacy}");
+    assert_eq!(
+        selected_hash(&c, &ns.name, APP).as_deref(),
+        Some(new.as_str())
+    );
+    let (code, out) = check(&c, &ns.name, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("front door shop.example.com/ -> ingress shop -> svc checkout-api-legacy"),
+        "{out}"
+    );
+    // Past the settle time of the cross-object rules.
+    std::thread::sleep(Duration::from_secs(15));
+    let (report, code) = finish(&c, &ns, rec, "argocd-front-door-old-revision", &[]);
+    assert_eq!(code, Some(1), "{:?}", rules(&report));
+    assert_not_the_race(&report, "front door");
+    let bypass = of_rule(&report, "front-door-bypass");
+    assert_eq!(bypass.len(), 1, "{:?}", rules(&report));
+    assert!(
+        bypass[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Ingress shop sends shop.example.com/ to Service checkout-api-legacy"),
+        "{}",
+        bypass[0]
+    );
+    // The Application read green the whole time, and the report says what that green hides.
+    let green: Vec<&Value> = of_rule(&report, "gitops-health-mismatch")
+        .into_iter()
+        .filter(|f| f["severity"] == "warning")
+        .collect();
+    assert_eq!(green.len(), 1, "{:?} {}", rules(&report), app["status"]);
+    let summary = green[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("reads Healthy and Synced")
+            && summary.contains("Ingress shop")
+            && summary.contains("checkout-api-legacy")
+            && summary.contains(&new),
+        "{}",
+        green[0]
+    );
+    assert!(undecided(&report).is_empty(), "{report}");
+}
+
+/// Self-heal against the controller: the stableService's selector exported into Git with the
+/// `rollouts-pod-template-hash` of the day. At the next promotion the Argo Rollouts controller
+/// moves the key to the new revision; Argo CD, with self-heal, reads the Service OutOfSync
+/// and writes the old hash back, and the two take turns.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_49_self_heal_fights_the_controller_over_a_pinned_selector() {
+    use real::argocd::{
+        GitRepo, NEXT_REFRESH, application, image_parameters, pinned_chart, set_parameters, syncs,
+    };
+    let c = cluster();
+    c.argocd();
+    let ns = Namespace::new(&c, "argocd-selfheal");
+    let repos = tempfile::tempdir().unwrap();
+    let charts = GitRepo::new(repos.path(), "charts");
+    let values = GitRepo::new(repos.path(), "values");
+    charts.commit(&pinned_chart(None), "pinned chart");
+    values.commit(&[("pinned/values.yaml", "{}\n")], "values");
+    c.apply(
+        &ns.name,
+        &application(
+            &ns.name,
+            APP,
+            (&charts, "pinned"),
+            &values,
+            &image_parameters(0),
+            true,
+        ),
+    );
+    c.wait_app(&ns.name, APP, "synced and healthy", |a| {
+        a["status"]["sync"]["status"] == "Synced" && a["status"]["health"]["status"] == "Healthy"
+    });
+    let old = hash(&ns.wait_phase(APP, "Healthy"));
+    // The live Service, as the controller left it, exported into the chart.
+    let pinned = charts.commit(&pinned_chart(Some(&old)), "export the live Service");
+    until(
+        "Argo CD's sync of the exported Service",
+        NEXT_REFRESH,
+        || {
+            let app = c.application(&ns.name, APP);
+            (app["status"]["sync"]["revisions"][0] == pinned.as_str()
+                && app["status"]["sync"]["status"] == "Synced")
+                .then_some(app)
+        },
+        || c.application(&ns.name, APP)["status"].to_string(),
+    );
+
+    let file = rec_path(&c, "argocd-selfheal");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+    set_parameters(&c, &ns.name, APP, &image_parameters(1));
+    let done = ns.wait_status(APP, "promoted", |s| {
+        s["currentPodHash"] != old.as_str()
+            && s["phase"] == "Healthy"
+            && s["stableRS"] == s["currentPodHash"]
+    });
+    let new = hash(&done);
+    // The fight, for as long as a pipeline would watch the release: Argo CD's self-heal
+    // backoff (2 s, then 6 s, 18 s, ...) gives it four turns within the minute.
+    std::thread::sleep(Duration::from_secs(60));
+    let app = c.application(&ns.name, APP);
+    let (report, _) = finish(&c, &ns, rec, "argocd-self-heal-fight", &[]);
+    assert_not_the_race(&report, "self-heal");
+    // Each write-back was a self-heal sync of the Service alone: Argo CD keeps no history
+    // entry of such a partial sync, only the count in its last operation.
+    assert_eq!(syncs(&app), 2, "{}", app["status"]);
+    let op = &app["status"]["operationState"]["operation"]["sync"];
+    assert!(
+        op["autoHealAttemptsCount"].as_i64().unwrap_or(0) >= 2,
+        "{}",
+        app["status"]
+    );
+    assert_eq!(
+        op["resources"],
+        serde_json::json!([{"kind": "Service", "name": APP}]),
+        "{}",
+        app["status"]
+    );
+    let fight = of_rule(&report, "selector-fight");
+    assert_eq!(fight.len(), 1, "{:?}", rules(&report));
+    let summary = fight[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("argocd-controller and the Argo Rollouts controller take turns on the selector of Service checkout-api")
+            && summary.contains(&format!("back to {old} and the controller set {new} again")),
+        "{}",
+        fight[0]
+    );
+    assert_eq!(fight[0]["subject"]["name"], APP);
+    let commands = fight[0]["remedy"]["commands"].to_string();
+    assert!(
+        commands.contains(&format!("argocd app diff {APP} -N {}", ns.name)),
+        "{commands}"
+    );
 }

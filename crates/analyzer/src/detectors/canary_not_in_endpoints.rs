@@ -224,9 +224,7 @@ impl Detector for CanaryNotInEndpoints {
         self.settling.begin(s.now);
         let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {
             self.settling.end(mine);
-            facts
-                .not_adopted
-                .retain(|(n, r, _)| !(*n == ns && *r == track.name()));
+            facts.adopted_by(Rule::CanaryNotInEndpoints, track);
             return None;
         };
         let promoted = cur.stable_rs.as_deref() == Some(hash);
@@ -271,9 +269,15 @@ impl Detector for CanaryNotInEndpoints {
                 service.to_owned(),
                 hash.to_owned(),
             );
-            facts
-                .not_adopted
-                .insert((ns.to_owned(), track.name().to_owned(), hash.to_owned()));
+            facts.not_adopted_by(Rule::CanaryNotInEndpoints, track, hash, || {
+                (
+                    format!(
+                        "no Service sends traffic to revision {hash} of rollout {}",
+                        track.name()
+                    ),
+                    format!("revision {hash} not in the endpoints of its Service"),
+                )
+            });
             let Some(first) = self.settling.holds(&key, s.now) else {
                 continue;
             };
@@ -348,9 +352,7 @@ impl Detector for CanaryNotInEndpoints {
             );
         }
         if self.settling.none_seen() {
-            facts
-                .not_adopted
-                .retain(|(n, r, _)| !(*n == ns && *r == track.name()));
+            facts.adopted_by(Rule::CanaryNotInEndpoints, track);
         }
         self.settling.end(mine)
     }

@@ -2,7 +2,7 @@
 //! Service the rollout does not move, which holds none of the promoted revision's pods.
 //!
 //! # What it detects
-//! A rollout that names its `stableService` is promoted (Healthy, its current revision the
+//! A rollout that names its `stableService` (a blue-green one, its `activeService`) is promoted (Healthy, its current revision the
 //! stable one, with ready pods), and a router of its namespace (an Ingress, a Gateway API
 //! HTTPRoute, an Istio VirtualService) sends a host and path to another Service of the
 //! rollout (its canary or preview Service, or one that selects its pods), with a weight above
@@ -30,7 +30,7 @@
 use rf_format::Timestamp;
 
 use crate::base::time::rfc3339;
-use crate::detectors::{Detector, Facts, SETTLE_SECONDS, Scene, Settling, argo};
+use crate::detectors::{Detector, Facts, FactsUse, SETTLE_SECONDS, Scene, Settling, argo};
 use crate::model::traffic::{Route, membership, serves_revision};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 
@@ -54,13 +54,19 @@ impl Detector for FrontDoorBypass {
             .take_changes(Rule::FrontDoorBypass, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
     }
 
+    fn facts(&self) -> FactsUse {
+        FactsUse::Writes
+    }
+
     fn on_world(
         &mut self,
         s: &Scene<'_>,
-        _facts: &mut Facts,
+        facts: &mut Facts,
         out: &mut Vec<Finding>,
     ) -> Option<Timestamp> {
         let track = s.track;
+        // Said again below for as long as it holds.
+        facts.adopted_by(Rule::FrontDoorBypass, track);
         let ns = track.namespace();
         let mine = |k: &Key| k.0 == ns && k.1 == track.name();
         self.settling.begin(s.now);
@@ -69,6 +75,11 @@ impl Detector for FrontDoorBypass {
         };
         let Some(hash) = cur.pod_hash.as_deref() else {
             return self.settling.end(mine);
+        };
+        let role = if track.is_blue_green() {
+            "activeService"
+        } else {
+            "stableService"
         };
         let promoted = cur.phase.as_deref() == Some("Healthy")
             && cur.stable_rs.as_deref() == Some(hash)
@@ -108,6 +119,15 @@ impl Detector for FrontDoorBypass {
                     continue;
                 }
                 let host_path = rule.match_words().join(", ");
+                facts.not_adopted_by(Rule::FrontDoorBypass, track, hash, || {
+                    let words = router.words();
+                    (
+                        format!(
+                            "{words} sends {host_path} to Service {service}, which holds none of revision {hash}'s pods"
+                        ),
+                        format!("revision {hash} not behind {words} -> Service {service}"),
+                    )
+                });
                 let key = (
                     ns.to_owned(),
                     track.name().to_owned(),
@@ -140,17 +160,17 @@ impl Detector for FrontDoorBypass {
                 let words = router.words();
                 let resource = router.router.resource();
                 let summary = format!(
-                    "{words} sends {host_path} to Service {service}, not to the rollout's stableService {stable_service}: none of revision {hash}'s ready pods are behind it ({behind})"
+                    "{words} sends {host_path} to Service {service}, not to the rollout's {role} {stable_service}: none of revision {hash}'s ready pods are behind it ({behind})"
                 );
                 let explanation = format!(
-                    "The rollout promoted {hash} and its stableService {stable_service} selects it, but customers come in through {words}: {host_path} -> Service {service} -> {behind}. The controller moves only the Services the rollout names, so every gate judged pods this path never reaches. It has held since {}.",
+                    "The rollout promoted {hash} and its {role} {stable_service} selects it, but customers come in through {words}: {host_path} -> Service {service} -> {behind}. The controller moves only the Services the rollout names, so every gate judged pods this path never reaches. It has held since {}.",
                     rfc3339(since.at)
                 );
                 let mut evidence = vec![
                     router.evidence(format!("{host_path} -> Service {service}")),
                     track.evidence(
                         cur.pos,
-                        format!("Healthy on {hash}, stableService {stable_service}"),
+                        format!("Healthy on {hash}, {role} {stable_service}"),
                     ),
                 ];
                 if let Some(svc) = n.service(service) {
@@ -194,7 +214,7 @@ impl Detector for FrontDoorBypass {
                             format!("kubectl argo rollouts get rollout {}", argo(track)),
                         ],
                         format!(
-                            "Route the front door through the Services the rollout moves: make {words}'s backend {stable_service}, or name {service} as the rollout's stableService."
+                            "Route the front door through the Services the rollout moves: make {words}'s backend {stable_service}, or name {service} as the rollout's {role}."
                         ),
                     )
                     .decide(vec![format!(
@@ -279,6 +299,32 @@ mod tests {
             "{}",
             f[0].remedy.summary
         );
+    }
+
+    /// Seed 002: Argo CD reads the Application Healthy and Synced the whole time; the green is
+    /// named with the path customers take, not as a Service's endpoints.
+    #[test]
+    fn a_green_application_over_the_bypass_is_named_with_the_front_door() {
+        let mut kit = promoted("checkout-api-legacy");
+        kit.app("Synced", "Healthy", &[("r1", 0), ("r2", 5)]);
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(4);
+        kit.app("Synced", "Healthy", &[("r1", 0), ("r2", 5)]);
+        let green = kit.of_rule(Rule::GitopsHealthMismatch);
+        assert_eq!(green.len(), 1, "{:?}", kit.rules());
+        assert_eq!(green[0].severity, crate::Severity::Warning);
+        assert!(
+            green[0].summary.contains("reads Healthy and Synced while Ingress shop sends shop.example.com/ to Service checkout-api-legacy, which holds none of revision new1's pods"),
+            "{}",
+            green[0].summary
+        );
+        // Once the front door goes to the stableService, the green is true again.
+        let mut kit = promoted(NAME);
+        kit.app("Synced", "Healthy", &[("r1", 0), ("r2", 5)]);
+        kit.advance(SETTLE_SECONDS + 1);
+        kit.step(4);
+        kit.app("Synced", "Healthy", &[("r1", 0), ("r2", 5)]);
+        assert!(kit.of_rule(Rule::GitopsHealthMismatch).is_empty(), "{:?}", kit.rules());
     }
 
     #[test]

@@ -74,19 +74,12 @@ impl Detector for GitopsHealthMismatch {
             let sync = app.sync.as_deref().unwrap_or("");
             let rollout_degraded = cur.phase.as_deref() == Some("Degraded");
             let by_design = cur.at_pause_step() && !cur.abort && !rollout_degraded;
-            // A walk, not a lookup by an owned key: the set holds the few revisions that take
-            // traffic no Service routes to them, and this runs on every look.
-            let not_adopted = || {
-                facts
-                    .not_adopted
-                    .iter()
-                    .any(|(n, r, h)| *n == track.namespace() && *r == track.name() && h == hash)
-            };
+            let not_adopted = facts.not_adopted(track, hash);
             let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
                 "red-while-paused"
             } else if health == "Healthy" && sync == "Synced" && rollout_degraded {
                 "green-while-degraded"
-            } else if health == "Healthy" && sync == "Synced" && not_adopted() {
+            } else if health == "Healthy" && sync == "Synced" && not_adopted.is_some() {
                 "green-while-not-adopted"
             } else {
                 continue;
@@ -162,14 +155,10 @@ impl Detector for GitopsHealthMismatch {
                             ),
                             "phase Degraded".to_owned(),
                         )
+                    } else if let Some(n) = not_adopted {
+                        (n.what.clone(), n.detail.clone())
                     } else {
-                        (
-                            format!(
-                                "no Service sends traffic to revision {hash} of rollout {}",
-                                track.name()
-                            ),
-                            format!("revision {hash} not in the endpoints of its Service"),
-                        )
+                        continue;
                     };
                     Finding::new(
                         Rule::GitopsHealthMismatch,

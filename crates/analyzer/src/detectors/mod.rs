@@ -356,9 +356,72 @@ impl<V: Default> RecentImages<V> {
 /// [`all`] orders the writers first.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    /// The revision takes traffic but no Service that should route to it does: written by
-    /// `canary-not-in-endpoints`, read by `gitops-health-mismatch`.
-    pub not_adopted: BTreeSet<(String, String, String)>,
+    /// Revisions that should take traffic and do not: written by `canary-not-in-endpoints`
+    /// (no Service that should route to it does) and `front-door-bypass` (the router sends
+    /// customers elsewhere), read by `gitops-health-mismatch`. A handful at most.
+    not_adopted: Vec<NotAdopted>,
+}
+
+/// A revision that should take traffic and does not, as the rule that knows it says why.
+#[derive(Debug)]
+pub(crate) struct NotAdopted {
+    namespace: String,
+    rollout: String,
+    hash: String,
+    by: Rule,
+    /// What keeps customers from the revision, as a clause ("no Service sends ...").
+    pub what: String,
+    /// The same, as the rollout's evidence line.
+    pub detail: String,
+}
+
+impl Facts {
+    /// Rule `by` finds revision `hash` of `track` not adopted; `words` (what, detail) say why,
+    /// called only when it was not known yet.
+    pub fn not_adopted_by(
+        &mut self,
+        by: Rule,
+        track: &RolloutTrack,
+        hash: &str,
+        words: impl FnOnce() -> (String, String),
+    ) {
+        if self
+            .not_adopted
+            .iter()
+            .any(|n| n.by == by && n.is(track, hash))
+        {
+            return;
+        }
+        let (what, detail) = words();
+        self.not_adopted.push(NotAdopted {
+            namespace: track.namespace().to_owned(),
+            rollout: track.name().to_owned(),
+            hash: hash.to_owned(),
+            by,
+            what,
+            detail,
+        });
+    }
+
+    /// Rule `by` no longer finds any revision of `track` not adopted.
+    pub fn adopted_by(&mut self, by: Rule, track: &RolloutTrack) {
+        if !self.not_adopted.is_empty() {
+            self.not_adopted.retain(|n| {
+                !(n.by == by && n.namespace == track.namespace() && n.rollout == track.name())
+            });
+        }
+    }
+
+    /// Why revision `hash` of `track` takes no traffic it should, if a rule found so.
+    pub fn not_adopted(&self, track: &RolloutTrack, hash: &str) -> Option<&NotAdopted> {
+        self.not_adopted.iter().find(|n| n.is(track, hash))
+    }
+}
+
+impl NotAdopted {
+    fn is(&self, track: &RolloutTrack, hash: &str) -> bool {
+        self.hash == hash && self.namespace == track.namespace() && self.rollout == track.name()
+    }
 }
 
 /// What a detector does with the [`Facts`], in the order the detectors must run.

@@ -178,7 +178,12 @@ impl Detector for ServiceSelectorMismatch {
                 .with_evidence(evidence)
                 .remedy(
                     format!(
-                        "Do not promote on this canary's metrics: it has served no traffic through {name}. Make the selector match the labels the rollout stamps (the patch removes the mismatching keys; Argo CD reverts it unless Git is fixed too)."
+                        "{} Make the selector match the labels the rollout stamps (the patch removes the mismatching keys; Argo CD reverts it unless Git is fixed too).",
+                        if cur.stable_rs.as_deref() == Some(hash) {
+                            format!("Revision {hash} is promoted, but no request through {name} reaches it: that Service's customers are still on other revisions' pods, or on none once those are scaled down.")
+                        } else {
+                            format!("Do not promote on this canary's metrics: it has served no traffic through {name}.")
+                        }
                     ),
                     commands,
                     "Keep release-specific labels (version, build) out of Service selectors: select on the app label and let the rollout's canary/stable Services add the pod-template hash.".to_owned(),

@@ -31,9 +31,9 @@ use crate::input::view::{
     EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
     IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
     PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
-    RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, ServiceSpec,
-    ServiceView, Skipped, Step, Strategy, TargetRef, TrafficRouting, WeightDest, Weights,
-    WorkloadRef, condition_kept,
+    RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields,
+    ServiceManager, ServiceSpec, ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef,
+    TrafficRouting, WeightDest, Weights, WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -1006,10 +1006,31 @@ fn rs_status(j: &mut Json<'_>) -> R<RsStatus> {
 pub(crate) fn service(j: &mut Json<'_>) -> R<ServiceView> {
     let mut v = ServiceView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, skipped)?,
+        "metadata" => v.metadata => meta(j, |j| j.vec(service_manager))?,
         "spec" => v.spec => service_spec(j)?,
     })?;
     Ok(v)
+}
+
+fn service_manager(j: &mut Json<'_>) -> R<ServiceManager> {
+    let mut m = ServiceManager::default();
+    fields!(j, {
+        "manager" => m.manager => j.string()?,
+        "fieldsV1" => m.fields => j.opt(|j| {
+            let mut f = SpecFields::default();
+            fields!(j, {
+                "f:spec" => f.spec => j.opt(|j| {
+                    let mut s = SelectorFields::default();
+                    fields!(j, {
+                        "f:selector" => s.selector => j.opt(skipped)?,
+                    })?;
+                    Ok(s)
+                })?,
+            })?;
+            Ok(f)
+        })?,
+    })?;
+    Ok(m)
 }
 
 fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {

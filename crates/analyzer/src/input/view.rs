@@ -1161,12 +1161,55 @@ pub(crate) struct VirtualServiceDestination {
     pub subset: Option<Str>,
 }
 
-/// A `v1` Service: only its selector matters here.
+/// A `v1` Service: its selector, and who wrote its selector's `rollouts-pod-template-hash`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct ServiceView {
-    pub metadata: Meta,
+    pub metadata: Meta<Vec<ServiceManager>>,
     pub spec: ServiceSpec,
+}
+
+/// One `metadata.managedFields[]` entry of a Service: its manager, and whether it owns the
+/// selector. The selector is atomic (`mapType=atomic`): one manager owns it whole, the last to
+/// write it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ServiceManager {
+    pub manager: Str,
+    #[serde(rename = "fieldsV1")]
+    pub fields: Option<SpecFields>,
+}
+
+/// `fieldsV1` down to `f:spec`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SpecFields {
+    #[serde(rename = "f:spec")]
+    pub spec: Option<SelectorFields>,
+}
+
+/// `f:spec` down to `f:selector`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct SelectorFields {
+    #[serde(rename = "f:selector")]
+    pub selector: Option<Skipped>,
+}
+
+impl ServiceView {
+    /// The field manager that last wrote the selector, when the managed fields say.
+    pub fn selector_writer(&mut self) -> Option<Str> {
+        self.metadata
+            .managed_fields
+            .iter_mut()
+            .find(|m| {
+                m.fields
+                    .as_ref()
+                    .and_then(|f| f.spec.as_ref())
+                    .is_some_and(|s| s.selector.is_some())
+            })
+            .map(|m| std::mem::take(&mut m.manager))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -28,6 +28,36 @@ pub(crate) struct ServiceObj {
     /// `None`: no selector (endpoints managed by hand).
     pub selector: Option<BTreeMap<String, String>>,
     pub pos: At,
+    /// The last [`HASH_CHANGES`] changes of its selector's `rollouts-pod-template-hash`.
+    pub hash_changes: Vec<HashChange>,
+}
+
+/// How many changes of a Service's selector hash are kept: enough to see two writers take
+/// turns, bounded however long they do.
+pub(crate) const HASH_CHANGES: usize = 16;
+
+/// A change of a Service's selector `rollouts-pod-template-hash`.
+#[derive(Debug, Clone)]
+pub(crate) struct HashChange {
+    pub pos: At,
+    /// The new value (`None`: the key was removed).
+    pub hash: Option<String>,
+    /// The field manager that wrote it, when the managed fields say.
+    pub writer: Option<Str>,
+}
+
+impl HashChange {
+    /// The Argo Rollouts controller wrote it.
+    pub fn by_controller(&self) -> bool {
+        self.writer
+            .as_deref()
+            .is_some_and(crate::input::view::rollouts_controller)
+    }
+
+    /// Another writer than the controller, when the managed fields name it.
+    pub fn by_other(&self) -> Option<&str> {
+        self.writer.as_deref().filter(|_| !self.by_controller())
+    }
 }
 
 /// One endpoint of an EndpointSlice.
@@ -849,20 +879,43 @@ impl Namespace {
                 self.unindex_selector(&rec.name, old.selector.as_ref());
             }
         } else {
-            let Parsed::Service(v) = parsed else {
+            let Parsed::Service(mut v) = parsed else {
                 return None;
             };
-            let selector = v.spec.selector;
+            let selector = std::mem::take(&mut v.spec.selector);
             let old = self.services.get(rec.name.as_str());
             if old.is_some_and(|old| old.selector == selector) {
                 return None;
             }
+            let mut hash_changes = Vec::new();
             if let Some(old) = self.services.remove(rec.name.as_str()) {
                 self.unindex_selector(&rec.name, old.selector.as_ref());
+                let hash_of = |s: Option<&BTreeMap<String, String>>| {
+                    s.and_then(|s| s.get(HASH_LABEL)).cloned()
+                };
+                let hash = hash_of(selector.as_ref());
+                hash_changes = old.hash_changes;
+
+                if hash != hash_of(old.selector.as_ref()) {
+                    if hash_changes.len() == HASH_CHANGES {
+                        hash_changes.remove(0);
+                    }
+                    hash_changes.push(HashChange {
+                        pos,
+                        hash,
+                        writer: v.selector_writer(),
+                    });
+                }
             }
             self.index_selector(&rec.name, selector.as_ref());
-            self.services
-                .insert(rec.name.clone(), ServiceObj { selector, pos });
+            self.services.insert(
+                rec.name.clone(),
+                ServiceObj {
+                    selector,
+                    pos,
+                    hash_changes,
+                },
+            );
         }
         Some(Touched::Service {
             namespace: Str::new(&rec.namespace),

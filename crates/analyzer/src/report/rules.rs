@@ -35,6 +35,7 @@ macro_rules! registry {
             TrafficWeightMismatch, "traffic-weight-mismatch", Error, traffic_weight_mismatch;
             FrontDoorBypass, "front-door-bypass", Error, front_door_bypass;
             StaleRoleLabels, "stale-role-labels", Warning, stale_role_labels;
+            SelectorFight, "selector-fight", Warning, selector_fight;
             AnalysisWithoutTraffic, "analysis-without-traffic", Error, analysis_without_traffic;
             AnalysisFailed, "analysis-failed", Warning, analysis_failed;
             RolloutStopped, "rollout-stopped", Error, rollout_stopped;

@@ -107,11 +107,11 @@ impl GitRepo {
     }
 
     /// Writes `files` (path, content) and commits them with `message`; the new commit's SHA.
-    pub fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
+    pub fn commit<V: AsRef<str>>(&self, files: &[(&str, V)], message: &str) -> String {
         for (path, content) in files {
             let to = self.dir.join(path);
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::write(&to, content).unwrap();
+            std::fs::write(&to, content.as_ref()).unwrap();
         }
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", message]);
@@ -175,21 +175,157 @@ spec:
     ]
 }
 
+/// Seed 002's front door as a chart, `shop`: the blue-green Rollout `checkout-api` (its pods
+/// labelled `version: .Values.version`, the old revision kept `scaleDownDelaySeconds: 600`
+/// after promotion), its activeService `checkout-api`, a Service `checkout-api-legacy`
+/// selecting `version: .Values.legacyVersion` (pinned by an environment's values file), and
+/// the Ingress `shop` sending `shop.example.com/` to the legacy one.
+pub fn front_door_chart() -> Vec<(&'static str, String)> {
+    let service = |name: &str, selector: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  \
+             selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
+        )
+    };
+    vec![
+        (
+            "shop/Chart.yaml",
+            "apiVersion: v2\nname: shop\nversion: 1.0.0\n".to_owned(),
+        ),
+        (
+            "shop/values.yaml",
+            "image: {repository: registry.example/checkout-api, tag: \"1.0\", digest: \"\"}\n\
+             version: v1\nlegacyVersion: v1\nreplicas: 3\n"
+                .to_owned(),
+        ),
+        (
+            "shop/templates/service.yaml",
+            service("checkout-api", "{app: checkout-api}"),
+        ),
+        (
+            "shop/templates/legacy-service.yaml",
+            service(
+                "checkout-api-legacy",
+                "{app: checkout-api, version: \"{{ .Values.legacyVersion }}\"}",
+            ),
+        ),
+        (
+            "shop/templates/ingress.yaml",
+            r#"apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: shop}
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: checkout-api-legacy, port: {number: 80}}}
+"#
+            .to_owned(),
+        ),
+        (
+            "shop/templates/rollout.yaml",
+            r#"apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: checkout-api}
+spec:
+  replicas: {{ .Values.replicas }}
+  revisionHistoryLimit: 3
+  selector: {matchLabels: {app: checkout-api}}
+  template:
+    metadata:
+      labels: {app: checkout-api, version: "{{ .Values.version }}"}
+    spec:
+      containers:
+      - name: app
+        image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}{{ with .Values.image.digest }}@{{ . }}{{ end }}"
+  strategy:
+    blueGreen:
+      activeService: checkout-api
+      scaleDownDelaySeconds: 600
+"#
+            .to_owned(),
+        ),
+    ]
+}
+
+/// A chart `pinned` of the canary `checkout-api` with its stableService `checkout-api` and
+/// canaryService `checkout-api-canary`; with `hash`, the stableService's selector in Git also
+/// pins `rollouts-pod-template-hash` (a Service exported from the cluster into the chart), the
+/// key the Argo Rollouts controller writes at each promotion.
+pub fn pinned_chart(hash: Option<&str>) -> Vec<(&'static str, String)> {
+    let pin = hash
+        .map(|h| format!(", rollouts-pod-template-hash: \"{h}\""))
+        .unwrap_or_default();
+    let service = |name: &str, selector: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  \
+             selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
+        )
+    };
+    vec![
+        (
+            "pinned/Chart.yaml",
+            "apiVersion: v2\nname: pinned\nversion: 1.0.0\n".to_owned(),
+        ),
+        (
+            "pinned/values.yaml",
+            "image: {repository: registry.example/checkout-api, tag: \"1.0\", digest: \"\"}\n"
+                .to_owned(),
+        ),
+        (
+            "pinned/templates/service.yaml",
+            service("checkout-api", &format!("{{app: checkout-api{pin}}}")),
+        ),
+        (
+            "pinned/templates/canary-service.yaml",
+            service("checkout-api-canary", "{app: checkout-api}"),
+        ),
+        (
+            "pinned/templates/rollout.yaml",
+            r#"apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: checkout-api}
+spec:
+  replicas: 3
+  revisionHistoryLimit: 3
+  selector: {matchLabels: {app: checkout-api}}
+  template:
+    metadata:
+      labels: {app: checkout-api}
+    spec:
+      containers:
+      - name: app
+        image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}{{ with .Values.image.digest }}@{{ . }}{{ end }}"
+  strategy:
+    canary:
+      stableService: checkout-api
+      canaryService: checkout-api-canary
+      steps: [{setWeight: 50}, {pause: {duration: 5s}}]
+"#
+            .to_owned(),
+        ),
+    ]
+}
+
 /// The digest of build `n` of the image (so `image-not-pinned` stays out of the way).
 pub fn digest(n: u8) -> String {
     format!("sha256:{}", format!("{n:02x}").repeat(32))
 }
 
 /// A multi-source Application `name` in `ns`, deploying to `ns` with automated sync (self-heal
-/// when `self_heal`): the chart of `charts` with the image tag and digest as inline
-/// parameters, and its values file from `values` (`ref: values`).
-pub fn application(
+/// when `self_heal`): the chart at `path` of `charts` with `parameters` inline (the image tag
+/// and digest of a pipeline), and its values file `path/values.yaml` from `values`
+/// (`ref: values`).
+pub fn application<V: AsRef<str>>(
     ns: &str,
     name: &str,
-    charts: &GitRepo,
+    (charts, path): (&GitRepo, &str),
     values: &GitRepo,
-    tag: &str,
-    digest: &str,
+    parameters: &[(&str, V)],
     self_heal: bool,
 ) -> String {
     format!(
@@ -202,12 +338,10 @@ spec:
   sources:
   - repoURL: "{charts}"
     targetRevision: main
-    path: checkout-api
+    path: {path}
     helm:
-      valueFiles: [$values/checkout-api/values.yaml]
-      parameters:
-      - {{name: image.tag, value: "{tag}"}}
-      - {{name: image.digest, value: "{digest}"}}
+      valueFiles: [$values/{path}/values.yaml]
+      parameters: {parameters}
   - repoURL: "{values}"
     targetRevision: main
     ref: values
@@ -216,15 +350,24 @@ spec:
 "#,
         charts = charts.url(),
         values = values.url(),
+        parameters = parameters_json(parameters),
     )
 }
 
-/// The pipeline's move: the new image written into the Application (a merge patch of its
-/// first source's parameters, as `argocd app set -p` writes them), applied at once.
-pub fn set_image(c: &Cluster, ns: &str, name: &str, tag: &str, digest: &str) {
+/// Helm parameters as an Application's `helm.parameters` (JSON, which is YAML too).
+fn parameters_json<V: AsRef<str>>(parameters: &[(&str, V)]) -> serde_json::Value {
+    parameters
+        .iter()
+        .map(|(name, value)| serde_json::json!({"name": name, "value": value.as_ref()}))
+        .collect()
+}
+
+/// The pipeline's move: new inline parameters written into the Application's first source (as
+/// `argocd app set -p` writes them), applied at once.
+pub fn set_parameters<V: AsRef<str>>(c: &Cluster, ns: &str, name: &str, parameters: &[(&str, V)]) {
     let patch = serde_json::json!([
         {"op": "replace", "path": "/spec/sources/0/helm/parameters",
-         "value": [{"name": "image.tag", "value": tag}, {"name": "image.digest", "value": digest}]}
+         "value": parameters_json(parameters)}
     ])
     .to_string();
     c.ok(
@@ -243,6 +386,11 @@ pub fn set_image(c: &Cluster, ns: &str, name: &str, tag: &str, digest: &str) {
         ],
         None,
     );
+}
+
+/// The parameters of build `n` of the image: its tag `1.n` and digest.
+pub fn image_parameters(n: u8) -> [(&'static str, String); 2] {
+    [("image.tag", format!("1.{n}")), ("image.digest", digest(n))]
 }
 
 /// How long Argo CD takes at most to see a pushed commit: its reconciliation timeout (20 s in
