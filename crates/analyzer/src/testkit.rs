@@ -765,6 +765,26 @@ impl Kit {
     /// [`app`](Self::app), listing the rollout in its `status.resources` or not (an app that
     /// manages it only by the rollout's tracking id).
     pub fn app_listing(&mut self, sync: &str, health: &str, history: &[(&str, i64)], listed: bool) {
+        self.app_with(sync, health, history, listed, Value::Null);
+    }
+
+    /// A Synced and Healthy Application whose last operation is self-heal attempt `attempts`,
+    /// limited to `resources` (`[{"kind": .., "name": ..}]`).
+    pub fn app_healing(&mut self, attempts: i64, resources: Value) {
+        let op = json!({"operation": {"initiatedBy": {"automated": true},
+            "sync": {"autoHealAttemptsCount": attempts, "resources": resources}},
+            "phase": "Succeeded"});
+        self.app_with("Synced", "Healthy", &[("r1", 0)], true, op);
+    }
+
+    fn app_with(
+        &mut self,
+        sync: &str,
+        health: &str,
+        history: &[(&str, i64)],
+        listed: bool,
+        operation_state: Value,
+    ) {
         let history: Vec<Value> = history
             .iter()
             .enumerate()
@@ -783,7 +803,8 @@ impl Kit {
                             "name": NAME, "status": sync, "health": {"status": health}}])
                 } else {
                     json!([])
-                }}
+                },
+                "operationState": operation_state}
         });
         self.seq += 1;
         let rec = Record {

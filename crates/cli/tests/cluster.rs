@@ -3084,7 +3084,40 @@ fn issue_49_self_heal_fights_the_controller_over_a_pinned_selector() {
     // backoff (2 s, then 6 s, 18 s, ...) gives it four turns within the minute.
     std::thread::sleep(Duration::from_secs(60));
     let app = c.application(&ns.name, APP);
+    // Read once, after the fact: the Service as the controller last left it, and the
+    // Application whose last operation counts its self-heals of that Service alone.
+    let mut now = c.forensics();
+    now.args([
+        "now",
+        "-n",
+        &ns.name,
+        "--app-namespace",
+        &ns.name,
+        "-o",
+        "json",
+    ]);
+    let o = run_bounded(now);
+    let listed: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("now: {e}: {}", text(&o.stderr)));
+    let healed = of_rule(&listed, "selector-fight");
+    assert_eq!(healed.len(), 1, "{:?} {}", rules(&listed), app["status"]);
+    assert!(
+        healed[0]["summary"].as_str().unwrap().starts_with(
+            "Argo CD's self-heal of Application checkout-api synced Service checkout-api alone"
+        ),
+        "{}",
+        healed[0]
+    );
     let (report, _) = finish(&c, &ns, rec, "argocd-self-heal-fight", &[]);
+    let mut timeline = c.forensics();
+    timeline
+        .args(["timeline", "--brief"])
+        .arg(rec_path(&c, "argocd-selfheal"));
+    let t = text(&run_bounded(timeline).stdout);
+    assert!(
+        t.contains("Application checkout-api: self-heal 2: a sync of Service checkout-api"),
+        "{t}"
+    );
     assert_not_the_race(&report, "self-heal");
     // Each write-back was a self-heal sync of the Service alone: Argo CD keeps no history
     // entry of such a partial sync, only the count in its last operation.

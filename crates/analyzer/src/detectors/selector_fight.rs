@@ -6,7 +6,9 @@
 //! `activeService` or `previewService`) whose selector's `rollouts-pod-template-hash` was
 //! written at least twice by a field manager other than the Argo Rollouts controller, the
 //! controller writing it in between: the owner of the key in `managedFields` names each writer.
-//! Once per Service and rollout.
+//! Where no write-back was recorded (a recording begun later, `now`), the Argo CD Application
+//! that manages the rollout says it: its last operation is self-heal attempt 2 or more, a sync
+//! of that Service alone, whose selector carries the key. Once per Service and rollout.
 //!
 //! # Why it matters
 //! The controller owns that key: it points each Service at the revision of its role, and moves
@@ -31,7 +33,7 @@ use crate::base::HASH_LABEL;
 use crate::base::time::{human_duration, rfc3339};
 use crate::detectors::{Detector, Facts, Scene, argo};
 use crate::model::traffic::Route;
-use crate::model::world::HashChange;
+use crate::model::world::{HashChange, ServiceObj};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 
 /// (namespace, rollout, Service).
@@ -61,10 +63,19 @@ impl Detector for SelectorFight {
         let track = s.track;
         let ns = track.namespace();
         for &(name, svc, why) in s.routing {
-            if !matches!(why, Route::Stable | Route::Canary) || svc.hash_changes.len() < 2 * TURNS
-            {
+            if !matches!(why, Route::Stable | Route::Canary) {
                 continue;
             }
+            let key = (ns.to_owned(), track.name().to_owned(), name.to_owned());
+            if self.fired.contains(&key) {
+                continue;
+            }
+            let role = match (why, track.is_blue_green()) {
+                (Route::Stable, true) => "activeService",
+                (Route::Canary, true) => "previewService",
+                (Route::Stable, false) => "stableService",
+                _ => "canaryService",
+            };
             // The write-backs that the controller answered: a fight, turn by turn.
             let changes = &svc.hash_changes;
             let turns: Vec<(&HashChange, &str)> = changes
@@ -78,22 +89,21 @@ impl Detector for SelectorFight {
                         .then_some((c, writer))
                 })
                 .collect();
-            if turns.len() < TURNS {
+            // No write-back recorded (a recording begun later, the state of a cluster read once):
+            // the Application's last operation may still say it.
+            if turns.is_empty() {
+                if let Some(f) = healed(s, name, svc, role) {
+                    out.push(f);
+                    self.fired.insert(key);
+                }
                 continue;
             }
-            let key = (ns.to_owned(), track.name().to_owned(), name.to_owned());
-            if self.fired.contains(&key) {
+            if turns.len() < TURNS {
                 continue;
             }
             let (first, writer) = turns[0];
             let back: Vec<&str> = dedup(turns.iter().map(|(c, _)| hash_words(c)));
             let moved: Vec<&str> = dedup(changes.iter().filter(|c| c.by_controller()).map(hash_words));
-            let role = match (why, track.is_blue_green()) {
-                (Route::Stable, true) => "activeService",
-                (Route::Canary, true) => "previewService",
-                (Route::Stable, false) => "stableService",
-                _ => "canaryService",
-            };
             let stale_pods: Vec<String> = back
                 .iter()
                 .map(|h| match track.rs_by_hash(h).filter(|rs| !rs.deleted) {
@@ -193,6 +203,64 @@ impl Detector for SelectorFight {
     }
 }
 
+/// The fight as the Application managing the rollout says it: its last operation is self-heal
+/// attempt [`TURNS`] or more of Service `name` alone, a Service the rollout names whose selector
+/// carries the hash. Argo CD heals only what drifted from Git, and of that Service the
+/// controller writes only the hash.
+fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str) -> Option<Finding> {
+    let track = s.track;
+    let ns = track.namespace();
+    let hash = svc.selector.as_ref()?.get(HASH_LABEL)?;
+    let app = s.world.apps_of(track).find(|a| {
+        a.self_heal.as_ref().is_some_and(|h| {
+            h.attempts >= TURNS as i64
+                && h.resources.len() == 1
+                && h.resources[0].0 == "Service"
+                && h.resources[0].1 == name
+        })
+    })?;
+    let attempts = app.self_heal.as_ref().map_or(0, |h| h.attempts);
+    let subject = Subject::new(Kind::Service, ns, name);
+    let summary = format!(
+        "Argo CD's self-heal of Application {} synced Service {name} alone {attempts} times in a row: its selector in Git pins {HASH_LABEL}, which the Argo Rollouts controller moves",
+        app.name
+    );
+    let explanation = format!(
+        "{name} is the rollout's {role}, and its selector carries {HASH_LABEL} ({hash} now). Argo CD heals only what drifted from Git, and of a Service the rollout names the controller writes only that key: each self-heal wrote back the hash Git pins, and the controller, which owns the key, set its own again. The recording does not show the turns themselves (it began later, or this is one reading of the cluster); the Application's last operation counts {attempts} attempts."
+    );
+    let mut evidence = vec![app.evidence(format!(
+        "operationState: self-heal attempt {attempts}, a sync of Service {name}"
+    ))];
+    evidence.push(Evidence::of(
+        svc.pos,
+        subject.clone(),
+        format!(
+            "selector {}",
+            crate::detectors::service_selector_mismatch::format_selector(
+                svc.selector.as_ref()?
+            )
+        ),
+    ));
+    Some(
+        Finding::new(Rule::SelectorFight, subject, track.subject(), app.pos.at, summary)
+            .explain(explanation)
+            .with_evidence(evidence)
+            .remedy(
+                format!(
+                    "Take {HASH_LABEL} out of Service {name}'s selector in Git; until then every self-heal points {name} at the revision Git pins."
+                ),
+                vec![
+                    format!("argocd app diff {} -N {}", app.name, app.namespace),
+                    format!("kubectl -n {ns} get svc {name} -o jsonpath='{{.spec.selector}}'"),
+                    format!("kubectl argo rollouts get rollout {}", argo(track)),
+                ],
+                format!(
+                    "Leave {HASH_LABEL} out of every Service in Git: the controller adds it and moves it. Lint rendered manifests for it before the sync."
+                ),
+            ),
+    )
+}
+
 /// The hash a change wrote, or that it removed the key.
 fn hash_words(c: &HashChange) -> &str {
     c.hash.as_deref().unwrap_or("(removed)")
@@ -263,6 +331,45 @@ mod tests {
         let f = kit.of_rule(Rule::SelectorFight);
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(f[0].summary.starts_with("kustomize-controller and"), "{}", f[0].summary);
+    }
+
+    /// Read once, after the turns: the Service's selector as the controller last left it,
+    /// and the Application whose last operation is its fourth self-heal of that Service alone.
+    #[test]
+    fn the_applications_self_heal_of_the_service_alone_names_it_after_the_fact() {
+        let setup = |attempts: i64, resources: serde_json::Value| {
+            let mut kit = Kit::new();
+            kit.spec(|s| s["strategy"]["canary"]["stableService"] = json!(NAME));
+            kit.service(NAME, json!({"app": NAME, "rollouts-pod-template-hash": "stable0"}));
+            kit.app_healing(attempts, resources);
+            kit.advance(1);
+            kit.step(0);
+            kit
+        };
+        let kit = setup(4, json!([{"kind": "Service", "name": NAME}]));
+        let f = kit.of_rule(Rule::SelectorFight);
+        assert_eq!(f.len(), 1, "{:?}", kit.rules());
+        assert!(
+            f[0].summary.starts_with(
+                "Argo CD's self-heal of Application checkout-api synced Service checkout-api alone 4 times in a row"
+            ),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].remedy.commands[0].starts_with("argocd app diff checkout-api -N argocd"));
+        // One self-heal, or one of every resource, or of another Service: no fight shown.
+        for (attempts, resources) in [
+            (1, json!([{"kind": "Service", "name": NAME}])),
+            (4, json!(null)),
+            (4, json!([{"kind": "Service", "name": "other"}])),
+        ] {
+            let kit = setup(attempts, resources.clone());
+            assert!(
+                kit.of_rule(Rule::SelectorFight).is_empty(),
+                "{attempts} {resources}: {:?}",
+                kit.rules()
+            );
+        }
     }
 
     #[test]

@@ -25,15 +25,16 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHelm, AppHistory, AppInitiator, AppParameter, AppResource, AppSource, AppStatus,
-    AppSync, ApplicationView, BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition,
-    Container, ContainerStatus, DeploymentView, Endpoint, EndpointConditions, EndpointSliceView,
-    EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
-    IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
-    PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
-    RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields,
-    ServiceManager, ServiceSpec, ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef,
-    TrafficRouting, WeightDest, Weights, WorkloadRef, condition_kept,
+    AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
+    AppOperationSync, AppParameter, AppResource, AppSource, AppStatus, AppSync, ApplicationView,
+    BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus,
+    DeploymentView, Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata,
+    GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting, IstioVirtualService,
+    Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef, PauseCondition, PodCondition,
+    PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus,
+    RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields, ServiceManager, ServiceSpec,
+    ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef, TrafficRouting, WeightDest,
+    Weights, WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -1195,6 +1196,26 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
         },
         "history" => s.history => j.vec(app_history)?,
         "resources" => s.resources => j.vec(app_resource)?,
+        "operationState" => s.operation_state => j.opt(|j| {
+            let mut o = AppOperationState::default();
+            fields!(j, {
+                "operation" => o.operation => j.opt(|j| {
+                    let mut op = AppOperation::default();
+                    fields!(j, {
+                        "sync" => op.sync => j.opt(|j| {
+                            let mut sync = AppOperationSync::default();
+                            fields!(j, {
+                                "autoHealAttemptsCount" => sync.auto_heal_attempts_count => j.lenient_int()?,
+                                "resources" => sync.resources => j.opt(|j| j.vec(app_resource))?,
+                            })?;
+                            Ok(sync)
+                        })?,
+                    })?;
+                    Ok(op)
+                })?,
+            })?;
+            Ok(o)
+        })?,
     })?;
     Ok(s)
 }

@@ -1368,6 +1368,30 @@ pub(crate) struct AppStatus {
     pub health: AppHealth,
     pub history: Vec<AppHistory>,
     pub resources: Vec<AppResource>,
+    pub operation_state: Option<AppOperationState>,
+}
+
+/// `status.operationState`: the last sync operation, as far as telling a self-heal needs it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppOperationState {
+    pub operation: Option<AppOperation>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppOperation {
+    pub sync: Option<AppOperationSync>,
+}
+
+/// A sync operation: how many self-heal attempts it is (Argo CD counts them in the operation
+/// it starts), and the resources it was limited to (a partial sync; none: all of them).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AppOperationSync {
+    #[serde(deserialize_with = "lenient_int")]
+    pub auto_heal_attempts_count: Option<i64>,
+    pub resources: Option<Vec<AppResource>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -728,8 +728,47 @@ pub(crate) struct AppObj {
     pub rollouts: Vec<Key>,
     pub pos: At,
     /// What its last record changed, in words, for the timelines of its rollouts: its sync
-    /// status, its health, each new sync of its history.
+    /// status, its health, each new sync of its history, each self-heal.
     pub changes: Vec<String>,
+    /// Its last operation was a self-heal (`autoHealAttemptsCount` above 0).
+    pub self_heal: Option<SelfHeal>,
+}
+
+/// An Application's self-heal, as its last operation says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SelfHeal {
+    /// `autoHealAttemptsCount`: the self-heal syncs of the same revisions in a row.
+    pub attempts: i64,
+    /// The resources the sync was limited to, (kind, name): the ones that drifted.
+    pub resources: Vec<(String, String)>,
+}
+
+impl SelfHeal {
+    fn of(state: Option<crate::input::view::AppOperationState>) -> Option<SelfHeal> {
+        let sync = state?.operation?.sync?;
+        let attempts = sync.auto_heal_attempts_count.filter(|n| *n > 0)?;
+        Some(SelfHeal {
+            attempts,
+            resources: sync
+                .resources
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| (r.kind.to_string(), r.name.to_string()))
+                .collect(),
+        })
+    }
+
+    /// The resources in words: `Service checkout-api`, or every resource.
+    pub fn resource_words(&self) -> String {
+        if self.resources.is_empty() {
+            return "all its resources".to_owned();
+        }
+        self.resources
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// The record at `pos` of object `kind` `ns`/`name`, as evidence showing `detail`.
@@ -1876,7 +1915,7 @@ impl World {
             self.unindex_app(&key);
             self.apps.remove(&key);
         } else {
-            let Parsed::App(v) = parsed else {
+            let Parsed::App(mut v) = parsed else {
                 self.unindex_app(&key);
                 return None;
             };
@@ -1913,8 +1952,19 @@ impl World {
                     .or_default()
                     .insert(key.clone());
             }
+            let self_heal = SelfHeal::of(v.status.operation_state.take());
             let mut changes = Vec::new();
             if let Some(old) = self.apps.get(&key) {
+                if let Some(heal) = self_heal
+                    .as_ref()
+                    .filter(|h| old.self_heal.as_ref() != Some(*h))
+                {
+                    changes.push(format!(
+                        "self-heal {}: a sync of {}",
+                        heal.attempts,
+                        heal.resource_words()
+                    ));
+                }
                 let word = |w: &Option<Str>| w.as_deref().unwrap_or("none").to_owned();
                 if old.sync != v.status.sync.status {
                     changes.push(format!(
@@ -1951,6 +2001,7 @@ impl World {
                     rollouts,
                     pos,
                     changes,
+                    self_heal,
                 },
             );
         }
