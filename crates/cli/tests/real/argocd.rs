@@ -175,18 +175,20 @@ spec:
     ]
 }
 
+/// A Service `name` of port 80 to the pods' 8080, selecting `selector` (a YAML flow mapping).
+fn service(name: &str, selector: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  \
+         selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
+    )
+}
+
 /// Seed 002's front door as a chart, `shop`: the blue-green Rollout `checkout-api` (its pods
 /// labelled `version: .Values.version`, the old revision kept `scaleDownDelaySeconds: 600`
 /// after promotion), its activeService `checkout-api`, a Service `checkout-api-legacy`
 /// selecting `version: .Values.legacyVersion` (pinned by an environment's values file), and
 /// the Ingress `shop` sending `shop.example.com/` to the legacy one.
 pub fn front_door_chart() -> Vec<(&'static str, String)> {
-    let service = |name: &str, selector: &str| {
-        format!(
-            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  \
-             selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
-        )
-    };
     vec![
         (
             "shop/Chart.yaml",
@@ -260,12 +262,6 @@ pub fn pinned_chart(hash: Option<&str>) -> Vec<(&'static str, String)> {
     let pin = hash
         .map(|h| format!(", rollouts-pod-template-hash: \"{h}\""))
         .unwrap_or_default();
-    let service = |name: &str, selector: &str| {
-        format!(
-            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec:\n  \
-             selector: {selector}\n  ports: [{{port: 80, targetPort: 8080}}]\n"
-        )
-    };
     vec![
         (
             "pinned/Chart.yaml",
