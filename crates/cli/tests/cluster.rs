@@ -3087,15 +3087,8 @@ fn issue_49_self_heal_fights_the_controller_over_a_pinned_selector() {
     // Read once, after the fact: the Service as the controller last left it, and the
     // Application whose last operation counts its self-heals of that Service alone.
     let mut now = c.forensics();
-    now.args([
-        "now",
-        "-n",
-        &ns.name,
-        "--app-namespace",
-        &ns.name,
-        "-o",
-        "json",
-    ]);
+    // (The Application is in the rollout's namespace, where `now` looks besides Argo CD's.)
+    now.args(["now", "-n", &ns.name, "-o", "json"]);
     let o = run_bounded(now);
     let listed: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("now: {e}: {}", text(&o.stderr)));

@@ -33,8 +33,8 @@ pub struct NowArgs {
     /// List every namespace.
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     pub all_namespaces: bool,
-    /// Namespace of the Argo CD Applications (skipped when not served or not allowed; with
-    /// `-A` every namespace's are listed).
+    /// Namespace of the Argo CD Applications, listed beside NS's own (skipped when not served
+    /// or not allowed; with `-A` every namespace's are listed).
     #[arg(long, default_value = "argocd", value_name = "NS")]
     pub app_namespace: String,
     /// Keep what was read as a recording (for `analyze`, `serve`, a postmortem).
@@ -57,25 +57,28 @@ pub struct NowArgs {
 /// Every kind the recorder records, each optional but the Rollouts' own: a kind the server
 /// does not serve, or this account may not list, is a note.
 fn targets(ns: &str, app_ns: &str) -> Result<Vec<Target>> {
-    rf_recorder::KIND_NAMES
-        .iter()
-        .map(|name| {
-            let kind = rf_recorder::parse_kind(name)
-                .with_context(|| format!("the recorder's kind {name} has no API resource"))?;
-            let namespace = if kind == Kind::Application && !ns.is_empty() {
-                app_ns.to_owned()
-            } else {
-                ns.to_owned()
-            };
-            Ok(Target {
-                kind,
-                namespace,
+    let mut targets = Vec::new();
+    for name in rf_recorder::KIND_NAMES {
+        let kind = rf_recorder::parse_kind(name)
+            .with_context(|| format!("the recorder's kind {name} has no API resource"))?;
+        // Applications: Argo CD's control-plane namespace and the listed one (Applications in
+        // any namespace); with `-A`, every namespace's.
+        let namespaces = if kind == Kind::Application && !ns.is_empty() {
+            super::check::app_namespaces(ns, app_ns)
+        } else {
+            vec![ns]
+        };
+        for namespace in namespaces {
+            targets.push(Target {
+                kind: kind.clone(),
+                namespace: namespace.to_owned(),
                 selector: None,
                 optional: true,
                 rbac: NOW_RBAC,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    Ok(targets)
 }
 
 /// The rollout's name in `NAME`, `rollout/NAME` or `rollouts/NAME`.

@@ -68,7 +68,8 @@ pub struct CheckArgs {
     /// Write the snapshot as a recording: the artifact that proves adoption.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
-    /// Namespace of the Argo CD Applications (skipped when not served or not allowed).
+    /// Namespace of the Argo CD Applications, listed beside the workload's own (skipped when
+    /// not served or not allowed).
     #[arg(long, default_value = "argocd", value_name = "NS")]
     pub app_namespace: String,
     /// While adoption fails, take a new snapshot every 5 s for up to this long (endpoints follow
@@ -425,15 +426,30 @@ fn targets(workload: Workload, ns: &str, app_ns: &str, selector: Option<String>)
         at(rf_format::api::INGRESS.newest(), None, true),
         at(rf_format::api::HTTP_ROUTE.newest(), None, true),
         at(rf_format::api::VIRTUAL_SERVICE.newest(), None, true),
-        Target {
+    ]);
+    // Argo CD's control-plane namespace, and the workload's own (Applications in any
+    // namespace keep theirs beside what they deploy).
+    for app_ns in app_namespaces(ns, app_ns) {
+        targets.push(Target {
             kind: Kind::Application,
             namespace: app_ns.to_owned(),
             selector: None,
             optional: true,
             rbac: CHECK_RBAC,
-        },
-    ]);
+        });
+    }
     targets
+}
+
+/// Where to list Argo CD Applications for workloads of namespace `ns`: `app_ns` (Argo CD's
+/// control plane), and `ns` itself when it is another one (Argo CD's "Applications in any
+/// namespace").
+pub(crate) fn app_namespaces<'a>(ns: &'a str, app_ns: &'a str) -> Vec<&'a str> {
+    if ns.is_empty() || ns == app_ns {
+        vec![app_ns]
+    } else {
+        vec![app_ns, ns]
+    }
 }
 
 async fn snapshot(
@@ -1333,6 +1349,19 @@ fn print_table(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Applications in any namespace: the workload's own namespace is listed beside Argo CD's.
+    #[test]
+    fn applications_are_listed_in_argo_cds_namespace_and_the_workloads() {
+        assert_eq!(app_namespaces("payments", "argocd"), ["argocd", "payments"]);
+        assert_eq!(app_namespaces("argocd", "argocd"), ["argocd"]);
+        let apps: Vec<String> = targets(Workload::Rollout, "payments", "argocd", None)
+            .into_iter()
+            .filter(|t| t.kind == Kind::Application)
+            .map(|t| t.namespace)
+            .collect();
+        assert_eq!(apps, ["argocd", "payments"]);
+    }
 
     /// A snapshot of `objects`, each kind listed completely, in namespace `bg`.
     fn snapshot_of(objects: &[(Kind, Value)]) -> Snapshot {
