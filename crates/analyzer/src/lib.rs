@@ -43,6 +43,7 @@ mod analyzer;
 mod base;
 mod detectors;
 mod input;
+pub mod lint;
 mod model;
 mod report;
 

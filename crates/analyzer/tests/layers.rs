@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "report",
     "model",
     "detectors",
+    "lint",
     "analyzer",
     "lib",
 ];

@@ -55,6 +55,9 @@ pub enum Command {
     Check(crate::commands::check::CheckArgs),
     /// Turn a kubectl watch capture or an API server audit log into a recording.
     Import(crate::commands::import::ImportArgs),
+    /// Check rendered manifests before the sync (`helm template ... | rollout-forensics lint -`):
+    /// the rules that need no cluster, with file, line and column (exit as `analyze`).
+    Lint(crate::commands::lint::LintArgs),
     /// Rewrite a recording in another format version (1: every object whole, for older
     /// rollout-forensics builds).
     Convert(crate::commands::convert::ConvertArgs),

@@ -48,6 +48,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<Exit> {
         Command::Wait(a) => commands::wait::run(a, out),
         Command::Check(a) => commands::check::run(a, out),
         Command::Import(a) => commands::import::run(a, out),
+        Command::Lint(a) => commands::lint::run(a, out),
         Command::Convert(a) => commands::convert::run(a, out),
         Command::Rules(a) => commands::rules::run(a, out),
         Command::Completions(a) => commands::shell::completions(a, out),

@@ -31,6 +31,11 @@
 //!
 //! # Remedy
 //! Render once per release.
+//!
+//! # Before the sync
+//! `lint` reads a multi-source Argo CD Application whose `ref` values source follows a branch or
+//! `HEAD` while another source pins the release inline (Helm parameters or values): the image and
+//! the values commit then reach the cluster as two renders.
 
 use std::collections::HashMap;
 

@@ -26,6 +26,12 @@
 //! # Remedy
 //! Point the router at the rollout's stableService (a decision: it moves every customer), or
 //! name the Service the router uses as the rollout's `stableService`.
+//!
+//! # Before the sync
+//! `lint` follows each rendered Ingress, HTTPRoute and VirtualService (except those the rollout
+//! names in its `trafficRouting`) to its backend Services: one that is a Service of the rollout
+//! (its canary or preview Service, or one selecting its pods) other than its `stableService`
+//! (`activeService`) is a front door that promotion will not move.
 
 use rf_format::Timestamp;
 

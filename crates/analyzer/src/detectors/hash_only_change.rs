@@ -16,6 +16,10 @@
 //!
 //! # Remedy
 //! `kubectl argo rollouts promote NAME -n NS --full` once the templates are checked.
+//!
+//! # Before the sync
+//! `lint` reads a pod-template label or annotation whose key says it is made at render time
+//! (`rollme`, a timestamp, a date, `now`): every render makes a new hash of an unchanged release.
 
 use crate::detectors::{Comparisons, Detector, PendingDiff, argo};
 use crate::model::diff::Change;

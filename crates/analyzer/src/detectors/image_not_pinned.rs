@@ -19,6 +19,10 @@
 //!
 //! # Remedy
 //! Deploy by digest.
+//!
+//! # Before the sync
+//! `lint` reads every container and init container image of a rendered Rollout, Deployment,
+//! StatefulSet or DaemonSet.
 
 use std::collections::HashMap;
 

@@ -768,10 +768,16 @@ mod tests {
             assert_eq!(&headings[..3], want, "{rule}: headings {headings:?}");
             for h in &headings[3..] {
                 assert!(
-                    ["# Evidence", "# Remedy"].contains(h),
+                    ["# Evidence", "# Remedy", "# Before the sync"].contains(h),
                     "{rule}: heading {h}"
                 );
             }
+            // What `lint` checks of it, exactly for the rules it checks.
+            assert_eq!(
+                headings.contains(&"# Before the sync"),
+                crate::lint::LINT_RULES.contains(&rule),
+                "{rule}: # Before the sync"
+            );
             // What users read is plain Markdown: no rustdoc links into the code.
             assert!(
                 !doc.contains("](") && !doc.contains("[`"),

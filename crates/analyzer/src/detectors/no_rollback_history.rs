@@ -19,6 +19,9 @@
 //!
 //! # Remedy
 //! Keep `revisionHistoryLimit` at 2 or more; keep pruning away from ReplicaSets a Rollout owns.
+//!
+//! # Before the sync
+//! `lint` reads `revisionHistoryLimit: 0` on a rendered Rollout or Deployment.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -26,6 +26,10 @@
 //!
 //! # Remedy
 //! Take `rollouts-pod-template-hash` out of the Service in Git; lint rendered manifests for it.
+//!
+//! # Before the sync
+//! `lint` reads a rendered Service whose selector carries `rollouts-pod-template-hash`: whatever
+//! value it pins, a sync of the manifests writes it back over the controller's.
 
 use rf_format::{Kind, Timestamp};
 

@@ -25,6 +25,12 @@
 //! # Remedy
 //! Make the selector match; the finding gives the `kubectl patch` that removes the mismatching keys
 //! (Argo CD reverts it unless Git is fixed too). Keep release labels out of Service selectors.
+//!
+//! # Before the sync
+//! `lint` compares each Service that a rendered Rollout names, or that selects its pods by one
+//! label at least, with the pod labels the render gives the Rollout's template (the controller's
+//! hash key and role labels left out): a `version` pinned in one values file and bumped in another
+//! is found before it ships.
 
 use std::collections::BTreeMap;
 

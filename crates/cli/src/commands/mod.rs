@@ -6,6 +6,7 @@ pub mod convert;
 pub mod diff;
 pub mod import;
 pub mod inspect;
+pub mod lint;
 pub mod now;
 pub mod record;
 pub mod rules;

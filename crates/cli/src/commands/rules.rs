@@ -42,8 +42,20 @@ struct RuleJson {
     /// As its documentation says them: `error`, or `info or warning`.
     severities: String,
     summary: String,
+    /// What checks it: `analyze` (recordings, `now`, `watch`, `check`), and `lint` (rendered
+    /// manifests, before the sync).
+    checked_by: Vec<&'static str>,
     /// Markdown.
     documentation: String,
+}
+
+/// What checks `rule`.
+fn checked_by(rule: Rule) -> Vec<&'static str> {
+    if rf_analyzer::lint::LINT_RULES.contains(&rule) {
+        vec!["analyze", "lint"]
+    } else {
+        vec!["analyze"]
+    }
 }
 
 impl RuleJson {
@@ -53,6 +65,7 @@ impl RuleJson {
             severity: rule.severity().as_str(),
             severities: rule.severity_words(),
             summary: rule.summary(),
+            checked_by: checked_by(rule),
             documentation: rule.documentation(),
         }
     }
@@ -84,9 +97,10 @@ pub fn run(args: &RulesArgs, out: &mut dyn Write) -> Result<Exit> {
             for rule in &rules {
                 writeln!(
                     out,
-                    "{:width$}  {:sev$}  {}",
+                    "{:width$}  {:sev$}  {:13}  {}",
                     rule.id(),
                     rule.severity_words(),
+                    checked_by(*rule).join(", "),
                     rule.summary()
                 )?;
             }
@@ -118,13 +132,14 @@ pub fn run(args: &RulesArgs, out: &mut dyn Write) -> Result<Exit> {
 fn markdown(rules: &[Rule], table: bool) -> String {
     let mut md = String::new();
     if table {
-        md.push_str("| id | severity | finds |\n|---|---|---|\n");
+        md.push_str("| id | severity | checked by | finds |\n|---|---|---|---|\n");
         for rule in rules {
             md.push_str(&format!(
-                "| [`{}`](#{}) | {} | {} |\n",
+                "| [`{}`](#{}) | {} | {} | {} |\n",
                 rule.id(),
                 anchor(*rule),
                 rule.severity_words(),
+                checked_by(*rule).join(", "),
                 rule.summary().trim_end_matches('.').replace('|', "\\|")
             ));
         }
@@ -153,6 +168,6 @@ fn markdown(rules: &[Rule], table: bool) -> String {
 }
 
 /// The anchor GitHub gives the heading `` ## `id` (severity) ``.
-fn anchor(rule: Rule) -> String {
+pub(crate) fn anchor(rule: Rule) -> String {
     format!("{}-{}", rule.id(), rule.severity_words().replace(' ', "-"))
 }

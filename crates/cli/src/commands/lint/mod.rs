@@ -1,0 +1,283 @@
+//! `rollout-forensics lint [PATH|-]...`: the analyzer's rules that can be checked before the
+//! sync, on rendered manifests (`helm template ... | rollout-forensics lint -`, `kustomize build |
+//! ...`): each finding with its file, line and column, rule, severity, what is wrong and the fix.
+//! Output as a table, JSON, or SARIF 2.1.0 for code scanning; exit codes as `analyze`'s.
+
+mod read;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use rf_analyzer::lint::{LINT_RULES, LintFinding, lint};
+use rf_analyzer::{Rule, Severity};
+use serde_json::{Value, json};
+
+use crate::args::FailOn;
+use crate::exit::Exit;
+
+/// Where each rule's documentation is, for SARIF's `helpUri`.
+const RULES_DOC: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/rules.md");
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Rendered manifests: files, directories (their *.yaml, *.yml and *.json files) or `-`
+    /// for stdin; multi-document YAML, JSON and Lists.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    /// `table` for a person, `json` for scripts, `sarif` for code scanning (SARIF 2.1.0).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = LintFormat::Table)]
+    pub format: LintFormat,
+    /// Exit 1 when a finding at or above this severity is reported.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// The namespace of objects that name none (as `helm template --namespace` would).
+    #[arg(
+        short = 'n',
+        long = "namespace",
+        default_value = "default",
+        value_name = "NS"
+    )]
+    pub namespace: String,
+    /// The repository root SARIF locations are relative to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+/// Output formats of `lint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// One block per finding: where, rule, what, the fix.
+    Table,
+    /// The findings as JSON (`schema_version` 1).
+    Json,
+    /// SARIF 2.1.0, as GitHub code scanning reads it.
+    Sarif,
+}
+
+/// A finding with its place.
+struct Placed<'a> {
+    f: &'a LintFinding,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    kind: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    source: Option<&'a str>,
+}
+
+pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
+    let m = read::read(&args.paths)?;
+    let found = lint(&m.objects, &args.namespace);
+    // Each input's lines, split once for every finding in it.
+    let lines: Vec<Vec<&str>> = m.inputs.iter().map(|i| i.text.lines().collect()).collect();
+    let placed: Vec<Placed<'_>> = found
+        .iter()
+        .map(|f| {
+            let origin = &m.origins[f.object];
+            let input = &m.inputs[origin.input];
+            let (line, column) = origin.locate(&lines[origin.input], &f.path);
+            let o = &m.objects[f.object];
+            let s = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or("");
+            Placed {
+                f,
+                file: &input.name,
+                line,
+                column,
+                kind: s("/kind"),
+                namespace: o
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or(&args.namespace),
+                name: s("/metadata/name"),
+                source: origin.source.as_deref(),
+            }
+        })
+        .collect();
+    match args.format {
+        LintFormat::Table => table(&placed, &m, out)?,
+        LintFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &json_report(&placed, &m))?;
+            writeln!(out)?;
+        }
+        LintFormat::Sarif => {
+            let root = match &args.root {
+                Some(r) => r.clone(),
+                None => std::env::current_dir()?,
+            };
+            serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &root))?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    let threshold = match args.fail_on {
+        FailOn::Error => Some(Severity::Error),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Never => None,
+    };
+    let fails = threshold.is_some_and(|t| found.iter().any(|f| f.severity >= t));
+    Ok(if fails { Exit::Findings } else { Exit::Ok })
+}
+
+fn counts(placed: &[Placed<'_>]) -> String {
+    let n = |s: Severity| placed.iter().filter(|p| p.f.severity == s).count();
+    let (e, w) = (n(Severity::Error), n(Severity::Warning));
+    format!(
+        "{} finding{} ({e} error{}, {w} warning{})",
+        placed.len(),
+        if placed.len() == 1 { "" } else { "s" },
+        if e == 1 { "" } else { "s" },
+        if w == 1 { "" } else { "s" },
+    )
+}
+
+fn table(placed: &[Placed<'_>], m: &read::Manifests, out: &mut dyn Write) -> Result<()> {
+    for p in placed {
+        writeln!(
+            out,
+            "{}:{}:{}  {}  {}  {} {}{}",
+            p.file,
+            p.line,
+            p.column,
+            p.f.severity.as_str(),
+            p.f.rule.id(),
+            p.kind,
+            p.name,
+            p.source.map(|s| format!(" ({s})")).unwrap_or_default()
+        )?;
+        writeln!(out, "    {}", p.f.message)?;
+        writeln!(out, "    fix: {}", p.f.fix)?;
+    }
+    let inputs = m.inputs.len();
+    writeln!(
+        out,
+        "{} in {} object{} of {inputs} input{}; rules checked: {}",
+        if placed.is_empty() {
+            "no finding".to_owned()
+        } else {
+            counts(placed)
+        },
+        m.objects.len(),
+        if m.objects.len() == 1 { "" } else { "s" },
+        if inputs == 1 { "" } else { "s" },
+        LINT_RULES
+            .iter()
+            .map(|r| r.id())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    Ok(())
+}
+
+fn json_report(placed: &[Placed<'_>], m: &read::Manifests) -> Value {
+    json!({
+        "schema_version": 1,
+        "objects": m.objects.len(),
+        "inputs": m.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+        "rules": LINT_RULES.iter().map(|r| r.id()).collect::<Vec<_>>(),
+        "findings": placed.iter().map(|p| json!({
+            "rule": p.f.rule.id(),
+            "severity": p.f.severity.as_str(),
+            "file": p.file,
+            "line": p.line,
+            "column": p.column,
+            "source": p.source,
+            "kind": p.kind,
+            "namespace": p.namespace,
+            "name": p.name,
+            "field": p.f.path.join("."),
+            "message": p.f.message,
+            "fix": p.f.fix,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A location's URI: relative to `root` (with `/`), as code scanning resolves it against the
+/// checkout; stdin as `stdin`.
+fn uri(file: &str, root: &Path) -> String {
+    if file == "-" {
+        return "stdin".to_owned();
+    }
+    let path = Path::new(file);
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_owned())
+    };
+    let rel = absolute
+        .strip_prefix(root)
+        .map(Path::to_owned)
+        .unwrap_or(absolute);
+    let parts: Vec<String> = rel
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/").replace(' ', "%20")
+}
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+fn sarif(placed: &[Placed<'_>], root: &Path) -> Value {
+    let rules: Vec<Value> = LINT_RULES
+        .iter()
+        .map(|r: &Rule| {
+            json!({
+                "id": r.id(),
+                "name": r.id(),
+                "shortDescription": {"text": r.summary()},
+                "fullDescription": {"text": r.summary()},
+                "help": {"text": r.documentation(), "markdown": r.documentation()},
+                "helpUri": format!("{RULES_DOC}#{}", super::rules::anchor(*r)),
+                "defaultConfiguration": {"level": level(r.severity())},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = placed
+        .iter()
+        .map(|p| {
+            let index = LINT_RULES.iter().position(|r| *r == p.f.rule).unwrap_or(0);
+            json!({
+                "ruleId": p.f.rule.id(),
+                "ruleIndex": index,
+                "level": level(p.f.severity),
+                "message": {"text": format!("{} Fix: {}", p.f.message, p.f.fix)},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri(p.file, root), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": p.line, "startColumn": p.column},
+                    },
+                    "logicalLocations": [{
+                        "name": p.name,
+                        "fullyQualifiedName": format!("{}/{}/{}", p.namespace, p.kind, p.name),
+                        "kind": "resource",
+                    }],
+                }],
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "rollout-forensics",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": RULES_DOC,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": format!("file://{}/", root.display())}},
+            "results": results,
+        }],
+    })
+}

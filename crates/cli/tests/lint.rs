@@ -1,0 +1,212 @@
+//! `rollout-forensics lint` end to end: rendered manifests from files, directories and stdin,
+//! each finding at its file, line and column, the three formats, and the inputs it refuses.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use common::{bin, run_bounded, text};
+use serde_json::Value;
+
+/// The render of the shop chart that docs and the README show (seed incident 002's front door).
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/shop-render.yaml")
+}
+
+fn lint(home: &Path, args: &[&str]) -> Output {
+    let mut c = bin(home);
+    c.arg("lint").args(args);
+    run_bounded(c)
+}
+
+fn lint_stdin(home: &Path, args: &[&str], input: &[u8]) -> Output {
+    let mut c = bin(home);
+    c.arg("lint")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_example_render_is_found_wrong_at_its_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let file = example();
+    let out = lint(home.path(), &[file.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    for line in [
+        "shop-render.yaml:25:5  error  service-selector-mismatch  Service checkout-api-legacy (shop/templates/legacy-service.yaml)",
+        "shop-render.yaml:42:13  error  front-door-bypass  Ingress shop (shop/templates/ingress.yaml)",
+        "shop-render.yaml:67:9  warning  image-not-pinned  Rollout checkout-api (shop/templates/rollout.yaml)",
+        "3 findings (2 errors, 1 warning) in 4 objects of 1 input",
+    ] {
+        assert!(stdout.contains(line), "{line:?} in\n{stdout}");
+    }
+    // Warnings only fail when asked; never, never.
+    let rendered = std::fs::read(&file).unwrap();
+    let out = lint_stdin(home.path(), &["-", "--fail-on", "never"], &rendered);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn json_and_sarif_name_each_finding_where_it_is() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let charts = dir.path().join("charts/shop");
+    std::fs::create_dir_all(&charts).unwrap();
+    std::fs::copy(example(), charts.join("render.yaml")).unwrap();
+    std::fs::write(charts.join("README.txt"), "not a manifest").unwrap();
+    let out = lint(home.path(), &[dir.path().to_str().unwrap(), "-o", "json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["objects"], 4);
+    let found = report["findings"].as_array().unwrap();
+    assert_eq!(found.len(), 3, "{report}");
+    assert_eq!(found[0]["rule"], "service-selector-mismatch");
+    assert_eq!(found[0]["field"], "spec.selector.version");
+    assert_eq!(
+        (found[0]["line"].as_u64(), found[0]["column"].as_u64()),
+        (Some(25), Some(5))
+    );
+    assert_eq!(found[1]["name"], "shop");
+
+    let out = lint(
+        home.path(),
+        &[
+            dir.path().to_str().unwrap(),
+            "-o",
+            "sarif",
+            "--root",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for r in results {
+        let index = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index], r["ruleId"], "{r}");
+        let location = &r["locations"][0]["physicalLocation"];
+        assert_eq!(
+            location["artifactLocation"]["uri"], "charts/shop/render.yaml",
+            "relative to --root: {r}"
+        );
+        assert!(location["region"]["startLine"].as_u64().unwrap() > 1);
+    }
+    assert!(
+        run["tool"]["driver"]["rules"][0]["helpUri"]
+            .as_str()
+            .unwrap()
+            .contains("docs/rules.md#"),
+        "{run}"
+    );
+}
+
+#[test]
+fn a_clean_render_and_a_list_give_nothing_to_fix() {
+    let home = tempfile::tempdir().unwrap();
+    let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
+      {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+       "spec": {"selector": {"app": "web"}}},
+      {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "web"},
+       "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+         "spec": {"containers": [{"name": "web", "image": "web:1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}]}},
+        "strategy": {"canary": {"stableService": "web"}}}}]}"#;
+    let out = lint_stdin(home.path(), &["-"], list.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("no finding in 2 objects of 1 input; rules checked: "),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn what_is_not_rendered_manifests_is_an_error_that_says_where() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, body: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let broken = write(
+        "broken.yaml",
+        b"apiVersion: v1\nkind: Service\nmetadata: {name: [a\n",
+    );
+    let no_kind = write("values.yaml", b"---\nimage:\n  tag: \"1.1\"\n");
+    let scalar = write("scalar.yaml", b"---\njust text\n");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let gz = write("x.rfr", &[0x1f, 0x8b, 0x08, 0, 0, 0]);
+    for (args, words) in [
+        (
+            vec![broken.clone()],
+            format!("{broken}:4:1: not YAML or JSON"),
+        ),
+        (
+            vec![no_kind.clone()],
+            format!("{no_kind}:2:1: an object without apiVersion and kind"),
+        ),
+        (
+            vec![scalar.clone()],
+            format!("{scalar}:2:1: a document that is not an object"),
+        ),
+        (
+            vec![empty.to_str().unwrap().to_owned()],
+            "a directory with no *.yaml".to_owned(),
+        ),
+        (vec![gz.clone()], format!("{gz}: cannot read it as text")),
+        (
+            vec!["no/such/file.yaml".to_owned()],
+            "no/such/file.yaml: cannot read it".to_owned(),
+        ),
+        (
+            vec!["-o".to_owned(), "xml".to_owned(), gz.clone()],
+            "invalid value 'xml'".to_owned(),
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = lint(home.path(), &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&words), "{words:?} in {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "no partial output: {}",
+            text(&out.stdout)
+        );
+    }
+    // A later document's error is at the input's line.
+    let out = lint_stdin(
+        home.path(),
+        &["-"],
+        b"apiVersion: v1\nkind: Service\n---\na: [b\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("-:5:1: not YAML or JSON"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Comments and empty documents alone: no object at all.
+    let out = lint_stdin(home.path(), &["-"], b"---\n# nothing\n---\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no Kubernetes object in -"));
+}
