@@ -16,7 +16,8 @@ command -v go >/dev/null 2>&1 || { echo "tests: go is not installed: the tests b
 # gzip reads the recordings; kubectl is the real client the serve tests drive; script
 # (util-linux) gives the binary a terminal in the output tests; Chromium renders the HTML
 # report; the shells load the completion scripts and groff formats the man pages; a real
-# Prometheus scrapes a recorder and promtool tests the shipped alert rules.
+# Prometheus scrapes a recorder and promtool tests the shipped alert rules; npm installs
+# Microsoft's SARIF Multitool, which validates `lint -o sarif` (tests/sarif/install.sh).
 missing=()
 need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
 need gzip gzip
@@ -28,6 +29,7 @@ need fish fish
 need groff groff-base
 need prometheus prometheus
 need promtool prometheus
+need npm npm
 if [ ${#missing[@]} -gt 0 ]; then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   echo "tests: installing ${missing[*]} (Debian packages)" >&2

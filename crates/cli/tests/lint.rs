@@ -210,3 +210,58 @@ fn what_is_not_rendered_manifests_is_an_error_that_says_where() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no Kubernetes object in -"));
 }
+
+/// `-o sarif` as Microsoft's SARIF Multitool validates it (tests/sarif/install.sh installs it
+/// from the npm registry): no error, warning or note of its rules.
+#[test]
+fn sarif_passes_microsofts_validator() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sarif/install.sh");
+    let o = std::process::Command::new(script).output().unwrap();
+    assert!(
+        o.status.success(),
+        "tests/sarif/install.sh (needs npm): {}",
+        text(&o.stderr)
+    );
+    let multitool = PathBuf::from(text(&o.stdout).trim());
+    let home = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = lint(
+        home.path(),
+        &[
+            example().to_str().unwrap(),
+            "-o",
+            "sarif",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let log = home.path().join("lint.sarif");
+    std::fs::write(&log, &out.stdout).unwrap();
+    let validate = |log: &Path, name: &str| -> Vec<Value> {
+        let checked = home.path().join(name);
+        let mut c = std::process::Command::new(&multitool);
+        c.arg("validate")
+            .arg(log)
+            .arg("--output")
+            .arg(&checked)
+            // Its .NET runtime is bundled; no globalization libraries needed.
+            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
+        let v = run_bounded(c);
+        assert!(v.status.success(), "{}{}", text(&v.stdout), text(&v.stderr));
+        let report: Value = serde_json::from_slice(&std::fs::read(&checked).unwrap()).unwrap();
+        report["runs"][0]["results"].as_array().unwrap().clone()
+    };
+    let results = validate(&log, "validation.sarif");
+    assert!(results.is_empty(), "the validator's findings: {results:#?}");
+    // The validator reads what it is given: the same log with a broken help URI is refused.
+    let mut broken: Value = serde_json::from_slice(&out.stdout).unwrap();
+    broken["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"] = Value::from("a b:/c d");
+    let bad = home.path().join("broken.sarif");
+    std::fs::write(&bad, broken.to_string()).unwrap();
+    let results = validate(&bad, "broken-validation.sarif");
+    assert!(
+        results.iter().any(|r| r["level"] == "error"),
+        "{results:#?}"
+    );
+}

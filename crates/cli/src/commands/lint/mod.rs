@@ -8,7 +8,7 @@ mod read;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use rf_analyzer::lint::{LINT_RULES, LintFinding, lint};
 use rf_analyzer::{Rule, Severity};
@@ -107,6 +107,10 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
                 Some(r) => r.clone(),
                 None => std::env::current_dir()?,
             };
+            // Without `..` or links: SARIF's base URI must have none.
+            let root = root
+                .canonicalize()
+                .with_context(|| format!("--root {}: cannot resolve it", root.display()))?;
             serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &root))?;
             writeln!(out)?;
         }
@@ -201,13 +205,7 @@ fn uri(file: &str, root: &Path) -> String {
         return "stdin".to_owned();
     }
     let path = Path::new(file);
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(path))
-            .unwrap_or_else(|_| path.to_owned())
-    };
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_owned());
     let rel = absolute
         .strip_prefix(root)
         .map(Path::to_owned)
@@ -234,7 +232,8 @@ fn sarif(placed: &[Placed<'_>], root: &Path) -> Value {
         .map(|r: &Rule| {
             json!({
                 "id": r.id(),
-                "name": r.id(),
+                // A name for people, not the id again (SARIF1001).
+                "name": format!("{r:?}"),
                 "shortDescription": {"text": r.summary()},
                 "fullDescription": {"text": r.summary()},
                 "help": {"text": r.documentation(), "markdown": r.documentation()},
