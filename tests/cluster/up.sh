@@ -286,7 +286,8 @@ if [ "$argocd" = 1 ]; then
   acd_src=$(cd "$here/argocd" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
   kc apply --server-side -k "$acd_src/manifests/crds/" >/dev/null
   wait_for kube-apiserver 60 kc wait --for condition=established --timeout 1s crd/applications.argoproj.io crd/appprojects.argoproj.io
-  kc create namespace argocd >/dev/null
+  # (apply, not create: a cluster directory started again keeps its etcd data)
+  kc create namespace argocd --dry-run=client -o yaml | kc apply -f - >/dev/null
   kc apply -n argocd -f - >/dev/null <<EOF
 apiVersion: v1
 kind: ConfigMap

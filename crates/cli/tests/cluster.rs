@@ -3095,9 +3095,10 @@ fn issue_49_self_heal_fights_the_controller_over_a_pinned_selector() {
     let healed = of_rule(&listed, "selector-fight");
     assert_eq!(healed.len(), 1, "{:?} {}", rules(&listed), app["status"]);
     assert!(
-        healed[0]["summary"].as_str().unwrap().starts_with(
-            "Argo CD's self-heal of Application checkout-api synced Service checkout-api alone"
-        ),
+        healed[0]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Argo CD's self-heal of Application checkout-api is at attempt "),
         "{}",
         healed[0]
     );
@@ -3141,5 +3142,148 @@ fn issue_49_self_heal_fights_the_controller_over_a_pinned_selector() {
     assert!(
         commands.contains(&format!("argocd app diff {APP} -N {}", ns.name)),
         "{commands}"
+    );
+}
+
+/// `lint` of what the real helm renders (the helm of up.sh, which Argo CD's repo server runs)
+/// finds each seed's failure before the sync, and nothing in a clean render: seed 002's legacy
+/// Service pinned to `version: v1` by the environment's values and the Ingress in front of it;
+/// a selector exported with the controller's hash; an image by tag; a `rollme` annotation of
+/// `randAlphaNum` (two renders differ); seed 000's Application with its values on a branch.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_50_lint_finds_each_seed_in_real_helm_renders() {
+    use real::argocd::{
+        GitRepo, application, chart, digest, front_door_chart, helm_template, image_parameters,
+        pinned_chart,
+    };
+    let c = cluster();
+    let lint = |render: &str| -> Vec<(String, String)> {
+        let mut l = c.forensics();
+        l.args(["lint", "-", "-o", "json", "-n", "shop"]);
+        let o = real::run_with_input(l, Some(render));
+        assert_ne!(o.status.code(), Some(2), "{}\n{render}", text(&o.stderr));
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap().to_owned(),
+                    format!(
+                        "{} {}",
+                        f["name"].as_str().unwrap(),
+                        f["field"].as_str().unwrap()
+                    ),
+                )
+            })
+            .collect()
+    };
+    let pin = format!("image.digest={}", digest(1));
+    let found = |rule: &str, at: &str| (rule.to_owned(), at.to_owned());
+
+    // Seed 002: the environment's values pin the legacy Service to v1; the release is v2.
+    let render = helm_template(
+        &c,
+        &front_door_chart(),
+        "shop",
+        &["legacyVersion: v1\n"],
+        &["version=v2", &pin],
+    );
+    assert_eq!(
+        lint(&render),
+        [
+            found(
+                "service-selector-mismatch",
+                "checkout-api-legacy spec.selector.version"
+            ),
+            found(
+                "front-door-bypass",
+                "shop spec.rules.0.http.paths.0.backend.service.name"
+            ),
+        ]
+    );
+    // The same chart with the environment's values right: nothing.
+    let render = helm_template(
+        &c,
+        &front_door_chart(),
+        "shop",
+        &["legacyVersion: v2\n"],
+        &["version=v2", &pin],
+    );
+    assert_eq!(
+        lint(&render),
+        [found(
+            "front-door-bypass",
+            "shop spec.rules.0.http.paths.0.backend.service.name"
+        )],
+        "the Ingress still bypasses the activeService"
+    );
+    // The controller's key exported into the chart.
+    let render = helm_template(
+        &c,
+        &pinned_chart(Some("5699dbb5c7")),
+        "pinned",
+        &[],
+        &[&pin],
+    );
+    assert_eq!(
+        lint(&render),
+        [found(
+            "selector-fight",
+            "checkout-api spec.selector.rollouts-pod-template-hash"
+        )]
+    );
+    // The seed's chart, clean, then with the image by tag, then with a `rollme`.
+    let values = "config: {FEATURE_CHECKOUT_V2: \"on\"}\n";
+    let clean = helm_template(&c, &chart(STEPS), "checkout-api", &[values], &[&pin]);
+    assert_eq!(lint(&clean), []);
+    let by_tag = helm_template(&c, &chart(STEPS), "checkout-api", &[values], &[]);
+    assert_eq!(
+        lint(&by_tag),
+        [found(
+            "image-not-pinned",
+            "checkout-api spec.template.spec.containers.0.image"
+        )]
+    );
+    let rollme: Vec<(&str, String)> = chart(STEPS)
+        .into_iter()
+        .map(|(p, s)| {
+            let s = s.replace(
+                "      annotations:\n",
+                "      annotations:\n        rollme: {{ randAlphaNum 5 | quote }}\n",
+            );
+            (p, s)
+        })
+        .collect();
+    let once = helm_template(&c, &rollme, "checkout-api", &[values], &[&pin]);
+    let twice = helm_template(&c, &rollme, "checkout-api", &[values], &[&pin]);
+    assert_ne!(once, twice, "randAlphaNum renders differently each time");
+    assert_eq!(
+        lint(&once),
+        [found(
+            "hash-only-change",
+            "checkout-api spec.template.metadata.annotations.rollme"
+        )]
+    );
+    // Seed 000's Application: the values repository at `main` beside the inline image.
+    let repos = tempfile::tempdir().unwrap();
+    let charts = GitRepo::new(repos.path(), "charts");
+    let values_repo = GitRepo::new(repos.path(), "values");
+    let app = application(
+        "shop",
+        APP,
+        (&charts, "checkout-api"),
+        &values_repo,
+        &image_parameters(1),
+        true,
+    );
+    assert_eq!(
+        lint(&app),
+        [found(
+            "double-render",
+            "checkout-api spec.sources.1.targetRevision"
+        )]
     );
 }

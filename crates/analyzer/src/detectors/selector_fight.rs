@@ -6,9 +6,9 @@
 //! `activeService` or `previewService`) whose selector's `rollouts-pod-template-hash` was
 //! written at least twice by a field manager other than the Argo Rollouts controller, the
 //! controller writing it in between: the owner of the key in `managedFields` names each writer.
-//! Where no write-back was recorded (a recording begun later, `now`), the Argo CD Application
-//! that manages the rollout says it: its last operation is self-heal attempt 2 or more, a sync
-//! of that Service alone, whose selector carries the key. Once per Service and rollout.
+//! Where no change of the key was recorded (`now`, a recording begun between two turns), the
+//! Argo CD Application that manages the rollout says it: its last operation is self-heal attempt
+//! 2 or more, a sync of that Service alone, whose selector carries the key. Once per Service and rollout.
 //!
 //! # Why it matters
 //! The controller owns that key: it points each Service at the revision of its role, and moves
@@ -93,9 +93,10 @@ impl Detector for SelectorFight {
                         .then_some((c, writer))
                 })
                 .collect();
-            // No write-back recorded (a recording begun later, the state of a cluster read once):
-            // the Application's last operation may still say it.
-            if turns.is_empty() {
+            // No change of the key recorded at all (the state of a cluster read once, a
+            // recording begun between two turns): the Application's last operation may say it.
+            // Where the recording shows the key change, the turns themselves will.
+            if changes.is_empty() {
                 if let Some(f) = healed(s, name, svc, role) {
                     out.push(f);
                     self.fired.insert(key);
@@ -226,11 +227,11 @@ fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str) -> Option<Fin
     let attempts = app.self_heal.as_ref().map_or(0, |h| h.attempts);
     let subject = Subject::new(Kind::Service, ns, name);
     let summary = format!(
-        "Argo CD's self-heal of Application {} synced Service {name} alone {attempts} times in a row: its selector in Git pins {HASH_LABEL}, which the Argo Rollouts controller moves",
+        "Argo CD's self-heal of Application {} is at attempt {attempts}, the last a sync of Service {name} alone: its selector in Git pins {HASH_LABEL}, which the Argo Rollouts controller moves",
         app.name
     );
     let explanation = format!(
-        "{name} is the rollout's {role}, and its selector carries {HASH_LABEL} ({hash} now). Argo CD heals only what drifted from Git, and of a Service the rollout names the controller writes only that key: each self-heal wrote back the hash Git pins, and the controller, which owns the key, set its own again. The recording does not show the turns themselves (it began later, or this is one reading of the cluster); the Application's last operation counts {attempts} attempts."
+        "{name} is the rollout's {role}, and its selector carries {HASH_LABEL} ({hash} now). Argo CD heals only what drifted from Git, and of a Service the rollout names the controller writes only that key: a self-heal of it writes back the hash Git pins, and the controller, which owns the key, sets its own again. The recording does not show the turns themselves (this is one reading of the cluster, or the recording began between two turns); the Application's last operation is self-heal attempt {attempts} of the same revisions, a sync of {name} alone."
     );
     let mut evidence = vec![app.evidence(format!(
         "operationState: self-heal attempt {attempts}, a sync of Service {name}"
@@ -355,12 +356,19 @@ mod tests {
         assert_eq!(f.len(), 1, "{:?}", kit.rules());
         assert!(
             f[0].summary.starts_with(
-                "Argo CD's self-heal of Application checkout-api synced Service checkout-api alone 4 times in a row"
+                "Argo CD's self-heal of Application checkout-api is at attempt 4, the last a sync of Service checkout-api alone"
             ),
             "{}",
             f[0].summary
         );
         assert!(f[0].remedy.commands[0].starts_with("argocd app diff checkout-api -N argocd"));
+        // A recording that shows the key move waits for the turns themselves: Argo CD writes
+        // its operation (attempt 2, of the Service) before it writes the Service.
+        let mut kit = fight("argocd-controller", 0);
+        kit.app_healing(2, json!([{"kind": "Service", "name": NAME}]));
+        kit.advance(1);
+        kit.step(0);
+        assert!(kit.of_rule(Rule::SelectorFight).is_empty(), "{:?}", kit.rules());
         // One self-heal, or one of every resource, or of another Service: no fight shown.
         for (attempts, resources) in [
             (1, json!([{"kind": "Service", "name": NAME}])),

@@ -389,6 +389,38 @@ pub fn image_parameters(n: u8) -> [(&'static str, String); 2] {
     [("image.tag", format!("1.{n}")), ("image.digest", digest(n))]
 }
 
+/// `helm template release` of the chart `path` of `files`, with the values files `values` and
+/// `--set`s, by the helm of up.sh (the one Argo CD's repo server runs).
+pub fn helm_template<V: AsRef<str>>(
+    c: &Cluster,
+    files: &[(&str, V)],
+    path: &str,
+    values: &[&str],
+    sets: &[&str],
+) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, content) in files {
+        let to = dir.path().join(p);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(&to, content.as_ref()).unwrap();
+    }
+    let mut helm = Command::new(c.argocd().join("helm"));
+    helm.arg("template")
+        .arg("release")
+        .arg(dir.path().join(path));
+    for (i, v) in values.iter().enumerate() {
+        let file = dir.path().join(format!("values-{i}.yaml"));
+        std::fs::write(&file, v).unwrap();
+        helm.arg("-f").arg(file);
+    }
+    for s in sets {
+        helm.args(["--set", s]);
+    }
+    let o = run_bounded(helm);
+    assert!(o.status.success(), "helm template: {}", text(&o.stderr));
+    text(&o.stdout)
+}
+
 /// How long Argo CD takes at most to see a pushed commit: its reconciliation timeout (20 s in
 /// up.sh, which is also how long the repo server trusts a resolved branch) and a sync.
 pub const NEXT_REFRESH: Duration = Duration::from_secs(90);

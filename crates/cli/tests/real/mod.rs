@@ -167,7 +167,7 @@ impl Cluster {
     }
 }
 
-fn run_with_input(mut c: Command, stdin: Option<&str>) -> Output {
+pub fn run_with_input(mut c: Command, stdin: Option<&str>) -> Output {
     let Some(input) = stdin else {
         return run_bounded(c);
     };
