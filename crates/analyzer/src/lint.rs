@@ -316,31 +316,27 @@ fn moving(revision: &str) -> bool {
     !(sha || version)
 }
 
+/// The Services a strategy names, by the field that names them.
+fn names<'a>(strategy: &'a Value, fields: [&'static str; 2]) -> Vec<(&'a str, &'static str)> {
+    fields
+        .into_iter()
+        .filter_map(|f| Some((strategy.get(f)?.as_str()?, f)))
+        .collect()
+}
+
 /// The Services a rollout names, and the routers in front of them.
 fn rollout_services(r: &Obj<'_>, objs: &[Obj<'_>], index: &Index<'_>, out: &mut Vec<LintFinding>) {
     let strategy = r.value.pointer("/spec/strategy");
     let canary = strategy.and_then(|s| s.get("canary"));
     let blue_green = strategy.and_then(|s| s.get("blueGreen"));
-    let (front, named): (Option<&str>, Vec<(&str, &str)>) = match (canary, blue_green) {
+    let (front, named) = match (canary, blue_green) {
         (Some(c), _) => (
             c.get("stableService").and_then(Value::as_str),
-            [
-                ("stableService", "stableService"),
-                ("canaryService", "canaryService"),
-            ]
-            .iter()
-            .filter_map(|(field, role)| Some((c.get(*field)?.as_str()?, *role)))
-            .collect(),
+            names(c, ["stableService", "canaryService"]),
         ),
         (None, Some(b)) => (
             b.get("activeService").and_then(Value::as_str),
-            [
-                ("activeService", "activeService"),
-                ("previewService", "previewService"),
-            ]
-            .iter()
-            .filter_map(|(field, role)| Some((b.get(*field)?.as_str()?, *role)))
-            .collect(),
+            names(b, ["activeService", "previewService"]),
         ),
         _ => (None, Vec::new()),
     };
