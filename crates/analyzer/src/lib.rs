@@ -19,6 +19,7 @@
 //!   Services, EndpointSlices, Pods and Applications, the traffic between them, template diffs
 //!   (it writes timeline entries and evidence, so it comes after `report`);
 //! - `detectors`: one file per rule, reading the model (never `input`) and writing findings;
+//! - `lint`: the rules that need no cluster, checked on rendered manifests before the sync;
 //! - `analyzer`, the engine on top: it feeds each record to the model, then to the detectors.
 //!
 //! ```no_run
