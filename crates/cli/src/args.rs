@@ -108,6 +108,17 @@ pub enum FailOn {
     Never,
 }
 
+impl FailOn {
+    /// The least severity that makes the exit code 1; `None`: nothing does.
+    pub fn threshold(self) -> Option<rf_analyzer::Severity> {
+        match self {
+            FailOn::Error => Some(rf_analyzer::Severity::Error),
+            FailOn::Warning => Some(rf_analyzer::Severity::Warning),
+            FailOn::Never => None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct Window {
     /// Only findings at or after T (RFC 3339, `+5m` from the start, `-5m` before the end).

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 use rf_analyzer::{Analyzer, Options, Severity};
 
-use crate::args::{AnalyzeArgs, FailOn, ReportFormat};
+use crate::args::{AnalyzeArgs, ReportFormat};
 use crate::exit::Exit;
 use crate::input::{self, Damage};
 use crate::render;
@@ -31,11 +31,7 @@ impl Config {
                     || matches!(args.format, ReportFormat::Markdown | ReportFormat::Html),
             )?,
             format: args.format,
-            fail_on: match args.fail_on {
-                FailOn::Error => Some(Severity::Error),
-                FailOn::Warning => Some(Severity::Warning),
-                FailOn::Never => None,
-            },
+            fail_on: args.fail_on.threshold(),
             partial: args.partial,
         })
     }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rf_analyzer::{Analyzer, FileEnd, Options, Severity};
+use rf_analyzer::{Analyzer, FileEnd, Options};
 use rf_format::Kind;
 
 use crate::args::{FailOn, ReportFormat};
@@ -191,11 +191,9 @@ pub fn run(args: &NowArgs, out: &mut dyn Write) -> Result<Exit> {
     let report = analyzer.finish();
     render::report(out, &report, args.format, Style::for_stdout())?;
     out.flush()?;
-    let threshold = match args.fail_on {
-        FailOn::Error => Some(Severity::Error),
-        FailOn::Warning => Some(Severity::Warning),
-        FailOn::Never => None,
-    };
-    let failing = threshold.is_some_and(|t| report.worst().is_some_and(|w| w >= t));
+    let failing = args
+        .fail_on
+        .threshold()
+        .is_some_and(|t| report.worst().is_some_and(|w| w >= t));
     Ok(if failing { Exit::Findings } else { Exit::Ok })
 }

@@ -59,6 +59,8 @@ pub enum LintFormat {
 /// A finding with its place.
 struct Placed<'a> {
     f: &'a LintFinding,
+    /// Its input, by index, and that input's name.
+    input: usize,
     file: &'a str,
     line: usize,
     column: usize,
@@ -83,6 +85,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
             let s = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or("");
             Placed {
                 f,
+                input: origin.input,
                 file: &input.name,
                 line,
                 column,
@@ -111,17 +114,17 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
             let root = root
                 .canonicalize()
                 .with_context(|| format!("--root {}: cannot resolve it", root.display()))?;
-            serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &root))?;
+            // One URI an input (a path resolved on disk), not one a finding.
+            let uris: Vec<String> = m.inputs.iter().map(|i| uri(&i.name, &root)).collect();
+            serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &uris, &root))?;
             writeln!(out)?;
         }
     }
     out.flush()?;
-    let threshold = match args.fail_on {
-        FailOn::Error => Some(Severity::Error),
-        FailOn::Warning => Some(Severity::Warning),
-        FailOn::Never => None,
-    };
-    let fails = threshold.is_some_and(|t| found.iter().any(|f| f.severity >= t));
+    let fails = args
+        .fail_on
+        .threshold()
+        .is_some_and(|t| found.iter().any(|f| f.severity >= t));
     Ok(if fails { Exit::Findings } else { Exit::Ok })
 }
 
@@ -226,7 +229,8 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-fn sarif(placed: &[Placed<'_>], root: &Path) -> Value {
+/// The SARIF log of `placed`, `uris` the URI of each input.
+fn sarif(placed: &[Placed<'_>], uris: &[String], root: &Path) -> Value {
     let rules: Vec<Value> = LINT_RULES
         .iter()
         .map(|r: &Rule| {
@@ -253,7 +257,7 @@ fn sarif(placed: &[Placed<'_>], root: &Path) -> Value {
                 "message": {"text": format!("{} Fix: {}", p.f.message, p.f.fix)},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": uri(p.file, root), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": {"uri": uris[p.input], "uriBaseId": "%SRCROOT%"},
                         "region": {"startLine": p.line, "startColumn": p.column},
                     },
                     "logicalLocations": [{
