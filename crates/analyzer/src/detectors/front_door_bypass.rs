@@ -82,11 +82,9 @@ impl Detector for FrontDoorBypass {
         let Some(hash) = cur.pod_hash.as_deref() else {
             return self.settling.end(mine);
         };
-        let role = if track.is_blue_green() {
-            "activeService"
-        } else {
-            "stableService"
-        };
+        let role = Route::Stable
+            .field(track.is_blue_green())
+            .unwrap_or("stableService");
         let promoted = cur.phase.as_deref() == Some("Healthy")
             && cur.stable_rs.as_deref() == Some(hash)
             && track

@@ -36,8 +36,7 @@ use rf_format::{Kind, Timestamp};
 use crate::base::HASH_LABEL;
 use crate::base::time::{human_duration, rfc3339};
 use crate::detectors::{Detector, Facts, Scene, argo};
-use crate::model::traffic::Route;
-use crate::model::world::{HashChange, ServiceObj};
+use crate::model::world::{AppObj, HashWrite, ServiceObj};
 use crate::report::finding::{Evidence, Finding, Rule, Subject};
 
 /// (namespace, rollout, Service).
@@ -67,43 +66,42 @@ impl Detector for SelectorFight {
         let track = s.track;
         let ns = track.namespace();
         for &(name, svc, why) in s.routing {
-            if !matches!(why, Route::Stable | Route::Canary) {
+            let Some(role) = why.field(track.is_blue_green()) else {
                 continue;
-            }
-            let key = (ns.to_owned(), track.name().to_owned(), name.to_owned());
-            if self.fired.contains(&key) {
-                continue;
-            }
-            let role = match (why, track.is_blue_green()) {
-                (Route::Stable, true) => "activeService",
-                (Route::Canary, true) => "previewService",
-                (Route::Stable, false) => "stableService",
-                _ => "canaryService",
             };
             // The write-backs that the controller answered: a fight, turn by turn.
-            let changes = &svc.hash_changes;
-            let turns: Vec<(&HashChange, &str)> = changes
+            let changes = &svc.hash_writes;
+            let turns: Vec<(&HashWrite, &str)> = changes
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| {
                     let writer = c.by_other()?;
                     changes[i + 1..]
                         .iter()
-                        .any(HashChange::by_controller)
+                        .any(HashWrite::by_controller)
                         .then_some((c, writer))
                 })
                 .collect();
             // No change of the key recorded at all (the state of a cluster read once, a
             // recording begun between two turns): the Application's last operation may say it.
             // Where the recording shows the key change, the turns themselves will.
-            if changes.is_empty() {
-                if let Some(f) = healed(s, name, svc, role) {
-                    out.push(f);
-                    self.fired.insert(key);
+            let healing = if changes.is_empty() {
+                match healing(s, name, svc) {
+                    Some(app) => Some(app),
+                    None => continue,
                 }
+            } else if turns.len() < TURNS {
+                continue;
+            } else {
+                None
+            };
+            // Held, and said once: the key is made only now (this runs at every look).
+            let key = (ns.to_owned(), track.name().to_owned(), name.to_owned());
+            if !self.fired.insert(key) {
                 continue;
             }
-            if turns.len() < TURNS {
+            if let Some(app) = healing {
+                out.push(healed(s, name, svc, role, app));
                 continue;
             }
             let (first, writer) = turns[0];
@@ -202,28 +200,36 @@ impl Detector for SelectorFight {
                     ),
                 ),
             );
-            self.fired.insert(key);
         }
         None
     }
 }
 
-/// The fight as the Application managing the rollout says it: its last operation is self-heal
-/// attempt [`TURNS`] or more of Service `name` alone, a Service the rollout names whose selector
-/// carries the hash. Argo CD heals only what drifted from Git, and of that Service the
-/// controller writes only the hash.
-fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str) -> Option<Finding> {
-    let track = s.track;
-    let ns = track.namespace();
-    let hash = svc.selector.as_ref()?.get(HASH_LABEL)?;
-    let app = s.world.apps_of(track).find(|a| {
+/// The Application managing the rollout whose last operation is self-heal attempt [`TURNS`]
+/// or more of Service `name` alone, a Service the rollout names whose selector carries the
+/// hash. Argo CD heals only what drifted from Git, and of that Service the controller writes
+/// only the hash.
+fn healing<'w>(s: &Scene<'w>, name: &str, svc: &ServiceObj) -> Option<&'w AppObj> {
+    svc.selector.as_ref()?.get(HASH_LABEL)?;
+    s.world.apps_of(s.track).find(|a| {
         a.self_heal.as_ref().is_some_and(|h| {
             h.attempts >= TURNS as i64
                 && h.resources.len() == 1
                 && h.resources[0].0 == "Service"
                 && h.resources[0].1 == name
         })
-    })?;
+    })
+}
+
+/// The fight as `app`, the Application of [`healing`], says it.
+fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str, app: &AppObj) -> Finding {
+    let track = s.track;
+    let ns = track.namespace();
+    let hash = svc
+        .selector
+        .as_ref()
+        .and_then(|sel| sel.get(HASH_LABEL))
+        .map_or("", String::as_str);
     let attempts = app.self_heal.as_ref().map_or(0, |h| h.attempts);
     let subject = Subject::new(Kind::Service, ns, name);
     let summary = format!(
@@ -233,21 +239,18 @@ fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str) -> Option<Fin
     let explanation = format!(
         "{name} is the rollout's {role}, and its selector carries {HASH_LABEL} ({hash} now). Argo CD heals only what drifted from Git, and of a Service the rollout names the controller writes only that key: a self-heal of it writes back the hash Git pins, and the controller, which owns the key, sets its own again. The recording does not show the turns themselves (this is one reading of the cluster, or the recording began between two turns); the Application's last operation is self-heal attempt {attempts} of the same revisions, a sync of {name} alone."
     );
-    let mut evidence = vec![app.evidence(format!(
-        "operationState: self-heal attempt {attempts}, a sync of Service {name}"
-    ))];
-    evidence.push(Evidence::of(
-        svc.pos,
-        subject.clone(),
-        format!(
-            "selector {}",
-            crate::detectors::service_selector_mismatch::format_selector(
-                svc.selector.as_ref()?
-            )
-        ),
-    ));
-    Some(
-        Finding::new(Rule::SelectorFight, subject, track.subject(), app.pos.at, summary)
+    let selector = svc
+        .selector
+        .as_ref()
+        .map(crate::detectors::service_selector_mismatch::format_selector)
+        .unwrap_or_default();
+    let evidence = vec![
+        app.evidence(format!(
+            "operationState: self-heal attempt {attempts}, a sync of Service {name}"
+        )),
+        Evidence::of(svc.pos, subject.clone(), format!("selector {selector}")),
+    ];
+    Finding::new(Rule::SelectorFight, subject, track.subject(), app.pos.at, summary)
             .explain(explanation)
             .with_evidence(evidence)
             .remedy(
@@ -262,12 +265,11 @@ fn healed(s: &Scene<'_>, name: &str, svc: &ServiceObj, role: &str) -> Option<Fin
                 format!(
                     "Leave {HASH_LABEL} out of every Service in Git: the controller adds it and moves it. Lint rendered manifests for it before the sync."
                 ),
-            ),
-    )
+            )
 }
 
 /// The hash a change wrote, or that it removed the key.
-fn hash_words(c: &HashChange) -> &str {
+fn hash_words(c: &HashWrite) -> &str {
     c.hash.as_deref().unwrap_or("(removed)")
 }
 

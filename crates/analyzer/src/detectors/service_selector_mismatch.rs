@@ -121,14 +121,15 @@ impl Detector for ServiceSelectorMismatch {
                     None => format!("{k}: Service {v:?}, pods have no such label"),
                 })
                 .collect();
-            let role = match why {
-                Route::Canary if track.is_blue_green() => "the rollout's previewService",
-                Route::Stable if track.is_blue_green() => "the rollout's activeService",
-                Route::Canary => "the rollout's canaryService",
-                Route::Stable => "the rollout's stableService",
-                Route::Selects => "a Service that selects the rollout's pods",
-                Route::SelectsStable => "a Service that selects the rollout's stable pods",
-                Route::SelectsCanary => "a Service that selects the rollout's canary pods",
+            let role = match (why.field(track.is_blue_green()), why) {
+                (Some(field), _) => format!("the rollout's {field}"),
+                (None, Route::SelectsStable) => {
+                    "a Service that selects the rollout's stable pods".to_owned()
+                }
+                (None, Route::SelectsCanary) => {
+                    "a Service that selects the rollout's canary pods".to_owned()
+                }
+                (None, _) => "a Service that selects the rollout's pods".to_owned(),
             };
             let subject = Subject::new(Kind::Service, ns, name);
             let summary = format!(

@@ -234,7 +234,7 @@ mod tests {
                         seq,
                         at: Timestamp(0),
                     },
-                    hash_changes: Vec::new(),
+                    hash_writes: Vec::new(),
                 };
                 let candidates = routes.candidates("ns", service, &svc);
                 for track in &tracks {

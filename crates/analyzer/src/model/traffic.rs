@@ -169,6 +169,21 @@ pub(crate) enum Route {
     SelectsCanary,
 }
 
+impl Route {
+    /// The strategy field that names a Service of this route: `stableService` and
+    /// `canaryService`, a blue-green rollout's `activeService` and `previewService`; `None` for
+    /// a Service that only selects the rollout's pods.
+    pub fn field(self, blue_green: bool) -> Option<&'static str> {
+        match (self, blue_green) {
+            (Route::Stable, false) => Some("stableService"),
+            (Route::Canary, false) => Some("canaryService"),
+            (Route::Stable, true) => Some("activeService"),
+            (Route::Canary, true) => Some("previewService"),
+            _ => None,
+        }
+    }
+}
+
 /// What role `selector` picks by the rollout's ephemeral metadata: the stable pods, the canary
 /// pods, or neither (no key of it is one of the labels the controller moves with the role).
 fn ephemeral_role(track: &RolloutTrack, selector: &BTreeMap<String, String>) -> Route {

@@ -28,17 +28,17 @@ pub(crate) struct ServiceObj {
     /// `None`: no selector (endpoints managed by hand).
     pub selector: Option<BTreeMap<String, String>>,
     pub pos: At,
-    /// The last [`HASH_CHANGES`] changes of its selector's `rollouts-pod-template-hash`.
-    pub hash_changes: Vec<HashChange>,
+    /// The last [`HASH_WRITES`] writes that changed its selector's `rollouts-pod-template-hash`.
+    pub hash_writes: Vec<HashWrite>,
 }
 
 /// How many changes of a Service's selector hash are kept: enough to see two writers take
 /// turns, bounded however long they do.
-pub(crate) const HASH_CHANGES: usize = 16;
+pub(crate) const HASH_WRITES: usize = 16;
 
-/// A change of a Service's selector `rollouts-pod-template-hash`.
+/// A write that changed a Service's selector `rollouts-pod-template-hash`, and its writer.
 #[derive(Debug, Clone)]
-pub(crate) struct HashChange {
+pub(crate) struct HashWrite {
     pub pos: At,
     /// The new value (`None`: the key was removed).
     pub hash: Option<String>,
@@ -46,7 +46,7 @@ pub(crate) struct HashChange {
     pub writer: Option<Str>,
 }
 
-impl HashChange {
+impl HashWrite {
     /// The Argo Rollouts controller wrote it.
     pub fn by_controller(&self) -> bool {
         self.writer
@@ -926,20 +926,19 @@ impl Namespace {
             if old.is_some_and(|old| old.selector == selector) {
                 return None;
             }
-            let mut hash_changes = Vec::new();
+            let mut hash_writes = Vec::new();
             if let Some(old) = self.services.remove(rec.name.as_str()) {
                 self.unindex_selector(&rec.name, old.selector.as_ref());
                 let hash_of = |s: Option<&BTreeMap<String, String>>| {
                     s.and_then(|s| s.get(HASH_LABEL)).cloned()
                 };
                 let hash = hash_of(selector.as_ref());
-                hash_changes = old.hash_changes;
-
+                hash_writes = old.hash_writes;
                 if hash != hash_of(old.selector.as_ref()) {
-                    if hash_changes.len() == HASH_CHANGES {
-                        hash_changes.remove(0);
+                    if hash_writes.len() == HASH_WRITES {
+                        hash_writes.remove(0);
                     }
-                    hash_changes.push(HashChange {
+                    hash_writes.push(HashWrite {
                         pos,
                         hash,
                         writer: v.selector_writer(),
@@ -952,7 +951,7 @@ impl Namespace {
                 ServiceObj {
                     selector,
                     pos,
-                    hash_changes,
+                    hash_writes,
                 },
             );
         }
