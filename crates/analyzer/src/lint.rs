@@ -7,7 +7,7 @@
 //! with the rule, its severity, what is wrong and the fix. The rules are the analyzer's own,
 //! where the same failure is found live: [`LINT_RULES`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -102,13 +102,14 @@ pub fn lint(objects: &[Value], namespace: &str) -> Vec<LintFinding> {
     let mut out = Vec::new();
     for o in &objs {
         match o.kind {
-            "Rollout" | "Deployment" | "StatefulSet" | "DaemonSet" => workload(o, &mut out),
+            "Rollout" => {
+                workload(o, &mut out);
+                rollout_services(o, &objs, &index, &mut out);
+            }
+            "Deployment" | "StatefulSet" | "DaemonSet" => workload(o, &mut out),
             "Service" => hash_in_selector(o, &mut out),
             "Application" => moving_values(o, &mut out),
             _ => {}
-        }
-        if o.kind == "Rollout" {
-            rollout_services(o, &objs, &index, &mut out);
         }
     }
     out.sort_by_key(|f| f.object);
@@ -360,7 +361,7 @@ fn rollout_services(r: &Obj<'_>, objs: &[Obj<'_>], index: &Index<'_>, out: &mut 
     .collect();
     // The Services that route to the rollout: named by it, or selecting its pods by one label
     // at least; in the input's order.
-    let mut candidates: BTreeSet<(usize, &str)> = BTreeSet::new();
+    let mut candidates: BTreeMap<usize, &Selector<'_>> = BTreeMap::new();
     for name in named.iter().map(|(n, _)| *n).chain(
         pods.iter()
             .filter(|(k, _)| **k != HASH_LABEL)
@@ -368,16 +369,13 @@ fn rollout_services(r: &Obj<'_>, objs: &[Obj<'_>], index: &Index<'_>, out: &mut 
             .flatten()
             .copied(),
     ) {
-        if let Some((i, _)) = index.services.get(&(r.namespace, name)) {
-            candidates.insert((*i, name));
+        if let Some((i, selector)) = index.services.get(&(r.namespace, name)) {
+            candidates.insert(*i, selector);
         }
     }
     let mut routes: Vec<(&str, String)> = Vec::new();
-    for (i, name) in candidates {
+    for (i, selector) in candidates {
         let s = &objs[i];
-        let Some((_, selector)) = index.services.get(&(r.namespace, name)) else {
-            continue;
-        };
         let role = named
             .iter()
             .find(|(n, _)| *n == s.name)
