@@ -227,6 +227,15 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             "argocd-self-heal-fight",
             &[Rule::GitopsHealthMismatch, Rule::SelectorFight],
         ),
+        (
+            "gate-refused-render-applied-anyway",
+            &[
+                Rule::DoubleRender,
+                Rule::RerenderRestart,
+                Rule::PauseLost,
+                Rule::ConfigOnlyRerender,
+            ],
+        ),
         ("canary-web-analysis", &[]),
         ("clean-release-promoted", &[]),
         (

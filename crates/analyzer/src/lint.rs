@@ -84,20 +84,8 @@ fn path(parts: &[&str]) -> Vec<String> {
 
 /// Lints `objects` (Kubernetes objects as JSON, Lists already flattened; an object without
 /// `kind` is left alone), `namespace` the one objects without `metadata.namespace` are in.
-pub fn lint(objects: &[Value], namespace: &str) -> Vec<LintFinding> {
-    let objs: Vec<Obj<'_>> = objects
-        .iter()
-        .enumerate()
-        .filter_map(|(index, value)| {
-            Some(Obj {
-                index,
-                kind: value.get("kind")?.as_str()?,
-                namespace: str_at(value, &["metadata", "namespace"]).unwrap_or(namespace),
-                name: str_at(value, &["metadata", "name"]).unwrap_or(""),
-                value,
-            })
-        })
-        .collect();
+pub fn lint(objects_: &[Value], namespace: &str) -> Vec<LintFinding> {
+    let objs = objects(objects_, namespace);
     let index = Index::of(&objs);
     let mut out = Vec::new();
     for o in &objs {
@@ -114,6 +102,23 @@ pub fn lint(objects: &[Value], namespace: &str) -> Vec<LintFinding> {
     }
     out.sort_by_key(|f| f.object);
     out
+}
+
+/// The objects of the input with a kind, `namespace` for those that name none.
+fn objects<'a>(objects: &'a [Value], namespace: &'a str) -> Vec<Obj<'a>> {
+    objects
+        .iter()
+        .enumerate()
+        .filter_map(|(index, value)| {
+            Some(Obj {
+                index,
+                kind: value.get("kind")?.as_str()?,
+                namespace: str_at(value, &["metadata", "namespace"]).unwrap_or(namespace),
+                name: str_at(value, &["metadata", "name"]).unwrap_or(""),
+                value,
+            })
+        })
+        .collect()
 }
 
 /// A label selector's string values, by key.
@@ -579,6 +584,8 @@ fn backends(o: &Obj<'_>) -> Vec<(String, Vec<String>)> {
     }
     out
 }
+
+pub mod gate;
 
 #[cfg(test)]
 mod tests;

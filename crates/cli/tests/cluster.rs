@@ -3287,3 +3287,214 @@ fn issue_50_lint_finds_each_seed_in_real_helm_renders() {
         )]
     );
 }
+
+/// Seed 000's chart with the PreSync gate of `deploy/lint-presync.yaml` among its templates.
+fn gated_chart() -> Vec<(&'static str, String)> {
+    let gate = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/lint-presync.yaml"),
+    )
+    .unwrap();
+    let mut files = real::argocd::chart(STEPS);
+    files.push(("checkout-api/templates/gate.yaml", gate));
+    files
+}
+
+/// A render of `gated_chart`, taken apart: the release's own objects, the gate's permissions
+/// (its ServiceAccount, Role and RoleBinding), and the render the gate's ConfigMap hands its
+/// Job.
+struct GatedRender {
+    release: String,
+    rbac: String,
+    gate_input: String,
+    job: Value,
+}
+
+fn gated_render(c: &real::Cluster, ns: &str, image: u8, flag: &str) -> GatedRender {
+    let values = format!("config: {{FEATURE_CHECKOUT_V2: \"{flag}\"}}\n");
+    let render = real::argocd::helm_template_in(
+        c,
+        Some(ns),
+        &gated_chart(),
+        "checkout-api",
+        &[&values],
+        &[
+            &format!("image.tag=1.{image}"),
+            &format!("image.digest={}", real::argocd::digest(image)),
+        ],
+    );
+    let (mut release, mut rbac, mut gate_input, mut job) =
+        (Vec::new(), Vec::new(), String::new(), Value::Null);
+    for doc in render.split("\n---\n") {
+        let v: Value = yaml_serde::from_str(doc).unwrap();
+        if v.is_null() {
+            continue;
+        }
+        let hook = v["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PreSync";
+        match (hook, v["kind"].as_str().unwrap()) {
+            (false, _) => release.push(doc.to_owned()),
+            (true, "ConfigMap") => {
+                gate_input = v["data"]["render.yaml"].as_str().unwrap().to_owned();
+            }
+            (true, "Job") => job = v,
+            (true, _) => rbac.push(doc.to_owned()),
+        }
+    }
+    assert_eq!(rbac.len(), 3, "{render}");
+    assert!(!gate_input.is_empty() && job.is_object(), "{render}");
+    GatedRender {
+        release: release.join("\n---\n"),
+        rbac: rbac.join("\n---\n"),
+        gate_input,
+        job,
+    }
+}
+
+/// `rollout-forensics lint --live` as the gate's Job runs it, with its own permissions
+/// (`kubeconfig`, the gate's ServiceAccount): the Job's arguments, its ConfigMap's render at
+/// the path it mounts. The exit code and the JSON report.
+fn run_gate(
+    c: &real::Cluster,
+    g: &GatedRender,
+    kubeconfig: &std::path::Path,
+) -> (Option<i32>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("render.yaml");
+    std::fs::write(&input, &g.gate_input).unwrap();
+    let container = &g.job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        g.job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+        "rollout-forensics-gate-render"
+    );
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    let mut cmd = c.forensics();
+    for a in container["args"].as_array().unwrap() {
+        let a = a.as_str().unwrap();
+        match a.strip_prefix(mount) {
+            Some(rest) => cmd.arg(format!("{}{rest}", dir.path().display())),
+            None => cmd.arg(a),
+        };
+    }
+    cmd.arg("--kubeconfig").arg(kubeconfig).args(["-o", "json"]);
+    let o = run_bounded(cmd);
+    assert_ne!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    (o.status.code(), serde_json::from_slice(&o.stdout).unwrap())
+}
+
+/// The gate before a sync, on the real controller: seed 000's chart rendered by the real helm,
+/// applied as Argo CD applies it, with `lint --live` run as the PreSync Job of
+/// `deploy/lint-presync.yaml` runs it (its arguments, its render, its ServiceAccount's
+/// get/list). The image's render passes (nothing in progress); the config's render, while the
+/// canary is paused at step 1, is refused with the revision and the pause; applied anyway, the
+/// real controller restarts the canary as the gate said, and `analyze` finds the restart.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_50_the_gate_refuses_a_checksum_only_render_of_a_paused_canary() {
+    let c = cluster();
+    let ns = Namespace::new(&c, "gate");
+    let r0 = gated_render(&c, &ns.name, 0, "off");
+    c.apply(&ns.name, &r0.rbac);
+    let kubeconfig = c.service_account_kubeconfig(
+        &ns.name,
+        "rollout-forensics-gate",
+        &ns.name,
+        &c.home.path().join("gate.kubeconfig"),
+    );
+    // The first sync: nothing of the release in the cluster yet.
+    let (code, report) = run_gate(&c, &r0, &kubeconfig);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(
+        report["live"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("not in the cluster; applying it starts its first revision"),
+        "{report}"
+    );
+    c.apply(&ns.name, &r0.release);
+    let stable = hash(&ns.wait_phase(APP, "Healthy"));
+    let file = rec_path(&c, "gate");
+    let rec = Recorder::start(&c, &ns.name, &file, &[]);
+
+    // The image: a new release of a promoted rollout passes.
+    let r1 = gated_render(&c, &ns.name, 1, "off");
+    let (code, report) = run_gate(&c, &r1, &kubeconfig);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    assert!(
+        report["live"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().ends_with(
+                "no revision in progress; applying the render starts a new one (1 change)"
+            )),
+        "{report}"
+    );
+    c.apply(&ns.name, &r1.release);
+    let paused = ns.wait_paused_at(APP, 1);
+    let first = hash(&paused);
+    assert_ne!(first, stable);
+    let since = paused["status"]["pauseConditions"][0]["startTime"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The config: refused, with where the canary is and what the render changes.
+    let r2 = gated_render(&c, &ns.name, 1, "on");
+    let (code, report) = run_gate(&c, &r2, &kubeconfig);
+    assert_eq!(code, Some(1), "{report}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report}");
+    let f = &findings[0];
+    assert_eq!(
+        (&f["rule"], &f["severity"], &f["field"]),
+        (
+            &Value::from("pause-lost"),
+            &Value::from("error"),
+            &Value::from("spec.template.metadata.annotations.checksum/config")
+        ),
+        "{f}"
+    );
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "Rollout checkout-api, paused at step 1 of 4 of {first} since {since}; the change is annotations only (metadata.annotations[\"checksum/config\"]: "
+        )) && message.contains("applying it restarts the canary at step 0 on a new revision: the pause is lost"),
+        "{message}"
+    );
+    // Nothing changed while the gate looked.
+    assert_eq!(hash(&ns.rollout(APP)), first);
+
+    // Applied anyway: the real controller restarts the canary, as the gate said.
+    c.apply(&ns.name, &r2.release);
+    let second = ns.wait_status(APP, "a new revision paused at step 1", |s| {
+        s["currentPodHash"] != first.as_str()
+            && s["currentStepIndex"] == 1
+            && s["pauseConditions"].is_array()
+    });
+    let second = hash(&second);
+    // The orphan rule decides 30 s after the restart; the recording goes past that.
+    std::thread::sleep(Duration::from_secs(35));
+    let (report, code) = finish(&c, &ns, rec, "gate-refused-render-applied-anyway", &[]);
+    let found = rules(&report);
+    assert_eq!(code, Some(1), "{found:?}");
+    let lost = of_rule(&report, "pause-lost");
+    assert_eq!(lost.len(), 1, "{found:?}");
+    let summary = lost[0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "{first} had been paused at it since {}",
+            since.trim_end_matches('Z')
+        )),
+        "the pause the gate named, lost: {summary}"
+    );
+    let restart = &of_rule(&report, "rerender-restart")[0];
+    assert!(
+        restart["summary"].as_str().unwrap().contains(&second),
+        "to the restart the gate predicted: {restart}"
+    );
+    assert!(
+        found.iter().any(|r| r == "config-only-rerender"),
+        "{found:?}"
+    );
+    assert!(undecided(&report).is_empty(), "{report}");
+}

@@ -265,3 +265,137 @@ fn sarif_passes_microsofts_validator() {
         "{results:#?}"
     );
 }
+
+/// The last Rollout object of the real recording `gate-refused-render-applied-anyway`, whose
+/// canary ends paused at step 1, as a render would have it (no status, no server metadata).
+fn rollout_at_the_end(file: &Path) -> Value {
+    let mut reader = rf_format::Reader::new(std::fs::File::open(file).unwrap()).unwrap();
+    let mut last = None;
+    while let Some(r) = reader.next_record().unwrap() {
+        if r.kind == rf_format::Kind::Rollout && !r.object.is_empty() {
+            last = Some(r.object);
+        }
+    }
+    let live: Value = serde_json::from_slice(&last.unwrap()).unwrap();
+    assert_eq!(live["status"]["currentStepIndex"], 1, "{live}");
+    assert!(live["status"]["pauseConditions"].is_array(), "{live}");
+    serde_json::json!({
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"name": live["metadata"]["name"], "namespace": live["metadata"]["namespace"]},
+        "spec": live["spec"],
+    })
+}
+
+/// `lint --live` against `serve` of a real recording's end: the same template passes, a
+/// checksum-only render of the paused canary is refused (exit 1) with the revision, the step
+/// and the change, in each format; the live options without `--live`, and a cluster that does
+/// not answer, are errors (exit 2).
+#[test]
+fn the_gate_refuses_a_checksum_only_render_of_the_paused_canary_it_is_served() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../recordings/real/gate-refused-render-applied-anyway.rfr");
+    let s = common::serve(&fixture, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // A copy: the server's own goes with it.
+    let kubeconfig = home.join("kubeconfig");
+    std::fs::copy(&s.kubeconfig, &kubeconfig).unwrap();
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let same = rollout_at_the_end(&fixture);
+    let hash = {
+        let mut reader = rf_format::Reader::new(std::fs::File::open(&fixture).unwrap()).unwrap();
+        let mut hash = String::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            if r.kind == rf_format::Kind::Rollout && !r.object.is_empty() {
+                let v: Value = serde_json::from_slice(&r.object).unwrap();
+                hash = v["status"]["currentPodHash"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+            }
+        }
+        hash
+    };
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let unchanged = write("same.json", &same);
+    let out = lint(home, &["--live", "--kubeconfig", kubeconfig, &unchanged]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "against the cluster:\n    Rollout gate/checkout-api: paused at step 1 of 4 of {hash} since "
+        )) && stdout.contains("; the render leaves its pod template as it is"),
+        "{stdout}"
+    );
+
+    let mut changed = same.clone();
+    changed["spec"]["template"]["metadata"]["annotations"]["checksum/config"] =
+        Value::from("a-new-config");
+    let changed = write("changed.json", &changed);
+    let out = lint(home, &["--live", "--kubeconfig", kubeconfig, &changed]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("error  pause-lost  Rollout checkout-api")
+            && stdout.contains(&format!("paused at step 1 of 4 of {hash} since "))
+            && stdout.contains(
+                "the change is annotations only (metadata.annotations[\"checksum/config\"]: "
+            )
+            && stdout.contains("-> a-new-config)")
+            && stdout.contains("`kubectl argo rollouts status checkout-api -n gate`"),
+        "{stdout}"
+    );
+    let out = lint(
+        home,
+        &[
+            "--live",
+            "--kubeconfig",
+            kubeconfig,
+            "-o",
+            "sarif",
+            &changed,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &sarif["runs"][0];
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains(&"pause-lost") && rules.contains(&"rerender-restart"),
+        "{rules:?}"
+    );
+    let result = &run["results"][0];
+    assert_eq!(result["ruleId"], "pause-lost");
+    assert_eq!(
+        rules[result["ruleIndex"].as_u64().unwrap() as usize],
+        "pause-lost"
+    );
+
+    // The live options alone, and a cluster that is not there.
+    let out = lint(home, &["--kubeconfig", kubeconfig, &changed]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--live"),
+        "{}",
+        text(&out.stderr)
+    );
+    drop(s);
+    let out = lint(home, &["--live", "--kubeconfig", kubeconfig, &changed]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("cannot list rollouts.argoproj.io in namespace gate"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -19,6 +19,11 @@
 //! # Remedy
 //! Watch it reach the pause again (`kubectl argo rollouts get rollout NAME -n NS --watch`); make
 //! the wait's timer restart when `status.currentPodHash` changes.
+//!
+//! # Before the sync
+//! `lint --live` refuses a render that changes the pod template of a rollout paused now (at a
+//! canary step, or a preview before promotion), naming the pause, since when, and the change:
+//! an Argo CD PreSync hook (deploy/lint-presync.yaml) stops the sync before the restart.
 
 use crate::detectors::{
     Detector, argo, hash_change_words, pause_words, paused_words, revision_word, step_words,

@@ -28,6 +28,13 @@
 //! # Remedy
 //! Do not re-run the pipeline; `kubectl argo rollouts get rollout NAME -n NS`. Render once per
 //! release; make the wait reset on a hash change.
+//!
+//! # Before the sync
+//! `lint --live` compares each rendered Rollout's pod template with the live one (fields the
+//! API server defaults left out): a render that changes it while a canary is past step 0 (or a
+//! blue-green preview waits for promotion) is refused, with the revision in progress, its step,
+//! and what the render changes. A render of the stable revision's template (a revert) is the
+//! controller's rollback, not a restart, and passes.
 
 use crate::detectors::{
     Detector, argo, hash_change_words, paused_words, revision_word, step_words,

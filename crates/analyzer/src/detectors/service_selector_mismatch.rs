@@ -30,7 +30,9 @@
 //! `lint` compares each Service that a rendered Rollout names, or that selects its pods by one
 //! label at least, with the pod labels the render gives the Rollout's template (the controller's
 //! hash key and role labels left out): a `version` pinned in one values file and bumped in another
-//! is found before it ships.
+//! is found before it ships. `lint --live` also compares each rendered Service with the live
+//! one: a selector that keeps none of the ready pods it routes to now (the controller's hash key
+//! kept where a rollout names the Service) is refused.
 
 use std::collections::BTreeMap;
 

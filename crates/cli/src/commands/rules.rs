@@ -42,8 +42,8 @@ struct RuleJson {
     /// As its documentation says them: `error`, or `info or warning`.
     severities: String,
     summary: String,
-    /// What checks it: `analyze` (recordings, `now`, `watch`, `check`), and `lint` (rendered
-    /// manifests, before the sync).
+    /// What checks it: `analyze` (recordings, `now`, `watch`, `check`), `lint` (rendered
+    /// manifests, before the sync) and `lint --live` (rendered manifests against the cluster).
     checked_by: Vec<&'static str>,
     /// Markdown.
     documentation: String,
@@ -51,11 +51,14 @@ struct RuleJson {
 
 /// What checks `rule`.
 fn checked_by(rule: Rule) -> Vec<&'static str> {
+    let mut by = vec!["analyze"];
     if rf_analyzer::lint::LINT_RULES.contains(&rule) {
-        vec!["analyze", "lint"]
-    } else {
-        vec!["analyze"]
+        by.push("lint");
     }
+    if rf_analyzer::lint::gate::GATE_RULES.contains(&rule) {
+        by.push("lint --live");
+    }
+    by
 }
 
 impl RuleJson {
@@ -94,10 +97,15 @@ pub fn run(args: &RulesArgs, out: &mut dyn Write) -> Result<Exit> {
                 .map(|r| r.severity_words().len())
                 .max()
                 .unwrap_or(0);
+            let by = rules
+                .iter()
+                .map(|r| checked_by(*r).join(", ").len())
+                .max()
+                .unwrap_or(0);
             for rule in &rules {
                 writeln!(
                     out,
-                    "{:width$}  {:sev$}  {:13}  {}",
+                    "{:width$}  {:sev$}  {:by$}  {}",
                     rule.id(),
                     rule.severity_words(),
                     checked_by(*rule).join(", "),

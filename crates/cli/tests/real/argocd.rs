@@ -398,6 +398,19 @@ pub fn helm_template<V: AsRef<str>>(
     values: &[&str],
     sets: &[&str],
 ) -> String {
+    helm_template_in(c, None, files, path, values, sets)
+}
+
+/// [`helm_template`] with `--namespace ns` when `ns` is given (the release's namespace, as
+/// Argo CD passes its destination's).
+pub fn helm_template_in<V: AsRef<str>>(
+    c: &Cluster,
+    ns: Option<&str>,
+    files: &[(&str, V)],
+    path: &str,
+    values: &[&str],
+    sets: &[&str],
+) -> String {
     let dir = tempfile::tempdir().unwrap();
     for (p, content) in files {
         let to = dir.path().join(p);
@@ -408,6 +421,9 @@ pub fn helm_template<V: AsRef<str>>(
     helm.arg("template")
         .arg("release")
         .arg(dir.path().join(path));
+    if let Some(ns) = ns {
+        helm.args(["--namespace", ns]);
+    }
     for (i, v) in values.iter().enumerate() {
         let file = dir.path().join(format!("values-{i}.yaml"));
         std::fs::write(&file, v).unwrap();

@@ -2,6 +2,11 @@
 //! sync, on rendered manifests (`helm template ... | rollout-forensics lint -`, `kustomize build |
 //! ...`): each finding with its file, line and column, rule, severity, what is wrong and the fix.
 //! Output as a table, JSON, or SARIF 2.1.0 for code scanning; exit codes as `analyze`'s.
+//!
+//! With `--live`, also the gate before a sync: the rollouts, ReplicaSets, Services and pods of
+//! the render's namespaces are listed (get/list only) and compared with the render
+//! ([`rf_analyzer::lint::gate`]): a render that would restart a canary in progress, or move a
+//! Service's selector away from the pods that take traffic, is an error.
 
 mod read;
 
@@ -10,8 +15,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use rf_analyzer::lint::gate::{GATE_RULES, Gate, Live, gate};
 use rf_analyzer::lint::{LINT_RULES, LintFinding, lint};
 use rf_analyzer::{Rule, Severity};
+use rf_format::Kind;
 use serde_json::{Value, json};
 
 use crate::args::FailOn;
@@ -32,17 +39,92 @@ pub struct LintArgs {
     /// Exit 1 when a finding at or above this severity is reported.
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
-    /// The namespace of objects that name none (as `helm template --namespace` would).
-    #[arg(
-        short = 'n',
-        long = "namespace",
-        default_value = "default",
-        value_name = "NS"
-    )]
-    pub namespace: String,
+    /// The namespace of objects that name none (as `helm template --namespace` would; default:
+    /// `default`, or with `--live` the kubeconfig context's).
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    pub namespace: Option<String>,
     /// The repository root SARIF locations are relative to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// The gate before a sync: also compare the render with the cluster (its rollouts,
+    /// ReplicaSets, Services and pods, read with get/list) and report what applying it would
+    /// do: restart a canary in progress, move a Service's selector off the pods that serve.
+    #[arg(long)]
+    pub live: bool,
+    /// Path to the kubeconfig (with `--live`).
+    #[arg(long, value_name = "PATH", requires = "live")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use (with `--live`).
+    #[arg(long, value_name = "NAME", requires = "live")]
+    pub context: Option<String>,
+}
+
+/// The rbac `--live` needs.
+const LIVE_RBAC: &str = "deploy/lint-presync.yaml";
+
+/// The rules checked: `lint`'s, and with `--live` the gate's.
+fn rules_checked(live: bool) -> Vec<Rule> {
+    let mut rules = LINT_RULES.to_vec();
+    if live {
+        rules.extend(GATE_RULES.iter().filter(|r| !LINT_RULES.contains(r)));
+    }
+    rules
+}
+
+/// Lists, in each namespace of the render's Rollouts and Services, what the gate compares.
+fn live_state(
+    args: &LintArgs,
+    objects: &[Value],
+    default_ns: Option<&str>,
+) -> Result<(String, Live)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let (client, _, context_ns) =
+            crate::cluster::client_for(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
+        let ns = default_ns.map_or(context_ns, str::to_owned);
+        let mut namespaces: Vec<&str> = objects
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.get("kind").and_then(Value::as_str),
+                    Some("Rollout" | "Service")
+                )
+            })
+            .map(|o| {
+                o.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or(&ns)
+            })
+            .collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        let mut live = Live::default();
+        for namespace in namespaces {
+            for kind in [Kind::Rollout, Kind::ReplicaSet, Kind::Service, Kind::Pod] {
+                let target = crate::commands::check::Target {
+                    kind: kind.clone(),
+                    namespace: namespace.to_owned(),
+                    selector: None,
+                    optional: false,
+                    rbac: LIVE_RBAC,
+                };
+                let Some((_, _, items)) = crate::commands::check::list(&client, &target).await?
+                else {
+                    continue;
+                };
+                match kind {
+                    Kind::Rollout => live.rollouts.extend(items),
+                    Kind::ReplicaSet => live.replica_sets.extend(items),
+                    Kind::Service => live.services.extend(items),
+                    _ => live.pods.extend(items),
+                }
+            }
+        }
+        Ok((ns, live))
+    })
 }
 
 /// Output formats of `lint`.
@@ -72,7 +154,24 @@ struct Placed<'a> {
 
 pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
     let m = read::read(&args.paths)?;
-    let found = lint(&m.objects, &args.namespace);
+    let (namespace, checked) = if args.live {
+        let (ns, live) = live_state(args, &m.objects, args.namespace.as_deref())?;
+        let g = gate(&m.objects, &ns, &live);
+        (ns, Some(g))
+    } else {
+        (
+            args.namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            None,
+        )
+    };
+    let mut found = lint(&m.objects, &namespace);
+    if let Some(g) = &checked {
+        found.extend(g.findings.iter().cloned());
+        found.sort_by_key(|f| f.object);
+    }
+    let rules = rules_checked(args.live);
     // Each input's lines, split once for every finding in it.
     let lines: Vec<Vec<&str>> = m.inputs.iter().map(|i| i.text.lines().collect()).collect();
     let placed: Vec<Placed<'_>> = found
@@ -93,16 +192,19 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
                 namespace: o
                     .pointer("/metadata/namespace")
                     .and_then(Value::as_str)
-                    .unwrap_or(&args.namespace),
+                    .unwrap_or(&namespace),
                 name: s("/metadata/name"),
                 source: origin.source.as_deref(),
             }
         })
         .collect();
     match args.format {
-        LintFormat::Table => table(&placed, &m, out)?,
+        LintFormat::Table => table(&placed, &m, &rules, checked.as_ref(), out)?,
         LintFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, &json_report(&placed, &m))?;
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &json_report(&placed, &m, &rules, checked.as_ref()),
+            )?;
             writeln!(out)?;
         }
         LintFormat::Sarif => {
@@ -116,7 +218,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
                 .with_context(|| format!("--root {}: cannot resolve it", root.display()))?;
             // One URI an input (a path resolved on disk), not one a finding.
             let uris: Vec<String> = m.inputs.iter().map(|i| uri(&i.name, &root)).collect();
-            serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &uris, &root))?;
+            serde_json::to_writer_pretty(&mut *out, &sarif(&placed, &uris, &root, &rules))?;
             writeln!(out)?;
         }
     }
@@ -140,7 +242,13 @@ fn counts(placed: &[Placed<'_>]) -> String {
     )
 }
 
-fn table(placed: &[Placed<'_>], m: &read::Manifests, out: &mut dyn Write) -> Result<()> {
+fn table(
+    placed: &[Placed<'_>],
+    m: &read::Manifests,
+    rules: &[Rule],
+    checked: Option<&Gate>,
+    out: &mut dyn Write,
+) -> Result<()> {
     for p in placed {
         writeln!(
             out,
@@ -169,21 +277,34 @@ fn table(placed: &[Placed<'_>], m: &read::Manifests, out: &mut dyn Write) -> Res
         m.objects.len(),
         if m.objects.len() == 1 { "" } else { "s" },
         if inputs == 1 { "" } else { "s" },
-        LINT_RULES
-            .iter()
-            .map(|r| r.id())
-            .collect::<Vec<_>>()
-            .join(", ")
+        rules.iter().map(|r| r.id()).collect::<Vec<_>>().join(", ")
     )?;
+    if let Some(g) = checked {
+        writeln!(out, "against the cluster:")?;
+        for n in &g.notes {
+            writeln!(out, "    {n}")?;
+        }
+        if g.notes.is_empty() {
+            writeln!(
+                out,
+                "    no Rollout or Service of the render is in the cluster"
+            )?;
+        }
+    }
     Ok(())
 }
 
-fn json_report(placed: &[Placed<'_>], m: &read::Manifests) -> Value {
-    json!({
+fn json_report(
+    placed: &[Placed<'_>],
+    m: &read::Manifests,
+    rules: &[Rule],
+    checked: Option<&Gate>,
+) -> Value {
+    let mut report = json!({
         "schema_version": 1,
         "objects": m.objects.len(),
         "inputs": m.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
-        "rules": LINT_RULES.iter().map(|r| r.id()).collect::<Vec<_>>(),
+        "rules": rules.iter().map(|r| r.id()).collect::<Vec<_>>(),
         "findings": placed.iter().map(|p| json!({
             "rule": p.f.rule.id(),
             "severity": p.f.severity.as_str(),
@@ -198,7 +319,11 @@ fn json_report(placed: &[Placed<'_>], m: &read::Manifests) -> Value {
             "message": p.f.message,
             "fix": p.f.fix,
         })).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(g) = checked {
+        report["live"] = json!({"notes": g.notes});
+    }
+    report
 }
 
 /// A location's URI: relative to `root` (with `/`), as code scanning resolves it against the
@@ -230,8 +355,8 @@ fn level(s: Severity) -> &'static str {
 }
 
 /// The SARIF log of `placed`, `uris` the URI of each input.
-fn sarif(placed: &[Placed<'_>], uris: &[String], root: &Path) -> Value {
-    let rules: Vec<Value> = LINT_RULES
+fn sarif(placed: &[Placed<'_>], uris: &[String], root: &Path, checked: &[Rule]) -> Value {
+    let rules: Vec<Value> = checked
         .iter()
         .map(|r: &Rule| {
             json!({
@@ -249,7 +374,7 @@ fn sarif(placed: &[Placed<'_>], uris: &[String], root: &Path) -> Value {
     let results: Vec<Value> = placed
         .iter()
         .map(|p| {
-            let index = LINT_RULES.iter().position(|r| *r == p.f.rule).unwrap_or(0);
+            let index = checked.iter().position(|r| *r == p.f.rule).unwrap_or(0);
             json!({
                 "ruleId": p.f.rule.id(),
                 "ruleIndex": index,
