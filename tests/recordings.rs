@@ -227,6 +227,7 @@ fn issue_25_the_real_controllers_recordings_find_what_it_did() {
             "argocd-self-heal-fight",
             &[Rule::GitopsHealthMismatch, Rule::SelectorFight],
         ),
+        ("argocd-presync-gate-refused", &[Rule::GitopsHealthMismatch]),
         (
             "gate-refused-render-applied-anyway",
             &[

@@ -3350,20 +3350,21 @@ fn gated_render(c: &real::Cluster, ns: &str, image: u8, flag: &str) -> GatedRend
 }
 
 /// `rollout-forensics lint --live` as the gate's Job runs it, with its own permissions
-/// (`kubeconfig`, the gate's ServiceAccount): the Job's arguments, its ConfigMap's render at
-/// the path it mounts. The exit code and the JSON report.
+/// (`kubeconfig`, the gate's ServiceAccount): the arguments of `pod`'s container (a pod
+/// template's spec, or a pod's), `input` (its ConfigMap's render) at the path it mounts. The
+/// exit code and the JSON report.
 fn run_gate(
     c: &real::Cluster,
-    g: &GatedRender,
+    pod: &Value,
+    input: &str,
     kubeconfig: &std::path::Path,
 ) -> (Option<i32>, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("render.yaml");
-    std::fs::write(&input, &g.gate_input).unwrap();
-    let container = &g.job["spec"]["template"]["spec"]["containers"][0];
+    std::fs::write(dir.path().join("render.yaml"), input).unwrap();
+    let container = &pod["containers"][0];
     assert_eq!(
-        g.job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
-        "rollout-forensics-gate-render"
+        pod["volumes"][0]["configMap"]["name"], "rollout-forensics-gate-render",
+        "{pod}"
     );
     let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
     let mut cmd = c.forensics();
@@ -3378,6 +3379,17 @@ fn run_gate(
     let o = run_bounded(cmd);
     assert_ne!(o.status.code(), Some(2), "{}", text(&o.stderr));
     (o.status.code(), serde_json::from_slice(&o.stdout).unwrap())
+}
+
+impl GatedRender {
+    fn run(&self, c: &real::Cluster, kubeconfig: &std::path::Path) -> (Option<i32>, Value) {
+        run_gate(
+            c,
+            &self.job["spec"]["template"]["spec"],
+            &self.gate_input,
+            kubeconfig,
+        )
+    }
 }
 
 /// The gate before a sync, on the real controller: seed 000's chart rendered by the real helm,
@@ -3400,7 +3412,7 @@ fn issue_50_the_gate_refuses_a_checksum_only_render_of_a_paused_canary() {
         &c.home.path().join("gate.kubeconfig"),
     );
     // The first sync: nothing of the release in the cluster yet.
-    let (code, report) = run_gate(&c, &r0, &kubeconfig);
+    let (code, report) = r0.run(&c, &kubeconfig);
     assert_eq!(code, Some(0), "{report}");
     assert!(
         report["live"]["notes"][0]
@@ -3416,7 +3428,7 @@ fn issue_50_the_gate_refuses_a_checksum_only_render_of_a_paused_canary() {
 
     // The image: a new release of a promoted rollout passes.
     let r1 = gated_render(&c, &ns.name, 1, "off");
-    let (code, report) = run_gate(&c, &r1, &kubeconfig);
+    let (code, report) = r1.run(&c, &kubeconfig);
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["findings"], serde_json::json!([]), "{report}");
     assert!(
@@ -3440,7 +3452,7 @@ fn issue_50_the_gate_refuses_a_checksum_only_render_of_a_paused_canary() {
 
     // The config: refused, with where the canary is and what the render changes.
     let r2 = gated_render(&c, &ns.name, 1, "on");
-    let (code, report) = run_gate(&c, &r2, &kubeconfig);
+    let (code, report) = r2.run(&c, &kubeconfig);
     assert_eq!(code, Some(1), "{report}");
     let findings = report["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{report}");
@@ -3497,4 +3509,221 @@ fn issue_50_the_gate_refuses_a_checksum_only_render_of_a_paused_canary() {
         "{found:?}"
     );
     assert!(undecided(&report).is_empty(), "{report}");
+}
+
+/// The node label no node of the cluster has: the gate's Job pods wait for the test, which
+/// plays their kubelet.
+const TEST_KUBELET: &str = "rollout-forensics.test/kubelet";
+
+/// Plays the kubelet of the gate's Job pods in `ns` until `stop`: each new pod's container is
+/// run as [`run_gate`] runs it (its arguments, its ConfigMap's render as the cluster holds it,
+/// its ServiceAccount's token), and the pod's phase set to what the container's exit says; the
+/// real Job controller and Argo CD take it from there. Each run's exit code and report go to
+/// `ran`, in order.
+fn play_gate_pods(
+    c: &real::Cluster,
+    ns: &str,
+    stop: &std::sync::atomic::AtomicBool,
+    ran: &std::sync::Mutex<Vec<(Option<i32>, Value)>>,
+) {
+    let mut done = std::collections::BTreeSet::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(300));
+        let Some(pods) = c.get(ns, "pods") else {
+            continue;
+        };
+        for pod in pods["items"].as_array().into_iter().flatten() {
+            let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+            let gate = pod["metadata"]["labels"]["job-name"] == "rollout-forensics-gate";
+            if !gate || pod["status"]["phase"] != "Pending" || done.contains(&uid) {
+                continue;
+            }
+            done.insert(uid.clone());
+            let account = pod["spec"]["serviceAccountName"].as_str().unwrap();
+            let kubeconfig = c.service_account_kubeconfig(
+                ns,
+                account,
+                ns,
+                &c.home.path().join(format!("{account}.kubeconfig")),
+            );
+            let cm = pod["spec"]["volumes"][0]["configMap"]["name"]
+                .as_str()
+                .unwrap();
+            // The hook's render, made in the wave before the Job's.
+            let Some(input) = c.get(ns, &format!("configmap/{cm}")) else {
+                panic!("the gate's pod {uid} before its ConfigMap {cm}");
+            };
+            let input = input["data"]["render.yaml"].as_str().unwrap().to_owned();
+            let (code, report) = run_gate(c, &pod["spec"], &input, &kubeconfig);
+            let phase = if code == Some(0) {
+                "Succeeded"
+            } else {
+                "Failed"
+            };
+            let name = pod["metadata"]["name"].as_str().unwrap();
+            c.ok(
+                &[
+                    "-n",
+                    ns,
+                    "patch",
+                    "pod",
+                    name,
+                    "--subresource",
+                    "status",
+                    "--type",
+                    "merge",
+                    "-p",
+                    &serde_json::json!({"status": {"phase": phase}}).to_string(),
+                ],
+                None,
+            );
+            ran.lock().unwrap().push((code, report));
+        }
+    }
+}
+
+/// Seed 000 with the gate in front of the sync: the chart carries `deploy/lint-presync.yaml`,
+/// and the real Argo CD runs it as a PreSync hook at every sync (its ServiceAccount, Role,
+/// RoleBinding and render first, then the Job, whose pod this test runs as a kubelet would).
+/// The install and the image's sync pass the gate; the values commit, which changes only
+/// `checksum/config` while the canary is paused at step 1, is refused: the hook Job fails, the
+/// real Job controller and Argo CD fail the sync, and the rollout keeps its revision and its
+/// pause. The recording shows no restart.
+#[test]
+#[ignore = "needs a real cluster: RF_CLUSTER=DIR of tests/cluster/up.sh, or tests/cluster/run.sh"]
+fn issue_49_the_presync_gate_stops_seed_000s_second_render() {
+    use real::argocd::{GitRepo, NEXT_REFRESH, application, image_parameters, set_parameters};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let c = cluster();
+    c.argocd();
+    let ns = Namespace::new(&c, "argocd-gate");
+    let repos = tempfile::tempdir().unwrap();
+    let charts = GitRepo::new(repos.path(), "charts");
+    let values = GitRepo::new(repos.path(), "values");
+    let chart: Vec<(&str, String)> = gated_chart()
+        .into_iter()
+        .map(|(p, s)| {
+            if p.ends_with("gate.yaml") {
+                let placed = s.replace(
+                    "      restartPolicy: Never\n",
+                    &format!("      restartPolicy: Never\n      nodeSelector: {{{TEST_KUBELET}: \"true\"}}\n"),
+                );
+                assert_ne!(placed, s);
+                (p, placed)
+            } else {
+                (p, s)
+            }
+        })
+        .collect();
+    charts.commit(&chart, "checkout-api chart with the gate");
+    let values_file = |flag: &str| format!("config: {{FEATURE_CHECKOUT_V2: \"{flag}\"}}\n");
+    values.commit(
+        &[("checkout-api/values.yaml", &values_file("off"))],
+        "v2 off",
+    );
+    let stop = AtomicBool::new(false);
+    let ran = Mutex::new(Vec::new());
+    /// Stops the kubelet's loop however the test ends (a failed assertion included), so
+    /// that the scope can join it.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|scope| {
+        let kubelet = scope.spawn(|| play_gate_pods(&c, &ns.name, &stop, &ran));
+        let stopping = Stop(&stop);
+        let ops = |app: &Value| app["status"]["operationState"]["phase"].clone();
+        c.apply(
+            &ns.name,
+            &application(
+                &ns.name,
+                APP,
+                (&charts, "checkout-api"),
+                &values,
+                &image_parameters(0),
+                false,
+            ),
+        );
+        c.wait_app(&ns.name, APP, "installed past the gate", |a| {
+            a["status"]["sync"]["status"] == "Synced"
+                && a["status"]["health"]["status"] == "Healthy"
+                && ops(a) == "Succeeded"
+        });
+        let stable = hash(&ns.wait_phase(APP, "Healthy"));
+        let file = rec_path(&c, "argocd-gate");
+        let rec = Recorder::start(&c, &ns.name, &file, &[]);
+        set_parameters(&c, &ns.name, APP, &image_parameters(1));
+        let paused = ns.wait_paused_at(APP, 1);
+        let first = hash(&paused);
+        assert_ne!(first, stable);
+        let v2 = values.commit(&[("checkout-api/values.yaml", &values_file("on"))], "v2 on");
+        // Argo CD retries a failed automated sync (the operation carries `retry: {limit: 5}`)
+        // and runs the hooks again each time; the gate refuses every attempt.
+        let app = until(
+            "Argo CD's sync of the values commit, refused by the gate",
+            NEXT_REFRESH,
+            || {
+                let app = c.application(&ns.name, APP);
+                let result = &app["status"]["operationState"]["syncResult"];
+                let refused = result["revisions"][1] == v2.as_str()
+                    && result["resources"].as_array().is_some_and(|r| {
+                        r.iter().any(|r| {
+                            r["kind"] == "Job"
+                                && r["hookType"] == "PreSync"
+                                && r["hookPhase"] == "Failed"
+                        })
+                    });
+                refused.then_some(app)
+            },
+            || c.application(&ns.name, APP)["status"].to_string(),
+        );
+        let message = app["status"]["operationState"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert_ne!(ops(&app), "Succeeded", "{}", app["status"]);
+        assert!(
+            message.starts_with("one or more synchronization tasks completed unsuccessfully"),
+            "{message}"
+        );
+        // The rollout kept its revision and its pause.
+        std::thread::sleep(Duration::from_secs(5));
+        let now = ns.rollout(APP);
+        assert_eq!(hash(&now), first, "{}", now["status"]);
+        assert_eq!(now["status"]["currentStepIndex"], 1, "{}", now["status"]);
+        drop(stopping);
+        kubelet.join().unwrap();
+        let ran = ran.lock().unwrap();
+        let codes: Vec<Option<i32>> = ran.iter().map(|(code, _)| *code).collect();
+        assert!(
+            codes.len() >= 3
+                && codes[..2] == [Some(0), Some(0)]
+                && codes[2..].iter().all(|c| *c == Some(1)),
+            "the install and the image pass, the values commit is refused at each attempt: {ran:?}\n{message}"
+        );
+        let refused = &ran[2].1["findings"][0];
+        assert_eq!(refused["rule"], "pause-lost", "{refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("paused at step 1 of 4 of {first} since")),
+            "{refused}"
+        );
+        let (report, _) = finish(&c, &ns, rec, "argocd-presync-gate-refused", &[]);
+        let found = rules(&report);
+        for rule in RESTART_RULES {
+            assert!(!found.iter().any(|r| r == rule), "{rule} in {found:?}");
+        }
+        assert_eq!(
+            report["rollouts"][0]["pod_hash"],
+            first.as_str(),
+            "{report}"
+        );
+        assert!(undecided(&report).is_empty(), "{report}");
+        eprintln!("Argo CD's operation: {message}");
+    });
 }

@@ -262,6 +262,14 @@ fn deploy_runs_the_image_the_dockerfile_builds() {
         }
     }
     assert_eq!(images, 3);
+    // The PreSync gate is a Helm template (not YAML before it is rendered): its image lines.
+    let gate = std::fs::read_to_string(deploy().join("lint-presync.yaml")).unwrap();
+    let gate_images: Vec<&str> = gate
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("image: "))
+        .collect();
+    assert_eq!(gate_images, [image], "lint-presync.yaml");
+    assert!(gate.contains("runAsUser: 65532") && !gate.contains("command:"));
     let release = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
     for needed in [
         "completions \"$shell\"",

@@ -148,12 +148,16 @@ fn located(template: &Value, p: &Path) -> Vec<String> {
     out
 }
 
-/// A change for a person, values cut at 40 characters.
+/// A change for a person: a checksum (over 24 letters and digits) cut to its first 12, which
+/// tell two apart; any value cut at 80 characters.
 fn said(c: &Change) -> String {
     let show = |v: Option<&Value>| {
         let s = Change::show(v);
-        if s.chars().count() > 40 {
-            format!("{}…", s.chars().take(36).collect::<String>())
+        let n = s.chars().count();
+        if n > 24 && s.chars().all(|c| c.is_ascii_alphanumeric()) {
+            format!("{}…", s.chars().take(12).collect::<String>())
+        } else if n > 80 {
+            format!("{}…", s.chars().take(76).collect::<String>())
         } else {
             s
         }
