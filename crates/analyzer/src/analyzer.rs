@@ -16,7 +16,7 @@ use crate::input::view::{ReplicaSetView, RolloutView};
 use crate::model::rollout::{RolloutTrack, Transition};
 use crate::model::routes::Routes;
 use crate::model::world::{Touched, World};
-use crate::report::end::{Resolver, RolloutEnd};
+use crate::report::end::{ApplicationEnd, Resolver, RolloutEnd};
 use crate::report::finding::Finding;
 use crate::report::pack::PackedFindings;
 use crate::report::sink::FindingSink;
@@ -1311,6 +1311,18 @@ impl Analyzer {
                     deleted: t.is_deleted(),
                     replicasets: Vec::new(),
                     last_settled: t.settles().last().cloned(),
+                    applications: self
+                        .world
+                        .apps_of_rollout(t.namespace(), t.name(), t.tracked_by())
+                        .map(|a| ApplicationEnd {
+                            namespace: Str::new(&a.namespace),
+                            name: Str::new(&a.name),
+                            sync: a.sync.clone(),
+                            health: a.health.clone(),
+                            last_sync: a.history.last().map(|s| s.words()),
+                            failing: a.failing.as_ref().map(|f| f.words()),
+                        })
+                        .collect(),
                 };
                 end.replicasets = t
                     .replicasets()

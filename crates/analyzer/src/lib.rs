@@ -62,7 +62,7 @@ pub use model::diff::{Change, Path, Segment, only_annotations, string_values, te
 pub use model::revisions::{HashChange, Revisions};
 pub use model::rollout::RevisionClass;
 pub use model::world::{RouterPath, router_paths};
-pub use report::end::{Resolver, RolloutEnd, Settled};
+pub use report::end::{ApplicationEnd, Resolver, RolloutEnd, Settled};
 pub use report::finding::{
     ConditionChange, Evidence, Finding, Interval, Remedy, Resolved, Rule, Severity, Subject,
 };

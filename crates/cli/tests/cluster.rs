@@ -3713,6 +3713,18 @@ fn issue_49_the_presync_gate_stops_seed_000s_second_render() {
                 .contains(&format!("paused at step 1 of 4 of {first} since")),
             "{refused}"
         );
+        // After the fact: the Application's refused sync, from what Argo CD wrote.
+        let mut now = c.forensics();
+        now.args(["now", "-n", &ns.name]);
+        let o = run_bounded(now);
+        let told = text(&o.stdout).replace("\n      ", " ");
+        assert!(
+            told.contains(&format!("Application {}/{APP}: OutOfSync, Suspended", ns.name))
+                && told.contains(
+                    "PreSync hook Job rollout-forensics-gate Failed: Job has reached the specified backoff limit"
+                ),
+            "{told}"
+        );
         let (report, _) = finish(&c, &ns, rec, "argocd-presync-gate-refused", &[]);
         let found = rules(&report);
         for rule in RESTART_RULES {

@@ -26,15 +26,15 @@ use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
     AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
-    AppOperationSync, AppParameter, AppResource, AppSource, AppStatus, AppSync, ApplicationView,
-    BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition, Container, ContainerStatus,
-    DeploymentView, Endpoint, EndpointConditions, EndpointSliceView, EphemeralMetadata,
-    GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting, IstioVirtualService,
-    Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef, PauseCondition, PodCondition,
-    PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView, RolloutSpec, RolloutStatus,
-    RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields, ServiceManager, ServiceSpec,
-    ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef, TrafficRouting, WeightDest,
-    Weights, WorkloadRef, condition_kept,
+    AppOperationSync, AppParameter, AppResource, AppResultResource, AppSource, AppStatus, AppSync,
+    AppSyncResult, ApplicationView, BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition,
+    Container, ContainerStatus, DeploymentView, Endpoint, EndpointConditions, EndpointSliceView,
+    EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
+    IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
+    PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
+    RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields,
+    ServiceManager, ServiceSpec, ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef,
+    TrafficRouting, WeightDest, Weights, WorkloadRef, condition_kept,
 };
 
 /// This reader does not decide: serde does.
@@ -1213,6 +1213,27 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
                     })?;
                     Ok(op)
                 })?,
+                "phase" => o.phase => j.opt_string()?,
+                "message" => o.message => j.opt_string()?,
+                "syncResult" => o.sync_result => j.opt(|j| {
+                    let mut r = AppSyncResult::default();
+                    fields!(j, {
+                        "resources" => r.resources => {
+                            let mut failed = Vec::new();
+                            j.opt(|j| {
+                                j.array(|j| {
+                                    let one = app_result_resource(j)?;
+                                    if one.failed() {
+                                        failed.push(one);
+                                    }
+                                    Ok(())
+                                })
+                            })?;
+                            failed
+                        },
+                    })?;
+                    Ok(r)
+                })?,
             })?;
             Ok(o)
         })?,
@@ -1263,6 +1284,19 @@ fn app_source(j: &mut Json<'_>) -> R<AppSource> {
         })?,
     })?;
     Ok(s)
+}
+
+fn app_result_resource(j: &mut Json<'_>) -> R<AppResultResource> {
+    let mut r = AppResultResource::default();
+    fields!(j, {
+        "kind" => r.kind => j.string()?,
+        "name" => r.name => j.string()?,
+        "status" => r.status => j.opt_string()?,
+        "hookType" => r.hook_type => j.opt_string()?,
+        "hookPhase" => r.hook_phase => j.opt_string()?,
+        "message" => r.message => j.opt_string()?,
+    })?;
+    Ok(r)
 }
 
 fn app_resource(j: &mut Json<'_>) -> R<AppResource> {

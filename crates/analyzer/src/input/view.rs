@@ -1371,11 +1371,54 @@ pub(crate) struct AppStatus {
     pub operation_state: Option<AppOperationState>,
 }
 
-/// `status.operationState`: the last sync operation, as far as telling a self-heal needs it.
+/// `status.operationState`: the last sync operation, as far as telling a self-heal and a
+/// failed sync need it.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub(crate) struct AppOperationState {
     pub operation: Option<AppOperation>,
+    /// `Running`, `Succeeded`, `Failed`, `Error`, `Terminating`.
+    pub phase: Option<Str>,
+    pub message: Option<Str>,
+    pub sync_result: Option<AppSyncResult>,
+}
+
+/// `syncResult`: of its resources, only those that failed (a hook whose phase is `Failed` or
+/// `Error`, a resource whose status is `SyncFailed`) are kept.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppSyncResult {
+    #[serde(deserialize_with = "failed_resources")]
+    pub resources: Vec<AppResultResource>,
+}
+
+/// One resource of a sync's result.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AppResultResource {
+    pub kind: Str,
+    pub name: Str,
+    pub status: Option<Str>,
+    pub hook_type: Option<Str>,
+    pub hook_phase: Option<Str>,
+    pub message: Option<Str>,
+}
+
+impl AppResultResource {
+    /// A hook that failed, or a resource that did not sync.
+    pub fn failed(&self) -> bool {
+        matches!(self.hook_phase.as_deref(), Some("Failed" | "Error"))
+            || self.status.as_deref() == Some("SyncFailed")
+    }
+}
+
+fn failed_resources<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<AppResultResource>, D::Error> {
+    let all: Option<Vec<AppResultResource>> = Option::deserialize(d)?;
+    Ok(all
+        .unwrap_or_default()
+        .into_iter()
+        .filter(AppResultResource::failed)
+        .collect())
 }
 
 #[derive(Debug, Default, Deserialize)]

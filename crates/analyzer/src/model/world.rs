@@ -732,6 +732,72 @@ pub(crate) struct AppObj {
     pub changes: Vec<String>,
     /// Its last operation was a self-heal (`autoHealAttemptsCount` above 0).
     pub self_heal: Option<SelfHeal>,
+    /// Its last operation, when it failed or is failing (a hook or a resource that failed).
+    pub failing: Option<FailedSync>,
+}
+
+/// A sync operation that failed, or is running on after a failure (a retry), as the
+/// Application's `operationState` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FailedSync {
+    /// `Failed`, `Error`, or `Running` (retrying).
+    pub phase: String,
+    pub message: String,
+    /// What failed, in words: `PreSync hook Job rollout-forensics-gate Failed: ...`.
+    pub failed: Vec<String>,
+}
+
+impl FailedSync {
+    fn of(state: Option<&mut crate::input::view::AppOperationState>) -> Option<FailedSync> {
+        let state = state?;
+        let phase = state.phase.take().unwrap_or_default();
+        let failed: Vec<String> = state
+            .sync_result
+            .take()
+            .map(|r| r.resources)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                let what = match (&r.hook_type, &r.hook_phase) {
+                    (Some(hook), Some(p)) => format!("{hook} hook {} {} {p}", r.kind, r.name),
+                    _ => format!(
+                        "{} {} {}",
+                        r.kind,
+                        r.name,
+                        r.status.as_deref().unwrap_or("failed")
+                    ),
+                };
+                match r.message.as_deref().filter(|m| !m.is_empty()) {
+                    Some(m) => format!("{what}: {m}"),
+                    None => what,
+                }
+            })
+            .collect();
+        if !matches!(phase.as_str(), "Failed" | "Error") && failed.is_empty() {
+            return None;
+        }
+        Some(FailedSync {
+            phase: phase.to_string(),
+            message: state
+                .message
+                .take()
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+            failed,
+        })
+    }
+
+    /// `sync operation Failed: MESSAGE; PreSync hook Job NAME Failed: ...`.
+    pub fn words(&self) -> String {
+        let mut s = format!("sync operation {}", self.phase);
+        if !self.message.is_empty() {
+            s.push_str(&format!(": {}", self.message));
+        }
+        for f in &self.failed {
+            s.push_str(&format!("; {f}"));
+        }
+        s
+    }
 }
 
 /// An Application's self-heal, as its last operation says it.
@@ -1951,9 +2017,16 @@ impl World {
                     .or_default()
                     .insert(key.clone());
             }
+            let failing = FailedSync::of(v.status.operation_state.as_mut());
             let self_heal = SelfHeal::of(v.status.operation_state.take());
             let mut changes = Vec::new();
             if let Some(old) = self.apps.get(&key) {
+                if let Some(f) = failing
+                    .as_ref()
+                    .filter(|f| old.failing.as_ref() != Some(*f))
+                {
+                    changes.push(f.words());
+                }
                 if let Some(heal) = self_heal
                     .as_ref()
                     .filter(|h| old.self_heal.as_ref() != Some(*h))
@@ -2001,6 +2074,7 @@ impl World {
                     pos,
                     changes,
                     self_heal,
+                    failing,
                 },
             );
         }

@@ -41,6 +41,47 @@ pub struct RolloutEnd {
     /// When it last became Healthy with every pod on one revision (`stableRS` equal to
     /// `currentPodHash`), and on which.
     pub last_settled: Option<Settled>,
+    /// The Argo CD Applications that manage it, as they ended (none: the key is left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub applications: Vec<ApplicationEnd>,
+}
+
+/// An Argo CD Application's state at the end: what its status said last.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ApplicationEnd {
+    pub namespace: Str,
+    pub name: Str,
+    /// `status.sync.status`.
+    pub sync: Option<Str>,
+    /// `status.health.status`.
+    pub health: Option<Str>,
+    /// Its last sync of `status.history`, in words (`sync 2 (automated) at TIME`).
+    pub last_sync: Option<String>,
+    /// Its last operation, when it failed or is failing after a failure, in words (`sync
+    /// operation Failed: ...; PreSync hook Job NAME Failed: ...`).
+    pub failing: Option<String>,
+}
+
+impl ApplicationEnd {
+    /// `Application NS/NAME: OutOfSync, Suspended · last sync 2 (automated) at TIME · sync
+    /// operation Failed: ...`.
+    pub fn describe(&self) -> String {
+        let word = |w: &Option<Str>| w.as_deref().unwrap_or("unknown").to_owned();
+        let mut s = format!(
+            "Application {}/{}: {}, {}",
+            self.namespace,
+            self.name,
+            word(&self.sync),
+            word(&self.health)
+        );
+        if let Some(l) = &self.last_sync {
+            s.push_str(&format!(" · last {l}"));
+        }
+        if let Some(f) = &self.failing {
+            s.push_str(&format!(" · {f}"));
+        }
+        s
+    }
 }
 
 impl RolloutEnd {

@@ -1806,6 +1806,11 @@ pub fn write(w: &mut dyn Write, report: &Report) -> io::Result<()> {
                     .pods()
                     .iter()
                     .map(|p| format!(" · rs {p}"))
+                    .chain(
+                        e.applications
+                            .iter()
+                            .map(|a| format!(" · {}", a.describe()))
+                    )
                     .collect::<String>())
             );
         }
@@ -2091,6 +2096,7 @@ mod tests {
                 ready: 4,
             }],
             last_settled: None,
+            applications: Vec::new(),
         }];
         let page = html(&r);
         assert!(page.contains("stable (current) · 4/4 at the end"), "{page}");

@@ -301,6 +301,9 @@ fn end_states(w: &mut dyn Write, report: &Report, clock: Clock) -> io::Result<()
         if let Some(m) = e.message() {
             state.push_str(&format!(" · {m}"));
         }
+        for app in &e.applications {
+            state.push_str(&format!(" · {}", app.describe()));
+        }
         writeln!(
             w,
             "| {} | {} | {} |",

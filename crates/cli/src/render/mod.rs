@@ -375,6 +375,9 @@ fn end_states(w: &mut dyn Write, report: &Report, style: Style, clock: Clock) ->
         for pods in e.pods() {
             w.write_all(wrap(&format!("rs {pods}"), style.width, "    ", "      ").as_bytes())?;
         }
+        for app in &e.applications {
+            w.write_all(wrap(&app.describe(), style.width, "    ", "      ").as_bytes())?;
+        }
     }
     if !report.findings.is_empty() && hidden > 0 {
         writeln!(
