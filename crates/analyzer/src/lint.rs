@@ -25,6 +25,8 @@ pub const LINT_RULES: &[Rule] = &[
     Rule::NoRollbackHistory,
     Rule::FrontDoorBypass,
     Rule::SelectorFight,
+    Rule::AnalysisWithoutTraffic,
+    Rule::RolloutStopped,
 ];
 
 /// One finding of `lint`.
@@ -85,6 +87,17 @@ fn path(parts: &[&str]) -> Vec<String> {
 /// Lints `objects` (Kubernetes objects as JSON, Lists already flattened; an object without
 /// `kind` is left alone), `namespace` the one objects without `metadata.namespace` are in.
 pub fn lint(objects_: &[Value], namespace: &str) -> Vec<LintFinding> {
+    lint_against(objects_, namespace, None)
+}
+
+/// [`lint`], with the Services of the cluster (`live`, as `lint --live` lists them) where a
+/// rollout's references are looked for: a Service missing from the render and the cluster is
+/// an error, one the cluster holds is no finding.
+pub fn lint_against(
+    objects_: &[Value],
+    namespace: &str,
+    live: Option<&[Value]>,
+) -> Vec<LintFinding> {
     let objs = objects(objects_, namespace);
     let index = Index::of(&objs);
     let mut out = Vec::new();
@@ -93,15 +106,326 @@ pub fn lint(objects_: &[Value], namespace: &str) -> Vec<LintFinding> {
             "Rollout" => {
                 workload(o, &mut out);
                 rollout_services(o, &objs, &index, &mut out);
+                references(o, &objs, live, &mut out);
             }
             "Deployment" | "StatefulSet" | "DaemonSet" => workload(o, &mut out),
             "Service" => hash_in_selector(o, &mut out),
-            "Application" => moving_values(o, &mut out),
+            "Application" => {
+                moving_values(o, &mut out);
+                self_heal_over_pinned_hash(o, &objs, &mut out);
+            }
             _ => {}
         }
     }
+    renders_compared(&objs, &mut out);
     out.sort_by_key(|f| f.object);
     out
+}
+
+/// The Services, routers and AnalysisTemplates a rollout names that the input does not hold:
+/// the controller refuses a rollout whose references are missing (`InvalidSpec`, Degraded). A
+/// render may leave out what another release owns, so these are warnings; `lint --live` looks
+/// for the Services in the cluster.
+fn references(r: &Obj<'_>, objs: &[Obj<'_>], live: Option<&[Value]>, out: &mut Vec<LintFinding>) {
+    let has = |kinds: &[&str], name: &str| {
+        objs.iter()
+            .any(|o| kinds.contains(&o.kind) && o.name == name && o.namespace == r.namespace)
+    };
+    let has_cluster =
+        |kind: &str, name: &str| objs.iter().any(|o| o.kind == kind && o.name == name);
+    for (kind, name, at) in named_references(r.value) {
+        let found = match kind {
+            "ClusterAnalysisTemplate" => has_cluster(kind, name),
+            _ => has(&[kind], name),
+        };
+        if found {
+            continue;
+        }
+        // The cluster's Services, with `--live`.
+        let in_cluster = match (kind, live) {
+            ("Service", Some(services)) => Some(services.iter().any(|s| {
+                str_at(s, &["metadata", "name"]) == Some(name)
+                    && str_at(s, &["metadata", "namespace"]).is_none_or(|n| n == r.namespace)
+            })),
+            _ => None,
+        };
+        let (severity, held) = match in_cluster {
+            Some(true) => continue,
+            Some(false) => (
+                Severity::Error,
+                "which neither this render nor the cluster holds: the controller will refuse the rollout (InvalidSpec) and it goes Degraded",
+            ),
+            None => (
+                Severity::Warning,
+                "which this render does not hold: unless it is in the cluster already, the controller refuses the rollout (InvalidSpec) and it goes Degraded",
+            ),
+        };
+        out.push(LintFinding {
+            rule: Rule::RolloutStopped,
+            severity,
+            object: r.index,
+            path: at.clone(),
+            message: format!(
+                "Rollout {} names {kind} {name} ({}), {held}",
+                r.name,
+                at.join(".")
+            ),
+            fix: format!(
+                "Render {kind} {name} with the rollout, or make sure it exists in namespace {} before the sync (`lint --live` checks Services against the cluster).",
+                r.namespace
+            ),
+        });
+    }
+}
+
+/// What a rollout names by name: (kind, name, the path of the name).
+pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<String>)> {
+    let mut out = Vec::new();
+    let Some(strategy) = rollout.pointer("/spec/strategy") else {
+        return out;
+    };
+    for (part, fields) in [
+        ("canary", ["stableService", "canaryService"]),
+        ("blueGreen", ["activeService", "previewService"]),
+    ] {
+        for f in fields {
+            if let Some(n) = strategy
+                .pointer(&format!("/{part}/{f}"))
+                .and_then(Value::as_str)
+            {
+                out.push(("Service", n, path(&["spec", "strategy", part, f])));
+            }
+        }
+    }
+    let routing = |p: &str| strategy.pointer(&format!("/canary/trafficRouting{p}"));
+    if let Some(n) = routing("/nginx/stableIngress").and_then(Value::as_str) {
+        out.push((
+            "Ingress",
+            n,
+            path(&[
+                "spec",
+                "strategy",
+                "canary",
+                "trafficRouting",
+                "nginx",
+                "stableIngress",
+            ]),
+        ));
+    }
+    if let Some(n) = routing("/alb/ingress").and_then(Value::as_str) {
+        out.push((
+            "Ingress",
+            n,
+            path(&[
+                "spec",
+                "strategy",
+                "canary",
+                "trafficRouting",
+                "alb",
+                "ingress",
+            ]),
+        ));
+    }
+    if let Some(n) = routing("/istio/virtualService/name").and_then(Value::as_str) {
+        // `name` or `name.namespace`.
+        let n = n.split('.').next().unwrap_or(n);
+        out.push((
+            "VirtualService",
+            n,
+            path(&[
+                "spec",
+                "strategy",
+                "canary",
+                "trafficRouting",
+                "istio",
+                "virtualService",
+                "name",
+            ]),
+        ));
+    }
+    // The analyses: background, per step, before and after a blue-green promotion.
+    let mut analyses: Vec<(&Value, Vec<String>)> = Vec::new();
+    for (p, at) in [
+        (
+            "/canary/analysis",
+            path(&["spec", "strategy", "canary", "analysis"]),
+        ),
+        (
+            "/blueGreen/prePromotionAnalysis",
+            path(&["spec", "strategy", "blueGreen", "prePromotionAnalysis"]),
+        ),
+        (
+            "/blueGreen/postPromotionAnalysis",
+            path(&["spec", "strategy", "blueGreen", "postPromotionAnalysis"]),
+        ),
+    ] {
+        if let Some(a) = strategy.pointer(p) {
+            analyses.push((a, at));
+        }
+    }
+    let steps = strategy.pointer("/canary/steps").and_then(Value::as_array);
+    for (i, step) in steps.into_iter().flatten().enumerate() {
+        if let Some(a) = step.get("analysis") {
+            analyses.push((
+                a,
+                path(&[
+                    "spec",
+                    "strategy",
+                    "canary",
+                    "steps",
+                    &i.to_string(),
+                    "analysis",
+                ]),
+            ));
+        }
+    }
+    for (a, at) in analyses {
+        let templates = a.get("templates").and_then(Value::as_array);
+        for (j, t) in templates.into_iter().flatten().enumerate() {
+            let Some(n) = t.get("templateName").and_then(Value::as_str) else {
+                continue;
+            };
+            let cluster = t.get("clusterScope").and_then(Value::as_bool) == Some(true);
+            let mut p = at.clone();
+            p.extend(path(&["templates", &j.to_string(), "templateName"]));
+            out.push((
+                if cluster {
+                    "ClusterAnalysisTemplate"
+                } else {
+                    "AnalysisTemplate"
+                },
+                n,
+                p,
+            ));
+        }
+    }
+    out
+}
+
+/// True when the rollout runs an analysis of its canary (background or at a step), and the
+/// path of the first.
+fn canary_analysis(r: &Value) -> Option<Vec<String>> {
+    if r.pointer("/spec/strategy/canary/analysis").is_some() {
+        return Some(path(&["spec", "strategy", "canary", "analysis"]));
+    }
+    let steps = r
+        .pointer("/spec/strategy/canary/steps")
+        .and_then(Value::as_array)?;
+    steps
+        .iter()
+        .position(|s| s.get("analysis").is_some())
+        .map(|i| {
+            path(&[
+                "spec",
+                "strategy",
+                "canary",
+                "steps",
+                &i.to_string(),
+                "analysis",
+            ])
+        })
+}
+
+/// An Application that self-heals, beside a Service of its destination namespace whose
+/// selector pins the controller's key: each promotion becomes a fight.
+fn self_heal_over_pinned_hash(app: &Obj<'_>, objs: &[Obj<'_>], out: &mut Vec<LintFinding>) {
+    if app
+        .value
+        .pointer("/spec/syncPolicy/automated/selfHeal")
+        .and_then(Value::as_bool)
+        != Some(true)
+    {
+        return;
+    }
+    let destination = app
+        .value
+        .pointer("/spec/destination/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(app.namespace);
+    for s in objs
+        .iter()
+        .filter(|o| o.kind == "Service" && o.namespace == destination)
+    {
+        let selector = labels(map_at(s.value, &["spec", "selector"]));
+        let Some(hash) = selector.get(HASH_LABEL) else {
+            continue;
+        };
+        out.push(LintFinding {
+            rule: Rule::SelectorFight,
+            severity: Severity::Warning,
+            object: app.index,
+            path: path(&["spec", "syncPolicy", "automated", "selfHeal"]),
+            message: format!(
+                "Application {} self-heals, and Service {} of its namespace {destination} pins {HASH_LABEL}: {hash}: at each promotion the controller moves the key, Argo CD writes {hash} back, and the two take turns until the self-heal backs off",
+                app.name, s.name
+            ),
+            fix: format!(
+                "Take {HASH_LABEL} out of Service {}'s selector in Git (the controller adds it); or ignore the field in the Application (`ignoreDifferences` of /spec/selector with `RespectIgnoreDifferences=true`).",
+                s.name
+            ),
+        });
+    }
+}
+
+/// The same workload rendered more than once in the input (two renders of one release, given
+/// as two inputs): pod-template annotations or labels that differ between them are made at
+/// render time, and every sync makes a new revision of an unchanged release.
+fn renders_compared(objs: &[Obj<'_>], out: &mut Vec<LintFinding>) {
+    let mut first: HashMap<(&str, &str, &str), &Obj<'_>> = HashMap::new();
+    for o in objs {
+        if !matches!(
+            o.kind,
+            "Rollout" | "Deployment" | "StatefulSet" | "DaemonSet"
+        ) {
+            continue;
+        }
+        let Some(template) = o.value.pointer("/spec/template") else {
+            continue;
+        };
+        let Some(before) = first.get(&(o.kind, o.namespace, o.name)) else {
+            first.insert((o.kind, o.namespace, o.name), o);
+            continue;
+        };
+        let Some(was) = before.value.pointer("/spec/template") else {
+            continue;
+        };
+        let changes = crate::model::diff::template_diff(was, template);
+        let only_meta = !changes.is_empty()
+            && changes.iter().all(|c| {
+                c.path.starts_with(&["metadata", "annotations"])
+                    || c.path.starts_with(&["metadata", "labels"])
+            });
+        if !only_meta {
+            continue;
+        }
+        for c in &changes {
+            let (Some(part), Some(key)) = (
+                c.path.0.get(1).and_then(|s| match s {
+                    crate::model::diff::Segment::Key(k) => Some(k.as_str()),
+                    _ => None,
+                }),
+                c.path.last_key(),
+            ) else {
+                continue;
+            };
+            out.push(LintFinding {
+                rule: Rule::HashOnlyChange,
+                severity: Severity::Warning,
+                object: o.index,
+                path: path(&["spec", "template", "metadata", part, key]),
+                message: format!(
+                    "{} {} is rendered twice in the input and the renders differ only in the pod template's {part} {key} ({} -> {}): a value made at render time, so every sync of the same release makes a new revision (and restarts a canary in progress)",
+                    o.kind,
+                    o.name,
+                    crate::model::diff::Change::show(c.old.as_ref()),
+                    crate::model::diff::Change::show(c.new.as_ref())
+                ),
+                fix: format!(
+                    "Derive {key} from what the release is (a checksum of its config, the image digest), not from the time or a random value."
+                ),
+            });
+        }
+    }
 }
 
 /// The objects of the input with a kind, `namespace` for those that name none.
@@ -472,6 +796,23 @@ fn rollout_services(r: &Obj<'_>, objs: &[Obj<'_>], index: &Index<'_>, out: &mut 
         }
     }
     doors.sort_by_key(|d| d.0);
+    // An analysis of the canary measures pods the front door does not send customers to.
+    if let (Some((i, _, backend, _)), Some(at)) = (doors.first(), canary_analysis(r.value)) {
+        let o = &objs[*i];
+        out.push(LintFinding {
+            rule: Rule::AnalysisWithoutTraffic,
+            severity: Severity::Error,
+            object: r.index,
+            path: at,
+            message: format!(
+                "Rollout {} analyzes its canary, but {} {} sends customers to Service {backend}, which promotion does not move: no customer request reaches the canary, and its analysis can pass on pods no one used",
+                r.name, o.kind, o.name
+            ),
+            fix: format!(
+                "Route the front door through {front} (or the rollout's traffic router), or measure what the front door's customers reach."
+            ),
+        });
+    }
     for (i, at, backend, words) in doors {
         let o = &objs[i];
         out.push(LintFinding {

@@ -3267,6 +3267,23 @@ fn issue_50_lint_finds_each_seed_in_real_helm_renders() {
             "checkout-api spec.template.metadata.annotations.rollme"
         )]
     );
+    // The two renders given together: the value that differs between them is named as such.
+    let mut l = c.forensics();
+    l.args(["lint", "-", "-o", "json", "-n", "shop"]);
+    let o = real::run_with_input(l, Some(&format!("{once}\n---\n{twice}")));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let compared: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("is rendered twice in the input and the renders differ only in the pod template's annotations rollme")
+        })
+        .collect();
+    assert_eq!(compared.len(), 1, "{report}");
     // Seed 000's Application: the values repository at `main` beside the inline image.
     let repos = tempfile::tempdir().unwrap();
     let charts = GitRepo::new(repos.path(), "charts");

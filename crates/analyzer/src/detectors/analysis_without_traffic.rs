@@ -27,6 +27,12 @@
 //! Do not take this analysis as evidence of the release. Route the front door through the
 //! rollout's Services (or measure what customers reach), then run the analysis again; aborting
 //! the rollout is a decision.
+//!
+//! # Before the sync
+//! `lint` finds it where the render shows it: a rollout that analyzes its canary (a background
+//! analysis or an analysis step) while an Ingress, HTTPRoute or VirtualService of the render
+//! sends customers to a Service of the rollout that promotion does not move (the front door of
+//! `front-door-bypass`): no customer request will reach the canary the analysis measures.
 
 use std::collections::{BTreeMap, BTreeSet};
 

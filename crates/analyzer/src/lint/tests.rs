@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::{LintFinding, lint};
+use super::{LintFinding, lint, lint_against};
 use crate::report::finding::Rule;
 
 fn rollout(strategy: Value, labels: Value, image: &str) -> Value {
@@ -189,4 +189,159 @@ fn a_router_of_the_rollouts_traffic_routing_is_not_a_front_door() {
         found[0].object, 3,
         "only the VirtualService the rollout does not name"
     );
+}
+
+/// Seed 002's analysis: the canary is analyzed while the front door sends customers to the
+/// legacy Service, which promotion does not move.
+#[test]
+fn an_analysis_behind_a_front_door_that_bypasses_the_canary() {
+    let analyzed = json!({"canary": {"stableService": "checkout-api", "steps": [
+        {"setWeight": 20}, {"analysis": {"templates": [{"templateName": "success-rate"}]}}]}});
+    let template = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "AnalysisTemplate",
+                          "metadata": {"name": "success-rate"}, "spec": {"metrics": []}});
+    let objects = [
+        service("checkout-api", json!({"app": "checkout-api"})),
+        service("checkout-api-legacy", json!({"app": "checkout-api"})),
+        ingress("shop", "checkout-api-legacy"),
+        rollout(analyzed.clone(), json!({"app": "checkout-api"}), PINNED),
+        template.clone(),
+    ];
+    let found = lint(&objects, "payments");
+    assert_eq!(
+        rules(&found),
+        [Rule::FrontDoorBypass, Rule::AnalysisWithoutTraffic],
+        "{found:#?}"
+    );
+    assert_eq!(found[1].object, 3);
+    assert_eq!(
+        found[1].path.join("."),
+        "spec.strategy.canary.steps.1.analysis"
+    );
+    assert!(
+        found[1]
+            .message
+            .contains("Ingress shop sends customers to Service checkout-api-legacy"),
+        "{}",
+        found[1].message
+    );
+    // The front door through the stableService: the canary takes its share.
+    let objects = [
+        service("checkout-api", json!({"app": "checkout-api"})),
+        ingress("shop", "checkout-api"),
+        rollout(analyzed, json!({"app": "checkout-api"}), PINNED),
+        template,
+    ];
+    assert_eq!(lint(&objects, "payments"), []);
+}
+
+/// What the rollout names and the render does not hold: a warning, since the cluster may
+/// hold it; with the cluster's Services, an error or nothing.
+#[test]
+fn references_missing_from_the_render_and_from_the_cluster() {
+    let strategy = json!({"canary": {
+        "stableService": "checkout-api", "canaryService": "checkout-api-canary",
+        "trafficRouting": {"nginx": {"stableIngress": "shop"}},
+        "analysis": {"templates": [{"templateName": "errors", "clusterScope": true}]},
+        "steps": [{"setWeight": 20}, {"analysis": {"templates": [{"templateName": "latency"}]}}]}});
+    let objects = [
+        service("checkout-api", json!({"app": "checkout-api"})),
+        rollout(strategy, json!({"app": "checkout-api"}), PINNED),
+    ];
+    let found = lint(&objects, "payments");
+    let said: Vec<(String, &str)> = found
+        .iter()
+        .map(|f| (f.path.join("."), f.severity.as_str()))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("spec.strategy.canary.canaryService".to_owned(), "warning"),
+            (
+                "spec.strategy.canary.trafficRouting.nginx.stableIngress".to_owned(),
+                "warning"
+            ),
+            (
+                "spec.strategy.canary.analysis.templates.0.templateName".to_owned(),
+                "warning"
+            ),
+            (
+                "spec.strategy.canary.steps.1.analysis.templates.0.templateName".to_owned(),
+                "warning"
+            ),
+        ],
+        "{found:#?}"
+    );
+    assert!(found.iter().all(|f| f.rule == Rule::RolloutStopped));
+    assert!(
+        found[2]
+            .message
+            .contains("names ClusterAnalysisTemplate errors")
+    );
+    // The canary Service is in the cluster: no finding; not there: an error.
+    let canary = json!({"kind": "Service", "metadata": {"name": "checkout-api-canary", "namespace": "payments"}});
+    let found = lint_against(&objects, "payments", Some(&[canary]));
+    assert_eq!(found.len(), 3, "{found:#?}");
+    let found = lint_against(&objects, "payments", Some(&[]));
+    assert_eq!(found[0].severity.as_str(), "error");
+    assert!(
+        found[0]
+            .message
+            .contains("neither this render nor the cluster holds")
+    );
+}
+
+/// Seed 003's Application beside the manifests it syncs: self-heal over a pinned hash.
+#[test]
+fn an_application_that_self_heals_a_service_pinning_the_hash() {
+    let app = |self_heal: bool| {
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+               "metadata": {"name": "checkout-api", "namespace": "argocd"},
+               "spec": {"destination": {"namespace": "payments"},
+                        "syncPolicy": {"automated": {"selfHeal": self_heal}}}})
+    };
+    let pinned = service(
+        "checkout-api",
+        json!({"app": "checkout-api", "rollouts-pod-template-hash": "5699dbb5c7"}),
+    );
+    let found = lint(&[app(true), pinned.clone()], "payments");
+    assert_eq!(rules(&found), [Rule::SelectorFight, Rule::SelectorFight]);
+    assert_eq!(found[0].object, 0);
+    assert_eq!(
+        found[0].path.join("."),
+        "spec.syncPolicy.automated.selfHeal"
+    );
+    assert!(found[0].message.contains("Application checkout-api self-heals, and Service checkout-api of its namespace payments pins rollouts-pod-template-hash: 5699dbb5c7"));
+    let found = lint(&[app(false), pinned], "payments");
+    assert_eq!(found.len(), 1, "the Service's own finding only: {found:#?}");
+}
+
+/// Two renders of one release given together: what differs in the pod template's annotations
+/// is made at render time.
+#[test]
+fn two_renders_of_one_release_that_differ_in_a_render_time_value() {
+    let strategy = json!({"blueGreen": {"activeService": "checkout-api"}});
+    let mut once = rollout(strategy.clone(), json!({"app": "checkout-api"}), PINNED);
+    let mut twice = once.clone();
+    once["spec"]["template"]["metadata"]["annotations"]["example.com/build"] = json!("4f1c");
+    twice["spec"]["template"]["metadata"]["annotations"]["example.com/build"] = json!("9e2a");
+    let s = service("checkout-api", json!({"app": "checkout-api"}));
+    let found = lint(&[s.clone(), once.clone(), s.clone(), twice], "payments");
+    assert_eq!(rules(&found), [Rule::HashOnlyChange], "{found:#?}");
+    assert_eq!(found[0].object, 3);
+    assert_eq!(
+        found[0].path.join("."),
+        "spec.template.metadata.annotations.example.com/build"
+    );
+    assert!(
+        found[0]
+            .message
+            .contains("annotations example.com/build (4f1c -> 9e2a)")
+    );
+    // Two releases (another image) are not one release rendered twice.
+    let mut other = once.clone();
+    other["spec"]["template"]["spec"]["containers"][0]["image"] = json!(
+        "registry.example/checkout-api:1.2@sha256:0202020202020202020202020202020202020202020202020202020202020202"
+    );
+    other["spec"]["template"]["metadata"]["annotations"]["example.com/build"] = json!("9e2a");
+    assert_eq!(lint(&[s.clone(), once, s, other], "payments"), []);
 }

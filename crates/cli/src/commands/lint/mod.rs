@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use rf_analyzer::lint::gate::{GATE_RULES, Gate, Live, gate};
-use rf_analyzer::lint::{LINT_RULES, LintFinding, lint};
+use rf_analyzer::lint::{LINT_RULES, LintFinding, lint_against};
 use rf_analyzer::{Rule, Severity};
 use rf_format::Kind;
 use serde_json::{Value, json};
@@ -154,10 +154,9 @@ struct Placed<'a> {
 
 pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
     let m = read::read(&args.paths)?;
-    let (namespace, checked) = if args.live {
+    let (namespace, live) = if args.live {
         let (ns, live) = live_state(args, &m.objects, args.namespace.as_deref())?;
-        let g = gate(&m.objects, &ns, &live);
-        (ns, Some(g))
+        (ns, Some(live))
     } else {
         (
             args.namespace
@@ -166,7 +165,12 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<Exit> {
             None,
         )
     };
-    let mut found = lint(&m.objects, &namespace);
+    let checked = live.as_ref().map(|l| gate(&m.objects, &namespace, l));
+    let mut found = lint_against(
+        &m.objects,
+        &namespace,
+        live.as_ref().map(|l| l.services.as_slice()),
+    );
     if let Some(g) = &checked {
         found.extend(g.findings.iter().cloned());
         found.sort_by_key(|f| f.object);
