@@ -927,6 +927,7 @@ fn backends(o: &Obj<'_>) -> Vec<(String, Vec<String>)> {
 }
 
 pub mod gate;
+pub mod manifests;
 
 #[cfg(test)]
 mod tests;
