@@ -197,51 +197,26 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
             }
         }
     }
-    let routing = |p: &str| strategy.pointer(&format!("/canary/trafficRouting{p}"));
-    if let Some(n) = routing("/nginx/stableIngress").and_then(Value::as_str) {
-        out.push((
-            "Ingress",
-            n,
-            path(&[
-                "spec",
-                "strategy",
-                "canary",
-                "trafficRouting",
-                "nginx",
-                "stableIngress",
-            ]),
-        ));
-    }
-    if let Some(n) = routing("/alb/ingress").and_then(Value::as_str) {
-        out.push((
-            "Ingress",
-            n,
-            path(&[
-                "spec",
-                "strategy",
-                "canary",
-                "trafficRouting",
-                "alb",
-                "ingress",
-            ]),
-        ));
-    }
-    if let Some(n) = routing("/istio/virtualService/name").and_then(Value::as_str) {
-        // `name` or `name.namespace`.
-        let n = n.split('.').next().unwrap_or(n);
-        out.push((
-            "VirtualService",
-            n,
-            path(&[
-                "spec",
-                "strategy",
-                "canary",
-                "trafficRouting",
-                "istio",
-                "virtualService",
-                "name",
-            ]),
-        ));
+    // The routers its traffic routing names: (kind, the path below trafficRouting).
+    for (kind, below) in [
+        ("Ingress", &["nginx", "stableIngress"][..]),
+        ("Ingress", &["alb", "ingress"][..]),
+        ("VirtualService", &["istio", "virtualService", "name"][..]),
+    ] {
+        let mut at = vec!["spec", "strategy", "canary", "trafficRouting"];
+        at.extend_from_slice(below);
+        let Some(n) = rollout
+            .pointer(&format!("/{}", at.join("/")))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        // A VirtualService as `name` or `name.namespace` (an Ingress's name may hold dots).
+        let n = match kind {
+            "VirtualService" => n.split('.').next().unwrap_or(n),
+            _ => n,
+        };
+        out.push((kind, n, path(&at)));
     }
     // The analyses: background, per step, before and after a blue-green promotion.
     let mut analyses: Vec<(&Value, Vec<String>)> = Vec::new();

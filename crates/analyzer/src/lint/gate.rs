@@ -625,6 +625,14 @@ mod tests {
         r
     }
 
+    /// The cluster with one live rollout (see [`live_rollout`]).
+    fn one_rollout(template: Value, current: &str, stable: &str, paused: bool) -> Live {
+        Live {
+            rollouts: vec![live_rollout(template, current, stable, paused)],
+            ..Live::default()
+        }
+    }
+
     fn replica_set(hash: &str, template: &Value) -> Value {
         let mut t = template.clone();
         t["metadata"]["labels"]["rollouts-pod-template-hash"] = json!(hash);
@@ -645,15 +653,7 @@ mod tests {
     /// only `checksum/config`.
     #[test]
     fn a_checksum_only_render_of_a_paused_canary_is_refused() {
-        let live = Live {
-            rollouts: vec![live_rollout(
-                template("aaa", V2, true),
-                "74f8d84674",
-                "6b9d5c7f4d",
-                true,
-            )],
-            ..Live::default()
-        };
+        let live = one_rollout(template("aaa", V2, true), "74f8d84674", "6b9d5c7f4d", true);
         let g = gate(&[rendered("bbb", V2)], "payments", &live);
         assert_eq!(g.findings.len(), 1, "{g:#?}");
         let f = &g.findings[0];
@@ -686,15 +686,7 @@ mod tests {
     /// Seed 000's first render: the rollout is promoted, and a new image starts a canary.
     #[test]
     fn a_new_release_of_a_promoted_rollout_passes() {
-        let live = Live {
-            rollouts: vec![live_rollout(
-                template("aaa", V1, true),
-                "6b9d5c7f4d",
-                "6b9d5c7f4d",
-                false,
-            )],
-            ..Live::default()
-        };
+        let live = one_rollout(template("aaa", V1, true), "6b9d5c7f4d", "6b9d5c7f4d", false);
         let g = gate(&[rendered("aaa", V2)], "payments", &live);
         assert!(g.findings.is_empty(), "{g:#?}");
         assert!(
@@ -709,15 +701,7 @@ mod tests {
     /// The API server defaults a port's protocol: a render without it is the same template.
     #[test]
     fn the_same_render_again_over_a_paused_canary_passes() {
-        let live = Live {
-            rollouts: vec![live_rollout(
-                template("aaa", V2, true),
-                "74f8d84674",
-                "6b9d5c7f4d",
-                true,
-            )],
-            ..Live::default()
-        };
+        let live = one_rollout(template("aaa", V2, true), "74f8d84674", "6b9d5c7f4d", true);
         let g = gate(&[rendered("aaa", V2)], "payments", &live);
         assert!(g.findings.is_empty(), "{g:#?}");
         assert!(g.notes[0].contains("leaves its pod template as it is"));
@@ -725,15 +709,7 @@ mod tests {
 
     #[test]
     fn a_new_image_over_a_canary_in_progress_is_refused_with_the_abort_that_allows_it() {
-        let live = Live {
-            rollouts: vec![live_rollout(
-                template("aaa", V2, true),
-                "74f8d84674",
-                "6b9d5c7f4d",
-                false,
-            )],
-            ..Live::default()
-        };
+        let live = one_rollout(template("aaa", V2, true), "74f8d84674", "6b9d5c7f4d", false);
         let g = gate(
             &[rendered("aaa", "registry.example/checkout-api:1.2")],
             "payments",
