@@ -321,8 +321,7 @@ fn self_heal_over_pinned_hash(app: &Obj<'_>, objs: &[Obj<'_>], out: &mut Vec<Lin
         .iter()
         .filter(|o| o.kind == "Service" && o.namespace == destination)
     {
-        let selector = labels(map_at(s.value, &["spec", "selector"]));
-        let Some(hash) = selector.get(HASH_LABEL) else {
+        let Some(hash) = pinned_hash(s) else {
             continue;
         };
         out.push(LintFinding {
@@ -547,10 +546,18 @@ fn workload(o: &Obj<'_>, out: &mut Vec<LintFinding>) {
     }
 }
 
+/// The `rollouts-pod-template-hash` a Service's selector pins in the manifests.
+fn pinned_hash<'a>(service: &Obj<'a>) -> Option<&'a str> {
+    service
+        .value
+        .pointer("/spec/selector")?
+        .get(HASH_LABEL)?
+        .as_str()
+}
+
 /// A Service whose selector in the manifests carries the controller's key.
 fn hash_in_selector(o: &Obj<'_>, out: &mut Vec<LintFinding>) {
-    let selector = labels(map_at(o.value, &["spec", "selector"]));
-    let Some(hash) = selector.get(HASH_LABEL) else {
+    let Some(hash) = pinned_hash(o) else {
         return;
     };
     out.push(LintFinding {
