@@ -7,7 +7,7 @@
 //! with the rule, its severity, what is wrong and the fix. The rules are the analyzer's own,
 //! where the same failure is found live: [`LINT_RULES`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -100,13 +100,21 @@ pub fn lint_against(
 ) -> Vec<LintFinding> {
     let objs = objects(objects_, namespace);
     let index = Index::of(&objs);
+    // What the input holds, by (kind, namespace, name); a cluster-scoped kind in namespace "".
+    let held: HashSet<(&str, &str, &str)> = objs
+        .iter()
+        .map(|o| match o.kind {
+            "ClusterAnalysisTemplate" => (o.kind, "", o.name),
+            _ => (o.kind, o.namespace, o.name),
+        })
+        .collect();
     let mut out = Vec::new();
     for o in &objs {
         match o.kind {
             "Rollout" => {
                 workload(o, &mut out);
                 rollout_services(o, &objs, &index, &mut out);
-                references(o, &objs, live, &mut out);
+                references(o, &held, live, &mut out);
             }
             "Deployment" | "StatefulSet" | "DaemonSet" => workload(o, &mut out),
             "Service" => hash_in_selector(o, &mut out),
@@ -126,18 +134,18 @@ pub fn lint_against(
 /// the controller refuses a rollout whose references are missing (`InvalidSpec`, Degraded). A
 /// render may leave out what another release owns, so these are warnings; `lint --live` looks
 /// for the Services in the cluster.
-fn references(r: &Obj<'_>, objs: &[Obj<'_>], live: Option<&[Value]>, out: &mut Vec<LintFinding>) {
-    let has = |kinds: &[&str], name: &str| {
-        objs.iter()
-            .any(|o| kinds.contains(&o.kind) && o.name == name && o.namespace == r.namespace)
-    };
-    let has_cluster =
-        |kind: &str, name: &str| objs.iter().any(|o| o.kind == kind && o.name == name);
+fn references(
+    r: &Obj<'_>,
+    held: &HashSet<(&str, &str, &str)>,
+    live: Option<&[Value]>,
+    out: &mut Vec<LintFinding>,
+) {
     for (kind, name, at) in named_references(r.value) {
-        let found = match kind {
-            "ClusterAnalysisTemplate" => has_cluster(kind, name),
-            _ => has(&[kind], name),
+        let ns = match kind {
+            "ClusterAnalysisTemplate" => "",
+            _ => r.namespace,
         };
+        let found = held.contains(&(kind, ns, name));
         if found {
             continue;
         }
@@ -149,7 +157,7 @@ fn references(r: &Obj<'_>, objs: &[Obj<'_>], live: Option<&[Value]>, out: &mut V
             })),
             _ => None,
         };
-        let (severity, held) = match in_cluster {
+        let (severity, said) = match in_cluster {
             Some(true) => continue,
             Some(false) => (
                 Severity::Error,
@@ -166,7 +174,7 @@ fn references(r: &Obj<'_>, objs: &[Obj<'_>], live: Option<&[Value]>, out: &mut V
             object: r.index,
             path: at.clone(),
             message: format!(
-                "Rollout {} names {kind} {name} ({}), {held}",
+                "Rollout {} names {kind} {name} ({}), {said}",
                 r.name,
                 at.join(".")
             ),
