@@ -210,6 +210,11 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
         ("Ingress", &["nginx", "stableIngress"][..]),
         ("Ingress", &["alb", "ingress"][..]),
         ("VirtualService", &["istio", "virtualService", "name"][..]),
+        ("DestinationRule", &["istio", "destinationRule", "name"][..]),
+        (
+            "HTTPRoute",
+            &["plugins", "argoproj-labs~1gatewayAPI", "httpRoute"][..],
+        ),
     ] {
         let mut at = vec!["spec", "strategy", "canary", "trafficRouting"];
         at.extend_from_slice(below);
@@ -224,7 +229,38 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
             "VirtualService" => n.split('.').next().unwrap_or(n),
             _ => n,
         };
+        // The path as the locator reads it: the plugin's name unescaped.
+        let at: Vec<&str> = at
+            .iter()
+            .map(|p| match *p {
+                "argoproj-labs~1gatewayAPI" => "argoproj-labs/gatewayAPI",
+                p => p,
+            })
+            .collect();
         out.push((kind, n, path(&at)));
+    }
+    // The Gateway API plugin's list of routes.
+    let routes = strategy
+        .pointer("/canary/trafficRouting/plugins/argoproj-labs~1gatewayAPI/httpRoutes")
+        .and_then(Value::as_array);
+    for (i, r) in routes.into_iter().flatten().enumerate() {
+        if let Some(n) = r.get("name").and_then(Value::as_str) {
+            out.push((
+                "HTTPRoute",
+                n,
+                path(&[
+                    "spec",
+                    "strategy",
+                    "canary",
+                    "trafficRouting",
+                    "plugins",
+                    "argoproj-labs/gatewayAPI",
+                    "httpRoutes",
+                    &i.to_string(),
+                    "name",
+                ]),
+            ));
+        }
     }
     // The analyses: background, per step, before and after a blue-green promotion.
     let mut analyses: Vec<(&Value, Vec<String>)> = Vec::new();

@@ -34,12 +34,12 @@
 //! decision, offered only where the cause is not the revision itself.
 //!
 //! # Before the sync
-//! `lint` finds a rollout the controller will refuse (`InvalidSpec`, Degraded before any step):
-//! the Services it names (`stableService`, `canaryService`, `activeService`, `previewService`),
-//! its traffic router's Ingress or VirtualService and the AnalysisTemplates (or
-//! ClusterAnalysisTemplates) its analyses name, when the render does not hold them: a warning,
-//! since another release may own them; `lint --live` looks for the Services in the cluster too,
-//! and one that neither holds is an error.
+//! `lint` finds a rollout the controller will refuse (`InvalidSpec`, Degraded before any step): the
+//! Services it names (`stableService`, `canaryService`, `activeService`, `previewService`), its
+//! traffic router's Ingress, VirtualService, DestinationRule or HTTPRoute, and the
+//! AnalysisTemplates (or ClusterAnalysisTemplates) its analyses name, when the render does not hold
+//! them: a warning, since another release may own them; `lint --live` looks for the Services in the
+//! cluster too, and one that neither holds is an error.
 
 use std::collections::VecDeque;
 

@@ -290,7 +290,49 @@ fn references_missing_from_the_render_and_from_the_cluster() {
     );
 }
 
-/// Seed 003's Application beside the manifests it syncs: self-heal over a pinned hash.
+/// The Istio and Gateway API routers a rollout names, missing from the render.
+#[test]
+fn the_routers_of_istio_and_the_gateway_api_plugin_are_references_too() {
+    let istio = json!({"canary": {"stableService": "checkout-api", "trafficRouting": {"istio": {
+        "virtualService": {"name": "shop.payments"}, "destinationRule": {"name": "checkout-api"}}}}});
+    let gateway = json!({"canary": {"stableService": "checkout-api", "trafficRouting": {"plugins": {
+        "argoproj-labs/gatewayAPI": {"httpRoutes": [{"name": "shop"}, {"name": "api"}]}}}}});
+    let s = service("checkout-api", json!({"app": "checkout-api"}));
+    let at = |strategy: Value| -> Vec<String> {
+        lint(
+            &[
+                s.clone(),
+                rollout(strategy, json!({"app": "checkout-api"}), PINNED),
+            ],
+            "payments",
+        )
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f.path.join("."),
+                f.message.split(" (").next().unwrap_or("")
+            )
+        })
+        .collect()
+    };
+    assert_eq!(
+        at(istio),
+        [
+            "spec.strategy.canary.trafficRouting.istio.virtualService.name Rollout checkout-api names VirtualService shop",
+            "spec.strategy.canary.trafficRouting.istio.destinationRule.name Rollout checkout-api names DestinationRule checkout-api",
+        ]
+    );
+    assert_eq!(
+        at(gateway),
+        [
+            "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.httpRoutes.0.name Rollout checkout-api names HTTPRoute shop",
+            "spec.strategy.canary.trafficRouting.plugins.argoproj-labs/gatewayAPI.httpRoutes.1.name Rollout checkout-api names HTTPRoute api",
+        ]
+    );
+}
+
+/// An Application beside the manifests it syncs: self-heal over a pinned hash.
 #[test]
 fn an_application_that_self_heals_a_service_pinning_the_hash() {
     let app = |self_heal: bool| {
