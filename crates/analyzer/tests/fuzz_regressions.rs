@@ -12,6 +12,10 @@ fn the_manifest_readers_fuzz_inputs_read_without_panic() {
     let mut read = 0;
     for dir in ["corpus", "regressions"] {
         let dir = root.join(dir).join("manifests");
+        // No input has crashed the reader yet: git keeps no empty `regressions/manifests`.
+        if dir.ends_with("regressions/manifests") && !dir.exists() {
+            continue;
+        }
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let bytes = std::fs::read(&path).unwrap();
