@@ -76,11 +76,7 @@ impl Sim {
         }
         d.meta.touch(ManagedField {
             manager,
-            operation: if spec && manager == manager::ARGOCD {
-                "Apply"
-            } else {
-                "Update"
-            },
+            operation: "Update",
             subresource: (!spec).then_some("status"),
             api_version: APPS_API,
             time: now,
@@ -108,7 +104,7 @@ impl Sim {
         meta.generation = Some(3);
         meta.touch(ManagedField {
             manager: manager::ARGOCD,
-            operation: "Apply",
+            operation: "Update",
             subresource: None,
             api_version: APPS_API,
             time: created - 3_600,

@@ -1071,12 +1071,13 @@ impl Sim {
 
 /// Name, uid, resourceVersion and JSON of a listed object.
 /// Who writes the Rollout's spec at a render, and how: helm-controller's Helm upgrade (an
-/// update) under Flux, else Argo CD's server-side apply.
+/// update) under Flux, else Argo CD's sync (a client-side apply: an update, as Argo CD 3.6 does by
+/// default).
 fn gitops_writer(config: &SimConfig) -> (&'static str, &'static str) {
     if config.flux {
         (manager::HELM_CONTROLLER, "Update")
     } else {
-        (manager::ARGOCD, "Apply")
+        (manager::ARGOCD, "Update")
     }
 }
 

@@ -201,7 +201,7 @@ impl Sim {
             }
             meta.touch(ManagedField {
                 manager: manager::ARGOCD,
-                operation: "Apply",
+                operation: "Update",
                 subresource: None,
                 api_version: "networking.k8s.io/v1",
                 time: created,
@@ -242,7 +242,7 @@ impl Sim {
             }
             meta.touch(ManagedField {
                 manager: manager::ARGOCD,
-                operation: "Apply",
+                operation: "Update",
                 subresource: None,
                 api_version: "v1",
                 time: created,
