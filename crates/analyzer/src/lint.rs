@@ -196,13 +196,9 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
         ("canary", ["stableService", "canaryService"]),
         ("blueGreen", ["activeService", "previewService"]),
     ] {
-        for f in fields {
-            if let Some(n) = strategy
-                .pointer(&format!("/{part}/{f}"))
-                .and_then(Value::as_str)
-            {
-                out.push(("Service", n, path(&["spec", "strategy", part, f])));
-            }
+        let named = strategy.get(part).map(|s| names(s, fields));
+        for (n, f) in named.into_iter().flatten() {
+            out.push(("Service", n, path(&["spec", "strategy", part, f])));
         }
     }
     // The routers its traffic routing names: (kind, the path below trafficRouting).
@@ -213,15 +209,12 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
         ("DestinationRule", &["istio", "destinationRule", "name"][..]),
         (
             "HTTPRoute",
-            &["plugins", "argoproj-labs~1gatewayAPI", "httpRoute"][..],
+            &["plugins", "argoproj-labs/gatewayAPI", "httpRoute"][..],
         ),
     ] {
         let mut at = vec!["spec", "strategy", "canary", "trafficRouting"];
         at.extend_from_slice(below);
-        let Some(n) = rollout
-            .pointer(&format!("/{}", at.join("/")))
-            .and_then(Value::as_str)
-        else {
+        let Some(n) = rollout.pointer(&pointer(&at)).and_then(Value::as_str) else {
             continue;
         };
         // A VirtualService as `name` or `name.namespace` (an Ingress's name may hold dots).
@@ -229,14 +222,6 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
             "VirtualService" => n.split('.').next().unwrap_or(n),
             _ => n,
         };
-        // The path as the locator reads it: the plugin's name unescaped.
-        let at: Vec<&str> = at
-            .iter()
-            .map(|p| match *p {
-                "argoproj-labs~1gatewayAPI" => "argoproj-labs/gatewayAPI",
-                p => p,
-            })
-            .collect();
         out.push((kind, n, path(&at)));
     }
     // The Gateway API plugin's list of routes.
@@ -262,43 +247,7 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
             ));
         }
     }
-    // The analyses: background, per step, before and after a blue-green promotion.
-    let mut analyses: Vec<(&Value, Vec<String>)> = Vec::new();
-    for (p, at) in [
-        (
-            "/canary/analysis",
-            path(&["spec", "strategy", "canary", "analysis"]),
-        ),
-        (
-            "/blueGreen/prePromotionAnalysis",
-            path(&["spec", "strategy", "blueGreen", "prePromotionAnalysis"]),
-        ),
-        (
-            "/blueGreen/postPromotionAnalysis",
-            path(&["spec", "strategy", "blueGreen", "postPromotionAnalysis"]),
-        ),
-    ] {
-        if let Some(a) = strategy.pointer(p) {
-            analyses.push((a, at));
-        }
-    }
-    let steps = strategy.pointer("/canary/steps").and_then(Value::as_array);
-    for (i, step) in steps.into_iter().flatten().enumerate() {
-        if let Some(a) = step.get("analysis") {
-            analyses.push((
-                a,
-                path(&[
-                    "spec",
-                    "strategy",
-                    "canary",
-                    "steps",
-                    &i.to_string(),
-                    "analysis",
-                ]),
-            ));
-        }
-    }
-    for (a, at) in analyses {
+    for (a, at) in analyses(rollout) {
         let templates = a.get("templates").and_then(Value::as_array);
         for (j, t) in templates.into_iter().flatten().enumerate() {
             let Some(n) = t.get("templateName").and_then(Value::as_str) else {
@@ -321,28 +270,54 @@ pub(crate) fn named_references(rollout: &Value) -> Vec<(&'static str, &str, Vec<
     out
 }
 
-/// True when the rollout runs an analysis of its canary (background or at a step), and the
-/// path of the first.
-fn canary_analysis(r: &Value) -> Option<Vec<String>> {
-    if r.pointer("/spec/strategy/canary/analysis").is_some() {
-        return Some(path(&["spec", "strategy", "canary", "analysis"]));
+/// The JSON pointer of a path of keys (`/` and `~` in a key escaped).
+fn pointer(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// A rollout's analyses, with the path of each: its canary's background analysis, then each
+/// step's, then a blue-green rollout's before and after promotion.
+fn analyses(rollout: &Value) -> Vec<(&Value, Vec<String>)> {
+    let mut out = Vec::new();
+    let Some(strategy) = rollout.pointer("/spec/strategy") else {
+        return out;
+    };
+    if let Some(a) = strategy.pointer("/canary/analysis") {
+        out.push((a, path(&["spec", "strategy", "canary", "analysis"])));
     }
-    let steps = r
-        .pointer("/spec/strategy/canary/steps")
-        .and_then(Value::as_array)?;
-    steps
-        .iter()
-        .position(|s| s.get("analysis").is_some())
-        .map(|i| {
-            path(&[
-                "spec",
-                "strategy",
-                "canary",
-                "steps",
-                &i.to_string(),
-                "analysis",
-            ])
-        })
+    let steps = strategy.pointer("/canary/steps").and_then(Value::as_array);
+    for (i, step) in steps.into_iter().flatten().enumerate() {
+        if let Some(a) = step.get("analysis") {
+            out.push((
+                a,
+                path(&[
+                    "spec",
+                    "strategy",
+                    "canary",
+                    "steps",
+                    &i.to_string(),
+                    "analysis",
+                ]),
+            ));
+        }
+    }
+    for field in ["prePromotionAnalysis", "postPromotionAnalysis"] {
+        if let Some(a) = strategy.get("blueGreen").and_then(|b| b.get(field)) {
+            out.push((a, path(&["spec", "strategy", "blueGreen", field])));
+        }
+    }
+    out
+}
+
+/// The path of the rollout's first analysis of its canary (background or at a step), if it
+/// runs one.
+fn canary_analysis(r: &Value) -> Option<Vec<String>> {
+    analyses(r)
+        .into_iter()
+        .map(|(_, at)| at)
+        .find(|at| at.get(2).is_some_and(|p| p == "canary"))
 }
 
 /// An Application that self-heals, beside a Service of its destination namespace whose

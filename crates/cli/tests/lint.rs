@@ -91,12 +91,7 @@ fn json_and_sarif_name_each_finding_where_it_is() {
     let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     let run = &sarif["runs"][0];
-    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
+    let rules = sarif_rules(&sarif);
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
     for r in results {
@@ -267,8 +262,9 @@ fn sarif_passes_microsofts_validator() {
 }
 
 /// The last Rollout object of the real recording `gate-refused-render-applied-anyway`, whose
-/// canary ends paused at step 1, as a render would have it (no status, no server metadata).
-fn rollout_at_the_end(file: &Path) -> Value {
+/// canary ends paused at step 1, as a render would have it (no status, no server metadata), and
+/// the revision it is paused on.
+fn rollout_at_the_end(file: &Path) -> (Value, String) {
     let mut reader = rf_format::Reader::new(std::fs::File::open(file).unwrap()).unwrap();
     let mut last = None;
     while let Some(r) = reader.next_record().unwrap() {
@@ -279,12 +275,27 @@ fn rollout_at_the_end(file: &Path) -> Value {
     let live: Value = serde_json::from_slice(&last.unwrap()).unwrap();
     assert_eq!(live["status"]["currentStepIndex"], 1, "{live}");
     assert!(live["status"]["pauseConditions"].is_array(), "{live}");
-    serde_json::json!({
+    let render = serde_json::json!({
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Rollout",
         "metadata": {"name": live["metadata"]["name"], "namespace": live["metadata"]["namespace"]},
         "spec": live["spec"],
-    })
+    });
+    let hash = live["status"]["currentPodHash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (render, hash)
+}
+
+/// The ids of the rules a SARIF log's run describes, in its order.
+fn sarif_rules(sarif: &Value) -> Vec<&str> {
+    sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect()
 }
 
 /// `lint --live` against `serve` of a real recording's end: the same template passes, a
@@ -293,8 +304,7 @@ fn rollout_at_the_end(file: &Path) -> Value {
 /// not answer, are errors (exit 2).
 #[test]
 fn the_gate_refuses_a_checksum_only_render_of_the_paused_canary_it_is_served() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../recordings/real/gate-refused-render-applied-anyway.rfr");
+    let fixture = common::recording("real/gate-refused-render-applied-anyway");
     let s = common::serve(&fixture, &[]);
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
@@ -302,21 +312,7 @@ fn the_gate_refuses_a_checksum_only_render_of_the_paused_canary_it_is_served() {
     let kubeconfig = home.join("kubeconfig");
     std::fs::copy(&s.kubeconfig, &kubeconfig).unwrap();
     let kubeconfig = kubeconfig.to_str().unwrap();
-    let same = rollout_at_the_end(&fixture);
-    let hash = {
-        let mut reader = rf_format::Reader::new(std::fs::File::open(&fixture).unwrap()).unwrap();
-        let mut hash = String::new();
-        while let Some(r) = reader.next_record().unwrap() {
-            if r.kind == rf_format::Kind::Rollout && !r.object.is_empty() {
-                let v: Value = serde_json::from_slice(&r.object).unwrap();
-                hash = v["status"]["currentPodHash"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
-            }
-        }
-        hash
-    };
+    let (same, hash) = rollout_at_the_end(&fixture);
     let write = |name: &str, v: &Value| {
         let p = dir.path().join(name);
         std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
@@ -364,12 +360,7 @@ fn the_gate_refuses_a_checksum_only_render_of_the_paused_canary_it_is_served() {
     assert_eq!(out.status.code(), Some(1));
     let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &sarif["runs"][0];
-    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
+    let rules = sarif_rules(&sarif);
     assert!(
         rules.contains(&"pause-lost") && rules.contains(&"rerender-restart"),
         "{rules:?}"

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{LintFinding, Obj, labels, map_at, objects, path, str_at};
+use super::{LintFinding, Obj, labels, map_at, named_references, objects, path, pointer, str_at};
 use crate::base::HASH_LABEL;
 use crate::model::diff::{Change, Path, Segment, only_annotations, template_diff};
 use crate::report::finding::{Rule, Severity};
@@ -467,14 +467,9 @@ fn ready(pod: &Value) -> bool {
 fn named_by_a_rollout(live: &Live, ns: &str, name: &str) -> bool {
     live.rollouts.iter().any(|r| {
         str_at(r, &["metadata", "namespace"]).is_none_or(|n| n == ns)
-            && [
-                "/spec/strategy/canary/stableService",
-                "/spec/strategy/canary/canaryService",
-                "/spec/strategy/blueGreen/activeService",
-                "/spec/strategy/blueGreen/previewService",
-            ]
-            .iter()
-            .any(|p| r.pointer(p).and_then(Value::as_str) == Some(name))
+            && named_references(r)
+                .iter()
+                .any(|(kind, n, _)| *kind == "Service" && *n == name)
     })
 }
 
@@ -499,26 +494,21 @@ fn service(o: &Obj<'_>, live: &Live, g: &mut Gate) {
     if after == before {
         return;
     }
-    let pods: Vec<(&str, BTreeMap<&str, &str>)> = live
+    // The labels of each ready pod of the namespace.
+    let pods: Vec<BTreeMap<&str, &str>> = live
         .pods
         .iter()
         .filter(|p| str_at(p, &["metadata", "namespace"]).is_none_or(|n| n == ns) && ready(p))
-        .map(|p| {
-            (
-                str_at(p, &["metadata", "name"]).unwrap_or(""),
-                labels(map_at(p, &["metadata", "labels"])),
-            )
-        })
+        .map(|p| labels(map_at(p, &["metadata", "labels"])))
         .collect();
-    let serving: Vec<&(&str, BTreeMap<&str, &str>)> =
-        pods.iter().filter(|(_, l)| selects(&before, l)).collect();
-    if serving.is_empty() || serving.iter().any(|(_, l)| selects(&after, l)) {
+    let serving: Vec<&BTreeMap<&str, &str>> = pods.iter().filter(|l| selects(&before, l)).collect();
+    if serving.is_empty() || serving.iter().any(|l| selects(&after, l)) {
         return;
     }
-    let revisions = |ps: &[&(&str, BTreeMap<&str, &str>)]| -> String {
+    let revisions = |ps: &[&BTreeMap<&str, &str>]| -> String {
         let mut hashes: Vec<&str> = ps
             .iter()
-            .filter_map(|(_, l)| l.get(HASH_LABEL).copied())
+            .filter_map(|l| l.get(HASH_LABEL).copied())
             .collect();
         hashes.sort_unstable();
         hashes.dedup();
@@ -528,8 +518,7 @@ fn service(o: &Obj<'_>, live: &Live, g: &mut Gate) {
             format!(" (revision {})", hashes.join(", "))
         }
     };
-    let others: Vec<&(&str, BTreeMap<&str, &str>)> =
-        pods.iter().filter(|(_, l)| selects(&after, l)).collect();
+    let others: Vec<&BTreeMap<&str, &str>> = pods.iter().filter(|l| selects(&after, l)).collect();
     let then = if others.is_empty() {
         "no ready pod at all".to_owned()
     } else {
@@ -548,10 +537,7 @@ fn service(o: &Obj<'_>, live: &Live, g: &mut Gate) {
         .unwrap_or("");
     let field = if o
         .value
-        .pointer(&format!(
-            "/spec/selector/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        ))
+        .pointer(&pointer(&["spec", "selector", key]))
         .is_some()
     {
         path(&["spec", "selector", key])
