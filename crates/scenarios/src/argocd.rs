@@ -19,17 +19,70 @@ pub(crate) const ARGOCD_NAMESPACE: &str = "argocd";
 
 const REPO_URL: &str = "https://git.example.com/payments/deploy.git";
 
+/// The values repository of a two-source Application (`ref: values`).
+const VALUES_URL: &str = "https://git.example.com/payments/values.git";
+
 /// Entries Argo CD keeps in `status.history` (`spec.revisionHistoryLimit` default).
 const HISTORY_LIMIT: usize = 10;
 
 /// Seconds after a change of the Rollout's health until the Application shows it.
 const HEALTH_LAG: i64 = 2;
 
+/// What a two-source Application deploys: its chart (with the image in the chart source's Helm
+/// parameters, which the pipeline sets) and its values repository (`ref: values`, which holds
+/// everything else the chart renders), as seed 000's Application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sources {
+    /// The chart repository's revision, then the values repository's.
+    pub revisions: [String; 2],
+    /// `spec.sources[0].helm.parameters`, in order.
+    pub parameters: Vec<(String, String)>,
+}
+
+impl Sources {
+    fn to_value(&self, app: &str) -> Value {
+        let parameters: Vec<Value> = self
+            .parameters
+            .iter()
+            .map(|(name, value)| json!({ "name": name, "value": value }))
+            .collect();
+        json!([
+            {
+                "repoURL": REPO_URL,
+                "path": format!("charts/{app}"),
+                "targetRevision": "main",
+                "helm": {
+                    "valueFiles": [format!("$values/{app}/values.yaml"), format!("$values/{app}/values-prod.yaml")],
+                    "parameters": parameters,
+                },
+            },
+            { "repoURL": VALUES_URL, "targetRevision": "main", "ref": "values" },
+        ])
+    }
+}
+
+/// The Helm parameters a pipeline sets for `image` (`repo:tag@sha256:digest`): its tag and its
+/// digest.
+pub(crate) fn image_parameters(image: &str) -> Vec<(String, String)> {
+    let (reference, digest) = image.split_once('@').unwrap_or((image, ""));
+    let name_end = reference.rfind('/').map_or(0, |i| i + 1);
+    let tag = reference[name_end..]
+        .split_once(':')
+        .map_or("latest", |(_, tag)| tag);
+    let mut parameters = vec![("image.tag".to_owned(), tag.to_owned())];
+    if !digest.is_empty() {
+        parameters.push(("image.digest".to_owned(), digest.to_owned()));
+    }
+    parameters
+}
+
 /// One entry of `status.history`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HistoryEntry {
     pub id: u32,
     pub revision: String,
+    /// What a two-source Application deployed (`revisions` and `sources`, no `revision`).
+    pub sources: Option<Sources>,
     pub started: i64,
     pub deployed: i64,
 }
@@ -38,6 +91,8 @@ pub(crate) struct HistoryEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Operation {
     pub revision: String,
+    /// What a two-source Application's sync deploys.
+    pub sources: Option<Sources>,
     pub started: i64,
     /// `None` while it runs.
     pub finished: Option<i64>,
@@ -55,7 +110,10 @@ pub(crate) struct Application {
     pub health: (&'static str, String),
     pub operation: Operation,
     pub history: Vec<HistoryEntry>,
-    /// Renders so far: numbers the git commits.
+    /// With two sources: what `spec.sources` says now.
+    pub sources: Option<Sources>,
+    /// Renders so far (with two sources, commits to the values repository): numbers the git
+    /// commits.
     pub commits: u32,
     pub reconciled: i64,
     /// The Services it manages, by name.
@@ -96,6 +154,29 @@ impl Application {
         resources
     }
 
+    /// `revision` and `source` of a one-source Application; `revisions`, `sources` and an empty
+    /// `source` of a two-source one (as Argo CD writes them in `history`, `syncResult` and
+    /// `sync`).
+    fn deployed(
+        &self,
+        revision: &str,
+        sources: Option<&Sources>,
+    ) -> serde_json::Map<String, Value> {
+        let mut fields = serde_json::Map::new();
+        match sources {
+            Some(s) => {
+                fields.insert("revisions".to_owned(), json!(s.revisions));
+                fields.insert("source".to_owned(), json!({ "repoURL": "" }));
+                fields.insert("sources".to_owned(), s.to_value(&self.app));
+            }
+            None => {
+                fields.insert("revision".to_owned(), json!(revision));
+                fields.insert("source".to_owned(), self.source());
+            }
+        }
+        fields
+    }
+
     pub(crate) fn to_value(&self, rollout_name: &str) -> Value {
         let source = self.source();
         let destination = json!({
@@ -103,8 +184,15 @@ impl Application {
             "namespace": self.destination,
         });
         let op = &self.operation;
+        let mut sync = match &op.sources {
+            Some(s) => json!({
+                "revisions": s.revisions, "sources": s.to_value(&self.app), "prune": true,
+            }),
+            None => json!({ "revision": op.revision }),
+        };
+        sync["syncStrategy"] = json!({ "hook": {} });
         let sync_op = json!({
-            "sync": { "revision": op.revision, "syncStrategy": { "hook": {} } },
+            "sync": sync,
             "initiatedBy": { "automated": true },
             "retry": { "limit": 5 },
         });
@@ -135,11 +223,12 @@ impl Application {
                         "hookPhase": "Running", "syncPhase": "Sync",
                     })))
                     .collect();
-                state["syncResult"] = json!({
-                    "revision": op.revision,
-                    "source": source,
-                    "resources": results,
-                });
+                let mut result = self.deployed(&op.revision, op.sources.as_ref());
+                if op.sources.is_some() {
+                    result.insert("revision".to_owned(), json!(""));
+                }
+                result.insert("resources".to_owned(), json!(results));
+                state["syncResult"] = Value::Object(result);
             }
             None => {
                 state["phase"] = json!("Running");
@@ -150,14 +239,12 @@ impl Application {
             .history
             .iter()
             .map(|h| {
-                json!({
-                    "id": h.id,
-                    "revision": h.revision,
-                    "deployStartedAt": rfc3339(h.started),
-                    "deployedAt": rfc3339(h.deployed),
-                    "source": source,
-                    "initiatedBy": { "automated": true },
-                })
+                let mut entry = self.deployed(&h.revision, h.sources.as_ref());
+                entry.insert("id".to_owned(), json!(h.id));
+                entry.insert("deployStartedAt".to_owned(), json!(rfc3339(h.started)));
+                entry.insert("deployedAt".to_owned(), json!(rfc3339(h.deployed)));
+                entry.insert("initiatedBy".to_owned(), json!({ "automated": true }));
+                Value::Object(entry)
             })
             .collect();
         let mut v = json!({
@@ -186,6 +273,25 @@ impl Application {
                 "controllerNamespace": ARGOCD_NAMESPACE,
             },
         });
+        if let Some(sources) = &self.sources {
+            let sources = sources.to_value(&self.app);
+            let spec = &mut v["spec"];
+            if let Some(spec) = spec.as_object_mut() {
+                spec.remove("source");
+            }
+            spec["sources"] = sources.clone();
+            let status = &mut v["status"];
+            if let Some(sync) = status["sync"].as_object_mut() {
+                sync.remove("revision");
+            }
+            status["sync"]["revisions"] = json!(self.sources.as_ref().map(|s| &s.revisions));
+            status["sync"]["comparedTo"]["source"] = json!({ "repoURL": "" });
+            status["sync"]["comparedTo"]["sources"] = sources;
+            if let Some(status) = status.as_object_mut() {
+                status.remove("sourceType");
+            }
+            status["sourceTypes"] = json!(["Helm", ""]);
+        }
         if op.finished.is_none() {
             v["operation"] = sync_op;
         }
@@ -239,18 +345,24 @@ pub(crate) fn rollout_health(rollout: &Rollout) -> (&'static str, String) {
     ("Healthy", String::new())
 }
 
-fn controller_fields() -> Value {
+fn controller_fields(two_sources: bool) -> Value {
+    let source_type = if two_sources {
+        "f:sourceTypes"
+    } else {
+        "f:sourceType"
+    };
     json!({ "f:status": {
         ".": {}, "f:controllerNamespace": {}, "f:health": {}, "f:history": {},
-        "f:operationState": {}, "f:reconciledAt": {}, "f:resources": {}, "f:sourceType": {},
+        "f:operationState": {}, "f:reconciledAt": {}, "f:resources": {}, source_type: {},
         "f:summary": {}, "f:sync": {}
     } })
 }
 
-fn server_fields() -> Value {
+fn server_fields(two_sources: bool) -> Value {
+    let source = if two_sources { "f:sources" } else { "f:source" };
     json!({
         "f:metadata": { "f:finalizers": {} },
-        "f:spec": { ".": {}, "f:destination": {}, "f:project": {}, "f:source": {}, "f:syncPolicy": {} }
+        "f:spec": { ".": {}, "f:destination": {}, "f:project": {}, source: {}, "f:syncPolicy": {} }
     })
 }
 
@@ -274,6 +386,7 @@ impl Sim {
     pub(crate) fn seed_application(&mut self, created: i64, released: i64) {
         let app = self.config.app.clone();
         let ns = ARGOCD_NAMESPACE.to_owned();
+        let two_sources = self.config.two_source_application;
         let mut meta = Meta::new(
             app.clone(),
             ns.clone(),
@@ -288,7 +401,7 @@ impl Sim {
             subresource: None,
             api_version: ROLLOUT_API,
             time: created - 40,
-            fields: server_fields(),
+            fields: server_fields(two_sources),
         });
         meta.touch(ManagedField {
             manager: manager::ARGOCD_APP_CONTROLLER,
@@ -296,20 +409,35 @@ impl Sim {
             subresource: None,
             api_version: ROLLOUT_API,
             time: released + 199,
-            fields: controller_fields(),
+            fields: controller_fields(two_sources),
         });
         let commits = 2;
         let revision = git_sha(&format!("{app}/{commits}"));
+        // With two sources, the chart stays at one revision; the first sync deployed the
+        // previous image with the first values commit, the release the stable one with the
+        // second.
+        let sources_at = |commit: u32, image: &str| {
+            two_sources.then(|| Sources {
+                revisions: [
+                    git_sha(&format!("{app}/chart")),
+                    git_sha(&format!("{app}/values/{commit}")),
+                ],
+                parameters: image_parameters(image),
+            })
+        };
+        let current = sources_at(commits, &self.config.image);
         let history = vec![
             HistoryEntry {
                 id: 1,
                 revision: git_sha(&format!("{app}/1")),
+                sources: sources_at(1, &self.config.previous_image),
                 started: created - 1,
                 deployed: created,
             },
             HistoryEntry {
                 id: 2,
                 revision: revision.clone(),
+                sources: current.clone(),
                 started: released - 1,
                 deployed: released,
             },
@@ -323,10 +451,12 @@ impl Sim {
             health: rollout_health(&self.rollout),
             operation: Operation {
                 revision,
+                sources: current.clone(),
                 started: released - 1,
                 finished: Some(released),
             },
             history,
+            sources: current,
             commits,
             reconciled: released + 199,
             services: self
@@ -339,23 +469,45 @@ impl Sim {
         });
     }
 
-    /// Argo CD notices a new commit: OutOfSync, and the automated sync starts.
-    pub(crate) fn application_sync_started(&mut self) {
+    /// Argo CD notices a new input: OutOfSync, and the automated sync starts. A one-source
+    /// Application's input is a new commit. A two-source one's is what the render changes: a
+    /// new `image` is the pipeline setting the chart source's Helm parameters (an update of the
+    /// Application by `argocd app set`, through argocd-server), the same revisions; anything
+    /// else the chart renders (`values_changed`) is a commit to the values repository.
+    pub(crate) fn application_sync_started(&mut self, image: Option<&str>, values_changed: bool) {
         let now = self.now;
         let Some(app) = self.application.as_mut() else {
             return;
         };
-        app.commits += 1;
-        let revision = git_sha(&format!("{}/{}", app.app, app.commits));
+        let mut parameters_set = false;
+        if let Some(sources) = app.sources.as_mut() {
+            if let Some(parameters) = image.map(image_parameters) {
+                parameters_set = parameters != sources.parameters;
+                sources.parameters = parameters;
+            }
+            if values_changed {
+                app.commits += 1;
+                sources.revisions[1] = git_sha(&format!("{}/values/{}", app.app, app.commits));
+            }
+        } else {
+            app.commits += 1;
+            app.revision = git_sha(&format!("{}/{}", app.app, app.commits));
+        }
+        if parameters_set {
+            self.write_application(manager::ARGOCD_SERVER, server_fields(true));
+        }
+        let Some(app) = self.application.as_mut() else {
+            return;
+        };
         app.synced = false;
-        app.revision = revision.clone();
         app.reconciled = now;
         app.operation = Operation {
-            revision,
+            revision: app.revision.clone(),
+            sources: app.sources.clone(),
             started: now,
             finished: None,
         };
-        self.write_application();
+        self.write_controller_application();
     }
 
     /// The sync applied the manifests: Succeeded, Synced, one more history entry.
@@ -372,6 +524,7 @@ impl Sim {
         app.history.push(HistoryEntry {
             id,
             revision: app.operation.revision.clone(),
+            sources: app.operation.sources.clone(),
             started: app.operation.started,
             deployed: now,
         });
@@ -379,7 +532,7 @@ impl Sim {
             let excess = app.history.len() - HISTORY_LIMIT;
             app.history.drain(..excess);
         }
-        self.write_application();
+        self.write_controller_application();
     }
 
     /// The application controller's refresh at the end of a second: the Rollout's health, once
@@ -401,14 +554,24 @@ impl Sim {
                     app.health = health;
                     app.reconciled = now;
                     self.health_seen = None;
-                    self.write_application();
+                    self.write_controller_application();
                 }
             }
             _ => self.health_seen = Some((health.0, now)),
         }
     }
 
-    fn write_application(&mut self) {
+    /// The application controller writes the Application's status.
+    fn write_controller_application(&mut self) {
+        let two_sources = self.config.two_source_application;
+        self.write_application(
+            manager::ARGOCD_APP_CONTROLLER,
+            controller_fields(two_sources),
+        );
+    }
+
+    /// `writer` updates the Application (the fields it owns: `fields`).
+    fn write_application(&mut self, writer: &'static str, fields: Value) {
         let now = self.now;
         let rv = self.bump_rv();
         let at = self.next_stamp();
@@ -419,12 +582,12 @@ impl Sim {
         app.meta.resource_version = rv;
         app.meta.generation = Some(app.meta.generation.unwrap_or(0) + 1);
         app.meta.touch(ManagedField {
-            manager: manager::ARGOCD_APP_CONTROLLER,
+            manager: writer,
             operation: "Update",
             subresource: None,
             api_version: ROLLOUT_API,
             time: now,
-            fields: controller_fields(),
+            fields,
         });
         let object = crate::json::to_bytes(&app.to_value(&rollout_name));
         let (ns, name, uid) = (

@@ -209,10 +209,12 @@ fn start() -> Sim {
     Sim::new(SimConfig::default())
 }
 
-/// The default cluster with the Argo CD Application that renders it.
-fn start_with_application() -> Sim {
+/// The default cluster rendered by an Application of two sources, as seed 000's: the image in
+/// the chart source's Helm parameters, the config in a values repository.
+fn start_with_two_source_application() -> Sim {
     Sim::new(SimConfig {
         application: true,
+        two_source_application: true,
         ..SimConfig::default()
     })
 }
@@ -370,7 +372,7 @@ fn role_labels_release(refused: bool) -> Sim {
 }
 
 fn gitops_double_render() -> Sim {
-    let mut sim = start_with_application();
+    let mut sim = start_with_two_source_application();
     sim.run_for(5);
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(20);
@@ -459,7 +461,7 @@ fn blue_green_rerender_at_pause() -> Sim {
 }
 
 fn rerender_race() -> Sim {
-    let mut sim = start_with_application();
+    let mut sim = start_with_two_source_application();
     sim.run_for(5);
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(30);
@@ -470,7 +472,7 @@ fn rerender_race() -> Sim {
 }
 
 fn rerender_race_reruns() -> Sim {
-    let mut sim = start_with_application();
+    let mut sim = start_with_two_source_application();
     sim.run_for(5);
     render_new_image(&mut sim, Some(checksum_a()));
     sim.run_for(30);
@@ -1853,14 +1855,23 @@ mod tests {
                 first.len() as i64 + renders as i64,
                 "{name}"
             );
-            let revisions: std::collections::BTreeSet<&str> = last
-                .iter()
-                .map(|h| h["revision"].as_str().unwrap())
-                .collect();
-            assert_eq!(revisions.len(), last.len(), "{name}: one commit per sync");
-            for h in &last {
-                assert_eq!(h["revision"].as_str().unwrap().len(), 40);
-            }
+            // What a sync deployed: a one-source Application's commit, a two-source one's
+            // revisions and Helm parameters.
+            let deployed = |h: &Value| match h.get("revisions") {
+                Some(revisions) => {
+                    for r in revisions.as_array().unwrap() {
+                        assert_eq!(r.as_str().unwrap().len(), 40, "{name}");
+                    }
+                    assert!(h.get("revision").is_none(), "{name}");
+                    format!("{revisions} {}", h["sources"][0]["helm"]["parameters"])
+                }
+                None => {
+                    assert_eq!(h["revision"].as_str().unwrap().len(), 40, "{name}");
+                    h["revision"].to_string()
+                }
+            };
+            let inputs: std::collections::BTreeSet<String> = last.iter().map(deployed).collect();
+            assert_eq!(inputs.len(), last.len(), "{name}: a new input per sync");
             // Each render: OutOfSync with the sync running, the Rollout applied, Synced.
             let syncs = apps
                 .iter()
@@ -1869,10 +1880,11 @@ mod tests {
             assert_eq!(syncs, renders, "{name}");
             let end = &apps.last().unwrap().1;
             assert_eq!(end["status"]["sync"]["status"], "Synced");
-            assert_eq!(
-                end["status"]["sync"]["revision"],
-                last.last().unwrap()["revision"]
-            );
+            let newest = last.last().unwrap();
+            match newest.get("revisions") {
+                Some(revisions) => assert_eq!(&end["status"]["sync"]["revisions"], revisions),
+                None => assert_eq!(end["status"]["sync"]["revision"], newest["revision"]),
+            }
             let rollout = &rollouts.last().unwrap().1;
             assert_eq!(
                 rollout["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
@@ -1891,27 +1903,53 @@ mod tests {
         }
     }
 
+    /// Seed 000's Application: two sources; the first sync is the pipeline's new image (its
+    /// Helm parameters, set by `argocd app set` through argocd-server) with a values commit,
+    /// the second, 20 s later, a values commit alone.
     #[test]
-    fn gitops_double_render_syncs_two_commits_20_seconds_apart() {
+    fn gitops_double_render_syncs_the_image_then_a_values_commit_20_seconds_apart() {
         let rec = generate("gitops-double-render").unwrap();
-        let finished: Vec<String> = watch(&rec, Kind::Application)
+        let apps = watch(&rec, Kind::Application);
+        let history = |v: &Value| v["status"]["history"].as_array().unwrap().clone();
+        let before = history(&apps[0].1).len();
+        let end = history(&apps.last().unwrap().1);
+        let new = &end[before..];
+        let deployed: Vec<&str> = new
             .iter()
-            .filter(|(i, v)| {
-                rec.records[*i].op == Op::Modified
-                    && v["status"]["operationState"]["phase"] == "Succeeded"
-                    && v["status"]["operationState"]["finishedAt"]
-                        == v["status"]["history"].as_array().unwrap().last().unwrap()["deployedAt"]
-            })
-            .map(|(_, v)| {
-                v["status"]["operationState"]["finishedAt"]
+            .map(|h| h["deployedAt"].as_str().unwrap())
+            .collect();
+        assert_eq!(deployed, ["2026-03-14T13:00:05Z", "2026-03-14T13:00:25Z"]);
+        let parameters = |h: &Value| h["sources"][0]["helm"]["parameters"].clone();
+        let revision = |h: &Value, i: usize| h["revisions"][i].as_str().unwrap().to_owned();
+        let (stable, first, second) = (&end[before - 1], &new[0], &new[1]);
+        assert_ne!(parameters(first), parameters(stable));
+        assert_eq!(
+            parameters(first)[0],
+            serde_json::json!({"name": "image.tag", "value": "1.42.0"})
+        );
+        assert_eq!(parameters(second), parameters(first));
+        assert_eq!(
+            revision(second, 0),
+            revision(first, 0),
+            "one chart revision"
+        );
+        assert_ne!(revision(second, 1), revision(first, 1), "a values commit");
+        assert_ne!(revision(first, 1), revision(stable, 1));
+        let spec_writers: Vec<&str> = apps
+            .iter()
+            .filter_map(|(_, v)| {
+                let fields = v["metadata"]["managedFields"].as_array()?;
+                fields
+                    .iter()
+                    .filter(|f| f["fieldsV1"]["f:spec"].get("f:sources").is_some())
+                    .max_by_key(|f| f["time"].as_str())?["manager"]
                     .as_str()
-                    .unwrap()
-                    .to_owned()
             })
             .collect();
-        let mut deployed = finished.clone();
-        deployed.dedup();
-        assert_eq!(deployed, ["2026-03-14T13:00:05Z", "2026-03-14T13:00:25Z"]);
+        assert!(
+            !spec_writers.is_empty() && spec_writers.iter().all(|m| *m == "argocd-server"),
+            "{spec_writers:?}"
+        );
     }
 
     #[test]

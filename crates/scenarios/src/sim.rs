@@ -448,7 +448,14 @@ impl Sim {
         if template == self.rollout.template && steps == self.rollout.steps {
             return;
         }
-        self.application_sync_started();
+        // What the render changes besides the image: with a two-source Application, a commit
+        // to its values repository.
+        let mut rest = change.clone();
+        let image = rest.image.take();
+        let mut without_image = self.rollout.template.clone();
+        rest.apply_to_template(&mut without_image);
+        let values_changed = without_image != self.rollout.template || steps != self.rollout.steps;
+        self.application_sync_started(image.as_deref(), values_changed);
         self.helm_upgrade_started(&template);
         let template_changed = template != self.rollout.template;
         let steps_changed = steps != self.rollout.steps;

@@ -266,6 +266,11 @@ pub struct SimConfig {
     /// An Argo CD Application (namespace `argocd`, named after the rollout) manages the Rollout
     /// and the Services; every [`crate::Sim::render`] is one of its syncs.
     pub application: bool,
+    /// The Application has two sources, as seed 000's: the chart, with the image in its Helm
+    /// parameters (set by the pipeline), and a values repository (`ref: values`) for the rest.
+    /// A render's new image is a parameter change (the same revisions), anything else it
+    /// changes a values commit. Otherwise one source, and every render a new commit.
+    pub two_source_application: bool,
     /// A Flux HelmRelease (`flux-system/<app>`) installs the Rollout instead: each render is one
     /// of its Helm upgrades, by helm-controller.
     pub flux: bool,
@@ -348,6 +353,7 @@ impl Default for SimConfig {
             start: SIMULATION_START,
             traffic: true,
             application: false,
+            two_source_application: false,
             flux: false,
             chart: "0.14.2".to_owned(),
             services: vec![ServiceConfig::new("checkout-api").with_selector("app", "checkout-api")],
