@@ -455,6 +455,7 @@ impl Analyzer {
                             .note_event(&rec.namespace, &rec.name, &view, pos);
                         self.world
                             .note_pod_event(&rec.namespace, &rec.name, &view, pos);
+                        self.world.note_application_event(&rec.namespace, &view);
                     }
                     (Kind::ReplicaSet, Parsed::ReplicaSet(view)) => {
                         self.note_deployment_rs(rec, &view, pos);
@@ -1321,6 +1322,11 @@ impl Analyzer {
                             health: a.health.clone(),
                             last_sync: a.history.last().map(|s| s.words()),
                             failing: a.failing.as_ref().map(|f| f.words()),
+                            failed_before: self
+                                .world
+                                .failed_operations(&a.namespace, &a.name)
+                                .map(|e| e.words())
+                                .collect(),
                         })
                         .collect(),
                 };

@@ -91,6 +91,10 @@ impl Kit {
     }
 
     fn push(&mut self, kind: Kind, op: Op, name: &str, obj: Value) {
+        self.push_in(NS, kind, op, name, obj);
+    }
+
+    fn push_in(&mut self, ns: &str, kind: Kind, op: Op, name: &str, obj: Value) {
         self.seq += 1;
         self.t += 0;
         let rec = Record {
@@ -98,7 +102,7 @@ impl Kit {
             observed_at: Timestamp::from_unix_seconds(self.t).plus_nanos(self.seq as i64 * 1000),
             kind,
             op,
-            namespace: NS.to_owned(),
+            namespace: ns.to_owned(),
             name: name.to_owned(),
             uid: format!("uid-{name}"),
             resource_version: self.seq.to_string(),
@@ -743,6 +747,31 @@ impl Kit {
             "source": {"component": "kubelet"}
         });
         self.push(Kind::Event, Op::Listed, name, obj);
+    }
+
+    /// An Event of the first list of namespace `argocd` named `name`, about the Application
+    /// `checkout-api`, as Argo CD's application controller writes one: `reason`, `type`,
+    /// `message`, `count` times, last `ago` seconds before now (returned).
+    pub fn listed_app_event(
+        &mut self,
+        name: &str,
+        (reason, severity): (&str, &str),
+        message: &str,
+        count: i64,
+        ago: i64,
+    ) -> String {
+        let time = crate::base::time::rfc3339(Timestamp::from_unix_seconds(self.t - ago));
+        let obj = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+            "involvedObject": {"kind": "Application", "namespace": "argocd", "name": NAME,
+                "apiVersion": "argoproj.io/v1alpha1"},
+            "reason": reason, "message": message, "type": severity, "count": count,
+            "firstTimestamp": time, "lastTimestamp": time,
+            "source": {"component": "argocd-application-controller"}
+        });
+        self.push_in("argocd", Kind::Event, Op::Listed, name, obj);
+        time
     }
 
     /// Deletes pod `name`.

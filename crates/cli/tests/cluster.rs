@@ -3742,6 +3742,54 @@ fn issue_49_the_presync_gate_stops_seed_000s_second_render() {
                 ),
             "{told}"
         );
+        // The on-call stops the retries (`argocd app terminate-op` sets the phase): Argo CD
+        // fails the operation and says so in an Event, the one record of the refusal once
+        // another operation replaces this one's state; `now` reads it.
+        c.ok(
+            &[
+                "-n",
+                &ns.name,
+                "patch",
+                "applications.argoproj.io",
+                APP,
+                "--type",
+                "merge",
+                "--field-manager",
+                "on-call",
+                "-p",
+                r#"{"status":{"operationState":{"phase":"Terminating"}}}"#,
+            ],
+            None,
+        );
+        let warning = until(
+            "Argo CD's Event of the terminated operation",
+            Duration::from_secs(60),
+            || {
+                let events = c.get(&ns.name, "events")?;
+                events["items"].as_array()?.iter().find_map(|e| {
+                    (e["involvedObject"]["kind"] == "Application"
+                        && e["reason"] == "OperationCompleted"
+                        && e["type"] == "Warning")
+                        .then(|| e["message"].as_str().unwrap_or_default().to_owned())
+                })
+            },
+            || c.application(&ns.name, APP)["status"]["operationState"].to_string(),
+        );
+        assert!(
+            warning.starts_with("Sync operation to ") && warning.contains(" failed: "),
+            "{warning}"
+        );
+        let mut now = c.forensics();
+        now.args(["now", "-n", &ns.name, "-o", "json"]);
+        let o = run_bounded(now);
+        let told: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let failed = &told["rollouts"][0]["applications"][0]["failed_before"];
+        assert!(
+            failed
+                .as_array()
+                .is_some_and(|f| f.len() == 1 && f[0].as_str().unwrap().ends_with(&warning)),
+            "{warning}\n{told}"
+        );
         let (report, _) = finish(&c, &ns, rec, "argocd-presync-gate-refused", &[]);
         let found = rules(&report);
         for rule in RESTART_RULES {

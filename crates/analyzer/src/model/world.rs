@@ -1304,6 +1304,40 @@ pub(crate) struct World {
     /// The kubelet's and the scheduler's Events of why pods did not run, from the first lists,
     /// by namespace (at most [`KEEP_POD_EVENTS`] a namespace).
     pod_events: HashMap<String, Vec<PodEvent>>,
+    /// Argo CD's Events of failed operations, from the first lists, by namespace (at most
+    /// [`KEEP_APPLICATION_EVENTS`] a namespace).
+    application_events: HashMap<String, Vec<FailedOperation>>,
+}
+
+/// Argo CD's Events of failed operations kept a namespace.
+const KEEP_APPLICATION_EVENTS: usize = 256;
+
+/// An operation of an Application that failed, as the Event Argo CD's application controller
+/// emits when it completes says it (reason `OperationCompleted`, type `Warning`, `Sync
+/// operation to REVISION failed: MESSAGE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FailedOperation {
+    pub application: String,
+    /// When it last happened, and how many times the Event counted.
+    pub last: Timestamp,
+    pub count: u32,
+    pub message: String,
+}
+
+impl FailedOperation {
+    /// `TIME: MESSAGE` (`(N times)` for a counted Event).
+    pub fn words(&self) -> String {
+        let times = if self.count > 1 {
+            format!(" ({} times)", self.count)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}: {}{times}",
+            crate::base::time::rfc3339(self.last),
+            self.message
+        )
+    }
 }
 
 /// Pod Events kept per namespace.
@@ -2233,6 +2267,56 @@ impl World {
             image: event_image(view.text()),
             pos,
         });
+    }
+
+    /// Keeps a listed Event of Argo CD's that an Application's operation failed (others are
+    /// not kept): what `operationState` no longer says once another operation ran.
+    pub fn note_application_event(
+        &mut self,
+        namespace: &str,
+        view: &crate::input::view::EventView,
+    ) {
+        let about = view.about();
+        if about.kind != "Application" || about.name.is_empty() {
+            return;
+        }
+        let failed = view.reason == "OperationCompleted"
+            && (view.severity.as_deref() == Some("Warning") || view.text().contains(" failed"));
+        let Some((_, last, count, _)) = view.span().filter(|_| failed) else {
+            return;
+        };
+        let ns = if about.namespace.is_empty() {
+            namespace
+        } else {
+            about.namespace.as_str()
+        };
+        let list = self.application_events.entry(ns.to_owned()).or_default();
+        if list.len() >= KEEP_APPLICATION_EVENTS {
+            return;
+        }
+        list.push(FailedOperation {
+            application: about.name.to_string(),
+            last,
+            count,
+            message: view.text().to_owned(),
+        });
+    }
+
+    /// The failed operations of Application `ns/name` its Events held, oldest first.
+    pub fn failed_operations(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> impl Iterator<Item = &FailedOperation> {
+        let mut failed: Vec<&FailedOperation> = self
+            .application_events
+            .get(ns)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.application == name)
+            .collect();
+        failed.sort_by_key(|e| e.last);
+        failed.into_iter()
     }
 
     /// The pod Events of namespace `ns` about pods named `prefix...`.

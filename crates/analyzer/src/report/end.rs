@@ -60,6 +60,11 @@ pub struct ApplicationEnd {
     /// Its last operation, when it failed or is failing after a failure, in words (`sync
     /// operation Failed: ...; PreSync hook Job NAME Failed: ...`).
     pub failing: Option<String>,
+    /// The failed operations the cluster's Events about it still held when it was first
+    /// listed, oldest first, in words (`TIME: Sync operation to REV failed: ...`): failures an
+    /// operation since may have replaced in its `operationState` (none: the key is left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_before: Vec<String>,
 }
 
 impl ApplicationEnd {
@@ -79,6 +84,14 @@ impl ApplicationEnd {
         }
         if let Some(f) = &self.failing {
             s.push_str(&format!(" · {f}"));
+        }
+        match self.failed_before.as_slice() {
+            [] => {}
+            [one] => s.push_str(&format!(" · its Events: {one}")),
+            [.., last] => s.push_str(&format!(
+                " · its Events: {} failed operations, the last {last}",
+                self.failed_before.len()
+            )),
         }
         s
     }
@@ -405,6 +418,63 @@ mod tests {
         );
         assert_eq!(end.role("h2"), Role::New);
         assert_eq!(end.role("stable0"), Role::Stable);
+    }
+
+    /// Argo CD's Events keep the operations that failed before the last one: a sync the
+    /// PreSync gate refused, then one that went through. The Application's end state says
+    /// both; its succeeded operations and status changes are not kept.
+    #[test]
+    fn issue_49_the_applications_failed_operations_are_read_from_its_events() {
+        let mut kit = Kit::new();
+        kit.release_to_pause("h1", template("app:2", "c1"));
+        let failed = "Sync operation to 5adf8d63, 00085 failed: one or more synchronization \
+                      tasks completed unsuccessfully, reason: PreSync hook Job \
+                      rollout-forensics-gate Failed";
+        let first =
+            kit.listed_app_event("app.1", ("OperationCompleted", "Warning"), failed, 1, 600);
+        kit.listed_app_event(
+            "app.2",
+            ("OperationCompleted", "Normal"),
+            "Sync operation to 5adf8d63, 00085 succeeded",
+            1,
+            300,
+        );
+        kit.listed_app_event(
+            "app.3",
+            ("ResourceUpdated", "Normal"),
+            "Updated sync status: Synced -> OutOfSync",
+            1,
+            300,
+        );
+        let last = kit.listed_app_event(
+            "app.4",
+            ("OperationCompleted", "Warning"),
+            "Partial sync operation to 5adf8d63 failed: Operation terminated",
+            2,
+            120,
+        );
+        kit.app("Synced", "Suspended", &[("r1", 0)]);
+        kit.advance(10);
+        let report = kit.finish();
+        let apps = &report.rollouts[0].applications;
+        assert_eq!(apps.len(), 1, "{apps:?}");
+        assert_eq!(
+            apps[0].failed_before,
+            [
+                format!("{first}: {failed}"),
+                format!(
+                    "{last}: Partial sync operation to 5adf8d63 failed: Operation terminated (2 times)"
+                ),
+            ]
+        );
+        assert!(
+            apps[0].describe().ends_with(&format!(
+                " · its Events: 2 failed operations, the last {}",
+                apps[0].failed_before[1]
+            )),
+            "{}",
+            apps[0].describe()
+        );
     }
 
     #[test]

@@ -62,8 +62,10 @@ fn targets(ns: &str, app_ns: &str) -> Result<Vec<Target>> {
         let kind = rf_recorder::parse_kind(name)
             .with_context(|| format!("the recorder's kind {name} has no API resource"))?;
         // Applications: Argo CD's control-plane namespace and the listed one (Applications in
-        // any namespace); with `-A`, every namespace's.
-        let namespaces = if kind == Kind::Application && !ns.is_empty() {
+        // any namespace); with `-A`, every namespace's. Events too: Argo CD's about an
+        // Application are in its namespace, and keep the operations that failed before the
+        // last one.
+        let namespaces = if matches!(kind, Kind::Application | Kind::Event) && !ns.is_empty() {
             super::check::app_namespaces(ns, app_ns)
         } else {
             vec![ns]
