@@ -3,8 +3,9 @@
 # times `gzip -dc FILE`, then `analyze FILE -o json` with each binary in turn. These machines
 # are shared and their speed drifts over minutes, so builds are compared round by round, never
 # against a figure measured at another time. Prints each round, then per binary the median of
-# its wall time, its CPU time (user + system) and its ratio to that round's `gzip -dc`, the
-# least wall time and ratio, and its largest peak RSS.
+# its wall time, its CPU time (user + system), its ratio to that round's `gzip -dc` in wall time
+# and in CPU time (steadier on a shared machine), the least wall time and ratios, and its largest
+# peak RSS.
 #
 #   benches/alternate.sh ROUNDS FILE BINARY...
 #
@@ -26,26 +27,29 @@ run() {
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 least() { tr ' ' '\n' | grep . | sort -n | head -1; }
 
-declare -A walls cpus ratios rss
+declare -A walls cpus ratios cpu_ratios rss
 for round in $(seq 1 "$rounds"); do
-  read -r g _ _ < <(run gzip -dc "$file")
-  line="round $round: gzip -dc ${g}s"
+  read -r g gc _ < <(run gzip -dc "$file")
+  line="round $round: gzip -dc ${g}s (CPU ${gc}s)"
   for bin in "$@"; do
     read -r w c m < <(run "$bin" analyze "$file" -o json --fail-on never)
     r=$(awk -v a="$w" -v b="$g" 'BEGIN {printf "%.3f", a / b}')
+    rc=$(awk -v a="$c" -v b="$gc" 'BEGIN {printf "%.3f", a / b}')
     walls[$bin]+="$w "
     cpus[$bin]+="$c "
     ratios[$bin]+="$r "
+    cpu_ratios[$bin]+="$rc "
     rss[$bin]=$(( ${rss[$bin]:-0} > m ? ${rss[$bin]:-0} : m ))
-    line+="  $(basename "$bin") ${w}s ($r)"
+    line+="  $(basename "$bin") ${w}s ($r; CPU ${c}s, $rc)"
   done
   echo "$line"
 done
 # A neighbour's load only ever adds time, and it comes in bursts that can take half the
 # rounds: the least of the rounds is the steadier figure, the median the usual one.
 for bin in "$@"; do
-  printf '%s: median wall %ss, CPU %ss, analyze / gzip -dc %s; least wall %ss, ratio %s; peak RSS %s MiB\n' \
+  printf '%s: median wall %ss, CPU %ss, analyze / gzip -dc %s, of CPU %s; least wall %ss, ratio %s, of CPU %s; peak RSS %s MiB\n' \
     "$bin" "$(echo "${walls[$bin]}" | median)" "$(echo "${cpus[$bin]}" | median)" \
-    "$(echo "${ratios[$bin]}" | median)" "$(echo "${walls[$bin]}" | least)" \
-    "$(echo "${ratios[$bin]}" | least)" "$(awk -v k="${rss[$bin]}" 'BEGIN {printf "%.1f", k / 1024}')"
+    "$(echo "${ratios[$bin]}" | median)" "$(echo "${cpu_ratios[$bin]}" | median)" \
+    "$(echo "${walls[$bin]}" | least)" "$(echo "${ratios[$bin]}" | least)" \
+    "$(echo "${cpu_ratios[$bin]}" | least)" "$(awk -v k="${rss[$bin]}" 'BEGIN {printf "%.1f", k / 1024}')"
 done

@@ -2,7 +2,7 @@
 # The performance targets, measured in one run on one generated recording, as ratios (these machines
 # are shared and noisy: absolute times mean little, ratios of runs side by side do):
 #
-#   analyze -o json          vs  gzip -dc FILE            (target: ratio <= 1.0)
+#   analyze -o json          vs  gzip -dc FILE            (target: ratio <= 1.0; of CPU, <= 1.5)
 #                            and gzip -dc of the same events as gzip -6 JSON lines (the same
 #                            JSON decompressed; since format 2, FILE holds most objects as deltas)
 #                            and both on the same records as a version 1 file (`convert`)
@@ -58,24 +58,24 @@ fi
 jsonl="$dir/events$suffix.jsonl.gz"
 [ -s "$jsonl" ] || "$bin" inspect "$file" --jsonl | gzip -6 >"$jsonl"
 
-measure() { # prints "seconds max_rss_kib"
-  /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1
+measure() { # prints "seconds max_rss_kib cpu_seconds" (CPU: user + system)
+  /usr/bin/time -f "%e %M %U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1, $2, $3 + $4}'
 }
 jq_fields='{kind, name, resourceVersion, currentPodHash: .object.status.currentPodHash, currentStepIndex: .object.status.currentStepIndex, replicas: .object.spec.replicas}'
 
-read -r a_s a_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
-read -r g_s _ < <(measure gzip -dc "$file")
-read -r j_s _ < <(measure sh -c "gzip -dc '$jsonl' | jq -c '$jq_fields'")
+read -r a_s a_kib a_cpu < <(measure "$bin" analyze "$file" -o json --fail-on never)
+read -r g_s _ g_cpu < <(measure gzip -dc "$file")
+read -r j_s _ _ < <(measure sh -c "gzip -dc '$jsonl' | jq -c '$jq_fields'")
 # The same run again, in the other order, so a burst of load on the machine shows as a spread.
-read -r g2_s _ < <(measure gzip -dc "$file")
-read -r a2_s a2_kib < <(measure "$bin" analyze "$file" -o json --fail-on never)
-read -r gj_s _ < <(measure gzip -dc "$jsonl")
+read -r g2_s _ g2_cpu < <(measure gzip -dc "$file")
+read -r a2_s a2_kib a2_cpu < <(measure "$bin" analyze "$file" -o json --fail-on never)
+read -r gj_s _ _ < <(measure gzip -dc "$jsonl")
 # The same records as a version 1 file (every object whole, as the target was first measured):
 # gzip -dc of it inflates all of the JSON, as gzip -dc of a version 2 file no longer does.
 v1="$dir/v1$suffix.rfr"
 [ -s "$v1" ] || "$bin" convert "$file" -o "$v1" --format-version 1 >/dev/null 2>&1
-read -r a1_s a1_kib < <(measure "$bin" analyze "$v1" -o json --fail-on never)
-read -r g1_s _ < <(measure gzip -dc "$v1")
+read -r a1_s a1_kib _ < <(measure "$bin" analyze "$v1" -o json --fail-on never)
+read -r g1_s _ _ < <(measure gzip -dc "$v1")
 
 records=$(gzip -dc "$jsonl" | wc -l)
 bytes=$(stat -L -c %s "$file")
@@ -123,7 +123,7 @@ serve_first() {
   echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $(tail -1 "$dir/first.time") $slowest $slowest_path $scratch $lists $cpu"
 }
 read -r f_s f_kib f_list f_path f_scratch f_lists _ < <(serve_first)
-read -r a3_s _ < <(measure "$bin" analyze "$file" -o json --fail-on never)
+read -r a3_s _ _ < <(measure "$bin" analyze "$file" -o json --fail-on never)
 half=$("$bin" inspect "$file" -o json | jq -r '
   def t: sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601;
   ((.last_record_at | t) - (.first_record_at | t)) / 2 | floor')
@@ -211,13 +211,14 @@ read -r served s_span < <(cat "$dir"/watch-*.end 2>/dev/null | awk -v t0="$s_t0"
   || echo "0 0")
 s_cpu=$(awk -v a="$s_cpu0" -v b="$s_cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { print (b - a) / hz }')
 
-awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v gj="$gj_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
+awk -v a="$a_s" -v a2="$a2_s" -v g="$g_s" -v g2="$g2_s" -v ac="$a_cpu" -v a2c="$a2_cpu" -v gc="$g_cpu" -v g2c="$g2_cpu" -v gj="$gj_s" -v j="$j_s" -v kib="$a_kib" -v kib2="$a2_kib" \
     -v a1="$a1_s" -v g1="$g1_s" -v kib1="$a1_kib" \
     -v n="$records" -v b="$bytes" -v gz6="$gz6" -v rs="${r_span:-0}" -v ru="$r_user" -v rsy="$r_sys" \
     -v rn="${recorded:-0}" -v sn="${served:-0}" -v ss="${s_span:-0}" -v sc="${s_cpu:-0}" 'BEGIN {
   printf "recording: %d records, %.1f MB (%.0f bytes/record); gzip -6 of the JSON lines: %.1f MB (%.0f bytes/record)\n", n, b / 1e6, b / n, gz6 / 1e6, gz6 / n
   printf "size / gzip -6:              %.3f   (target <= 1.05)\n", b / gz6
   printf "analyze / gzip -dc:          %.2f, %.2f   (target <= 1.0)\n", a / g, a2 / g2
+  printf "analyze / gzip -dc, CPU:     %.2f, %.2f   (target <= 1.5; analyze %.2f s / %.2f s, gzip -dc %.2f s / %.2f s of CPU)\n", ac / gc, a2c / g2c, ac, a2c, gc, g2c
   printf "analyze / gzip -dc of the JSON lines: %.2f, %.2f\n", a / gj, a2 / gj
   printf "analyze / gzip -dc, the same records as a version 1 file: %.2f (analyze %.2f s, %.1f MiB; gzip -dc %.2f s)\n", a1 / g1, a1, kib1 / 1024, g1
   printf "jq pipeline / analyze:       %.1f, %.1f   (target >= 20; the jq run sits between the two analyze runs)\n", j / a, j / a2
@@ -241,10 +242,11 @@ if [ "${CROWDED:-1}" != 0 ]; then
     echo "generating the crowded namespace (200 rollouts x 100 pods)..." >&2
     "$bin" simulate scale --rollouts 200 --per-namespace 200 --replicas 100 --events 300000 --seed "$seed" -o "$crowded" >/dev/null 2>&1
   fi
-  read -r c_s c_kib < <(measure "$bin" analyze "$crowded" -o json --fail-on never)
-  read -r cg_s _ < <(measure gzip -dc "$crowded")
-  awk -v a="$c_s" -v g="$cg_s" -v kib="$c_kib" 'BEGIN {
+  read -r c_s c_kib c_cpu < <(measure "$bin" analyze "$crowded" -o json --fail-on never)
+  read -r cg_s _ cg_cpu < <(measure gzip -dc "$crowded")
+  awk -v a="$c_s" -v g="$cg_s" -v kib="$c_kib" -v ac="$c_cpu" -v gc="$cg_cpu" 'BEGIN {
     printf "crowded namespace: analyze / gzip -dc %.2f (analyze %.2f s, %.1f MiB; gzip -dc %.2f s)   (target <= 1.0)\n", a / g, a, kib / 1024, g
+    printf "crowded namespace, CPU: analyze / gzip -dc %.2f (analyze %.2f s, gzip -dc %.2f s of CPU)   (target <= 1.5)\n", ac / gc, ac, gc
   }'
 fi
 
@@ -273,7 +275,7 @@ if [ -n "${DIR_RECORDS:-}" ]; then
   mids=""
   for _ in $(seq 1 "${DIR_ROUNDS:-2}"); do
     read -r d_s d_kib d_list d_path d_scratch d_lists d_cpu < <(serve_first)
-    read -r da_s da_kib < <(measure "$bin" analyze "$flight" -o json --fail-on never)
+    read -r da_s da_kib _ < <(measure "$bin" analyze "$flight" -o json --fail-on never)
     read -r dm_s dm_kib dm_list dm_path _ < <(serve_first --at "+${half}s")
     ratios="$ratios $(awk -v f="$d_s" -v a="$da_s" -v c="$d_cpu" 'BEGIN { printf "%.2f (%.0f s / %.0f s, serve CPU %s s)", f / a, f, a, c }')"
     mids="$mids $(awk -v m="$dm_s" -v f="$d_s" 'BEGIN { printf "%.2f (%.0f s / %.0f s)", m / f, m, f }')"

@@ -371,8 +371,10 @@ impl DoubleRender {
                 continue;
             };
             let n = app.history.len();
-            if h2.changes_from(h1).is_empty()
-                || h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS
+            // The window first: it is a subtraction, the change words are formatted (this runs
+            // on every look at the rollout).
+            if h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS
+                || h2.changes_from(h1).is_empty()
             {
                 continue;
             }

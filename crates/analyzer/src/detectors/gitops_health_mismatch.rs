@@ -26,6 +26,8 @@
 //! # Remedy
 //! Trust the rollout, not the app health; add an adoption check to the sync.
 
+use std::ops::Bound;
+
 use rf_format::{Kind, Timestamp};
 
 use crate::detectors::{
@@ -34,7 +36,8 @@ use crate::detectors::{
 use crate::report::finding::{Finding, Rule, Severity, Subject};
 use crate::base::time::rfc3339;
 
-/// (app namespace, app, rollout namespace, rollout, hash, kind of mismatch).
+/// (rollout namespace, rollout, app namespace, app, hash, kind of mismatch): a rollout's keys
+/// are next to each other, and a look visits its own only ([`Settling::end_in`]).
 type Key = (String, String, String, String, String, &'static str);
 
 
@@ -51,7 +54,7 @@ pub(crate) struct GitopsHealthMismatch {
 impl Detector for GitopsHealthMismatch {
     fn take_changes(&mut self, out: &mut Vec<crate::report::finding::ConditionChange>) {
         self.settling
-            .take_changes(Rule::GitopsHealthMismatch, |k: &Key| (k.2.as_str(), k.3.as_str()), out);
+            .take_changes(Rule::GitopsHealthMismatch, |k: &Key| (k.0.as_str(), k.1.as_str()), out);
     }
 
     fn facts(&self) -> FactsUse {
@@ -85,10 +88,10 @@ impl Detector for GitopsHealthMismatch {
                 continue;
             };
             let key = (
-                app.namespace.clone(),
-                app.name.clone(),
                 track.namespace().to_owned(),
                 track.name().to_owned(),
+                app.namespace.clone(),
+                app.name.clone(),
                 hash.to_owned(),
                 kind,
             );
@@ -187,8 +190,14 @@ impl Detector for GitopsHealthMismatch {
             };
             out.push(finding);
         }
-        self.settling
-            .end(|k: &Key| k.2 == track.namespace() && k.3 == track.name())
+        // Every key of this rollout, and none of another's: a rollout's name holds no NUL, so
+        // `name` followed by one sorts after each of its keys and before the next rollout's.
+        let (ns, name) = (track.namespace(), track.name());
+        let key = |name: String| (ns.to_owned(), name, String::new(), String::new(), String::new(), "");
+        self.settling.end_in((
+            Bound::Included(key(name.to_owned())),
+            Bound::Excluded(key(format!("{name}\0"))),
+        ))
     }
 }
 

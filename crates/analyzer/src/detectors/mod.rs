@@ -151,6 +151,8 @@ impl<K> Default for Settling<K> {
     }
 }
 
+use std::ops::Bound;
+
 impl<K: Ord + Clone> Settling<K> {
     /// Starts a look at `now`: nothing seen true yet.
     pub fn begin(&mut self, now: At) {
@@ -230,6 +232,34 @@ impl<K: Ord + Clone> Settling<K> {
                 at: at.at,
             });
         }
+    }
+
+    /// [`end`](Self::end) for a look whose own keys are those in `range`: it visits those
+    /// keys only, where `end` asks of every key held (every rollout's, on each look).
+    pub fn end_in(&mut self, range: (Bound<K>, Bound<K>)) -> Option<Timestamp> {
+        let seen = &self.seen;
+        let stale: Vec<K> = self
+            .pending
+            .range(range.clone())
+            .filter(|(k, _)| !seen.contains(*k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in stale {
+            self.pending.remove(&k);
+        }
+        let gone: Vec<K> = self
+            .active
+            .range(range)
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.active.remove(&k);
+            if let Some(at) = self.now {
+                self.change(k, false, at);
+            }
+        }
+        self.due
     }
 
     /// True when nothing was seen true during this look.
@@ -730,6 +760,52 @@ mod tests {
     use crate::base::At;
     use crate::model::rollout::{Progress, RevisionChange, RevisionClass, RolloutTrack};
     use crate::report::finding::{Rule, Severity};
+
+    /// `end_in` ends a look as `end` does for the keys in its range, and leaves the others:
+    /// a reported condition of this rollout not seen true stops holding (and is reported
+    /// again when it holds again), another rollout's stays.
+    #[test]
+    fn ending_a_look_in_a_range_touches_that_rollouts_keys_only() {
+        use std::ops::Bound;
+        type Key = (String, String, &'static str);
+        let key = |rollout: &str, what| ("ns".to_owned(), rollout.to_owned(), what);
+        let at = |s: i64| At {
+            file: 0,
+            seq: s as u64,
+            at: rf_format::Timestamp::from_unix_seconds(s),
+        };
+        let of = |rollout: &str| {
+            (
+                Bound::Included(key(rollout, "")),
+                Bound::Excluded(key(&format!("{rollout}\0"), "")),
+            )
+        };
+        let mut s: super::Settling<Key> = super::Settling::default();
+        // Both rollouts' conditions reported, and one of web's still pending.
+        for rollout in ["web", "web-2"] {
+            s.begin(at(1));
+            s.holds(&key(rollout, "red"), at(1));
+            s.fire(key(rollout, "red"), at(1));
+            s.end_in(of(rollout));
+        }
+        s.begin(at(2));
+        assert_eq!(s.holds(&key("web", "red"), at(2)), None);
+        s.holds(&key("web", "green"), at(2));
+        s.end_in(of("web"));
+        assert_eq!(s.pending.len(), 1);
+        assert_eq!(s.active.len(), 2);
+        // A look at web that sees nothing: its conditions stop holding, web-2's do not.
+        s.begin(at(3));
+        s.end_in(of("web"));
+        assert!(s.pending.is_empty());
+        assert_eq!(s.active.iter().collect::<Vec<_>>(), [&key("web-2", "red")]);
+        assert_eq!(s.changes.back(), Some(&(key("web", "red"), false, at(3))));
+        // Holding again, it is not reported again; it holds again.
+        s.begin(at(4));
+        assert_eq!(s.holds(&key("web", "red"), at(4)), None);
+        s.end_in(of("web"));
+        assert_eq!(s.active.len(), 2);
+    }
 
     #[test]
     fn detectors_that_write_facts_look_before_those_that_read_them() {
