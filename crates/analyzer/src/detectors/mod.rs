@@ -253,6 +253,11 @@ impl<K: Ord + Clone> Settling<K> {
             .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
+        self.stopped(gone)
+    }
+
+    /// Reported conditions that stopped holding by this look; returns when to look again.
+    fn stopped(&mut self, gone: Vec<K>) -> Option<Timestamp> {
         for k in gone {
             self.active.remove(&k);
             if let Some(at) = self.now {
@@ -272,22 +277,13 @@ impl<K: Ord + Clone> Settling<K> {
     pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
         let seen = &self.seen;
         self.pending.retain(|k, _| !mine(k) || seen.contains(k));
-        if !self.active.is_empty() {
-            let gone: Vec<K> = self
-                .active
-                .iter()
-                .filter(|k| mine(k) && !self.seen.contains(*k))
-                .cloned()
-                .collect();
-            for k in gone {
-                self.active.remove(&k);
-                // It stopped holding by this look.
-                if let Some(at) = self.now {
-                    self.change(k, false, at);
-                }
-            }
-        }
-        self.due
+        let gone: Vec<K> = self
+            .active
+            .iter()
+            .filter(|k| mine(k) && !self.seen.contains(*k))
+            .cloned()
+            .collect();
+        self.stopped(gone)
     }
 }
 
