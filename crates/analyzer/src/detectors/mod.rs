@@ -4,6 +4,7 @@
 use std::fmt::Debug;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use rf_format::Timestamp;
 
@@ -150,8 +151,6 @@ impl<K> Default for Settling<K> {
         }
     }
 }
-
-use std::ops::Bound;
 
 impl<K: Ord + Clone> Settling<K> {
     /// Starts a look at `now`: nothing seen true yet.

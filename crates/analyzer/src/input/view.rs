@@ -1786,6 +1786,13 @@ impl EventView {
         }
     }
 
+    /// The namespace of the object it is about: its own, or, when the Event leaves it out,
+    /// `listed_in`, the namespace the Event was listed in.
+    pub fn about_namespace<'a>(&'a self, listed_in: &'a str) -> &'a str {
+        let ns = self.about().namespace.as_str();
+        if ns.is_empty() { listed_in } else { ns }
+    }
+
     /// Its text (`message`, or `note`).
     pub fn text(&self) -> &str {
         self.message

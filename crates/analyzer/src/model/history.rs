@@ -214,11 +214,7 @@ impl History {
         let order = log_line(name);
         let first = first.in_log(order);
         let last = if count > 1 { When::second(last) } else { first };
-        let ns = if about.namespace.is_empty() {
-            namespace
-        } else {
-            about.namespace.as_str()
-        };
+        let ns = view.about_namespace(namespace);
         let occurrence = Occurrence {
             reason: view.reason.clone(),
             message: view.text().to_owned(),

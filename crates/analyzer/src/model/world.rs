@@ -2282,14 +2282,13 @@ impl World {
         }
         let failed = view.reason == "OperationCompleted"
             && (view.severity.as_deref() == Some("Warning") || view.text().contains(" failed"));
-        let Some((_, last, count, _)) = view.span().filter(|_| failed) else {
+        if !failed {
+            return;
+        }
+        let Some((_, last, count, _)) = view.span() else {
             return;
         };
-        let ns = if about.namespace.is_empty() {
-            namespace
-        } else {
-            about.namespace.as_str()
-        };
+        let ns = view.about_namespace(namespace);
         let list = self.application_events.entry(ns.to_owned()).or_default();
         if list.len() >= KEEP_APPLICATION_EVENTS {
             return;
