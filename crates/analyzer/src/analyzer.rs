@@ -133,6 +133,8 @@ pub struct Analyzer {
     /// endpoints looks at the rollouts it routes to without walking every rollout of the
     /// namespace.
     routes: Routes,
+    /// The Services that route to each rollout, kept between looks.
+    routing: crate::model::traffic::RoutingCache,
     facts: Facts,
     /// Which rollout owns a ReplicaSet: (namespace, rs name) -> rollout name.
     /// namespace -> ReplicaSet -> rollout, nested like `live`.
@@ -222,6 +224,7 @@ impl Analyzer {
             live_per_kind: HashMap::default(),
             world: World::default(),
             routes: Routes::default(),
+            routing: crate::model::traffic::RoutingCache::default(),
             facts: Facts::default(),
             rs_owner: HashMap::default(),
             rs_deployment: HashMap::default(),
@@ -1185,7 +1188,7 @@ impl Analyzer {
             return;
         }
         // Asked once per look, for the timeline and every detector.
-        let routing = self.world.routing(track);
+        let routing = self.routing.routing(&self.world, track);
         if self.opts.timelines {
             if let Some(track) = self.tracks.get_mut(ns, name) {
                 crate::model::traffic::observe(track, &self.world, &routing, now);

@@ -194,10 +194,12 @@ impl Detector for GitopsHealthMismatch {
         // `name` followed by one sorts after each of its keys and before the next rollout's.
         let (ns, name) = (track.namespace(), track.name());
         let key = |name: String| (ns.to_owned(), name, String::new(), String::new(), String::new(), "");
-        self.settling.end_in((
-            Bound::Included(key(name.to_owned())),
-            Bound::Excluded(key(format!("{name}\0"))),
-        ))
+        self.settling.end_in(|| {
+            (
+                Bound::Included(key(name.to_owned())),
+                Bound::Excluded(key(format!("{name}\0"))),
+            )
+        })
     }
 }
 

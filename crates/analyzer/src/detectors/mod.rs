@@ -234,8 +234,13 @@ impl<K: Ord + Clone> Settling<K> {
     }
 
     /// [`end`](Self::end) for a look whose own keys are those in `range`: it visits those
-    /// keys only, where `end` asks of every key held (every rollout's, on each look).
-    pub fn end_in(&mut self, range: (Bound<K>, Bound<K>)) -> Option<Timestamp> {
+    /// keys only, where `end` asks of every key held (every rollout's, on each look). The
+    /// range is made only when a key is held at all (most looks, of most rollouts, hold none).
+    pub fn end_in(&mut self, range: impl FnOnce() -> (Bound<K>, Bound<K>)) -> Option<Timestamp> {
+        if self.pending.is_empty() && self.active.is_empty() {
+            return self.due;
+        }
+        let range = range();
         let seen = &self.seen;
         let stale: Vec<K> = self
             .pending
@@ -781,24 +786,24 @@ mod tests {
             s.begin(at(1));
             s.holds(&key(rollout, "red"), at(1));
             s.fire(key(rollout, "red"), at(1));
-            s.end_in(of(rollout));
+            s.end_in(|| of(rollout));
         }
         s.begin(at(2));
         assert_eq!(s.holds(&key("web", "red"), at(2)), None);
         s.holds(&key("web", "green"), at(2));
-        s.end_in(of("web"));
+        s.end_in(|| of("web"));
         assert_eq!(s.pending.len(), 1);
         assert_eq!(s.active.len(), 2);
         // A look at web that sees nothing: its conditions stop holding, web-2's do not.
         s.begin(at(3));
-        s.end_in(of("web"));
+        s.end_in(|| of("web"));
         assert!(s.pending.is_empty());
         assert_eq!(s.active.iter().collect::<Vec<_>>(), [&key("web-2", "red")]);
         assert_eq!(s.changes.back(), Some(&(key("web", "red"), false, at(3))));
         // Holding again, it is not reported again; it holds again.
         s.begin(at(4));
         assert_eq!(s.holds(&key("web", "red"), at(4)), None);
-        s.end_in(of("web"));
+        s.end_in(|| of("web"));
         assert_eq!(s.active.len(), 2);
     }
 

@@ -534,6 +534,11 @@ pub(crate) struct RolloutTrack {
     /// `spec.strategy.blueGreen.previewService` / `activeService`.
     pub(super) canary_service: Option<String>,
     pub(super) stable_service: Option<String>,
+    /// Changes whenever what [`Routes`](crate::model::routes::Routes) indexes the rollout under
+    /// or how a Service routes to it may have changed (its live ReplicaSets' pod labels, its
+    /// canary and stable Services, their role labels): unique across tracks, so that what is
+    /// worked out under a stamp holds while the stamp does.
+    routes_stamp: u64,
     /// `spec.strategy.canary.trafficRouting` is set.
     pub(super) traffic_routing: bool,
     /// `spec.strategy.blueGreen` is set.
@@ -744,6 +749,7 @@ impl RolloutTrack {
             last_jump: None,
             canary_service: None,
             stable_service: None,
+            routes_stamp: crate::model::stamp(),
             traffic_routing: false,
             blue_green: false,
             scale_down: ScaleDown::Immediate,
@@ -1151,6 +1157,7 @@ impl RolloutTrack {
         );
         if self.canary_service.as_deref() != canary_service {
             self.canary_service = canary_service.map(str::to_owned);
+            self.routes_stamp = crate::model::stamp();
         }
         let stable_service = service(
             canary
@@ -1159,6 +1166,7 @@ impl RolloutTrack {
         );
         if self.stable_service.as_deref() != stable_service {
             self.stable_service = stable_service.map(str::to_owned);
+            self.routes_stamp = crate::model::stamp();
         }
         let workload = view
             .spec
@@ -1239,32 +1247,38 @@ impl RolloutTrack {
                 .filter(|c| c.traffic_routing.is_some())
                 .map(|c| c.scale_down_delay_seconds),
         );
-        /// `kept` becomes the labels of `meta` (none without it), copied only when they changed.
+        /// `kept` becomes the labels of `meta` (none without it), copied only when they
+        /// changed; true when they did.
         fn follow(
             kept: &mut BTreeMap<String, String>,
             meta: Option<&crate::input::view::EphemeralMetadata>,
-        ) {
+        ) -> bool {
             match meta.and_then(|m| m.labels.as_ref()) {
                 Some(labels) if kept != labels => kept.clone_from(labels),
                 None if !kept.is_empty() => kept.clear(),
-                _ => {}
+                _ => return false,
             }
+            true
         }
         // A blue-green rollout's preview and active pods are the controller's canary and
         // stable ones here (rollout/ephemeralmetadata.go).
         let blue_green = view.spec.strategy.blue_green.as_ref();
-        follow(
+        let canary_changed = follow(
             &mut self.canary_labels,
             canary
                 .and_then(|c| c.canary_metadata.as_ref())
                 .or_else(|| blue_green.and_then(|b| b.preview_metadata.as_ref())),
         );
-        follow(
+        let stable_changed = follow(
             &mut self.stable_labels,
             canary
                 .and_then(|c| c.stable_metadata.as_ref())
                 .or_else(|| blue_green.and_then(|b| b.active_metadata.as_ref())),
         );
+        // Which role a selecting Service routes to follows these labels.
+        if canary_changed || stable_changed {
+            self.routes_stamp = crate::model::stamp();
+        }
         self.revision_history_limit = view.spec.revision_history_limit;
         self.track_template(view, object, &cur, spec_changed);
 
@@ -1629,6 +1643,19 @@ impl RolloutTrack {
         });
     }
 
+    /// See the field: equal while what the rollout is indexed under by route is the same.
+    pub fn routes_stamp(&self) -> u64 {
+        self.routes_stamp
+    }
+
+    /// Sets its canary and stable Services, as a change of its spec does.
+    #[cfg(test)]
+    pub(super) fn set_services(&mut self, canary: Option<String>, stable: Option<String>) {
+        self.canary_service = canary;
+        self.stable_service = stable;
+        self.routes_stamp = crate::model::stamp();
+    }
+
     /// The moments it became Healthy on one revision, in order.
     pub fn settles(&self) -> &[crate::report::end::Settled] {
         &self.settles
@@ -1735,6 +1762,9 @@ impl RolloutTrack {
             entry.created_at = crate::base::time::parse_rfc3339(t);
         }
         let deleted_now = deleted && !entry.deleted;
+        if is_new || deleted != entry.deleted {
+            self.routes_stamp = crate::model::stamp();
+        }
         entry.deleted = deleted;
         if ready > 0 && !deleted {
             entry.ready_since.get_or_insert(pos.at);
@@ -1751,6 +1781,9 @@ impl RolloutTrack {
                 .and_then(|r| r.get(object))
                 .and_then(Template::with_labels)
             {
+                if entry.pod_labels != labels {
+                    self.routes_stamp = crate::model::stamp();
+                }
                 entry.pod_labels = labels;
                 entry.template = Some(template);
                 entry.template_digest = digest;
@@ -1795,6 +1828,7 @@ impl RolloutTrack {
             for (_, name) in &deleted[..deleted.len() - KEEP_DELETED] {
                 self.replicasets.remove(name);
             }
+            self.routes_stamp = crate::model::stamp();
         }
         let mut keep: Vec<&str> = self
             .replicasets

@@ -23,6 +23,8 @@ struct Indexed {
     labels: Vec<(String, String)>,
     /// The Services it names (canary, stable).
     named: Vec<String>,
+    /// The track's [`RolloutTrack::routes_stamp`] when it was indexed.
+    stamp: u64,
 }
 
 /// The index of the rollouts by what a Service may route to them through.
@@ -39,6 +41,16 @@ impl Routes {
     /// Brings the entries of `track` up to date: after each change of its Rollout or of one
     /// of its ReplicaSets (the only records that change what it is indexed under).
     pub fn update(&mut self, track: &RolloutTrack) {
+        let (ns, name) = (track.namespace.as_str(), track.name.as_str());
+        let stamp = track.routes_stamp();
+        // Most records change neither its ReplicaSets' labels nor its Services.
+        if self
+            .indexed
+            .get(ns, name)
+            .is_some_and(|old| old.stamp == stamp)
+        {
+            return;
+        }
         let mut labels: Vec<(&str, &str)> = track
             .replicasets
             .values()
@@ -55,8 +67,7 @@ impl Routes {
             .collect();
         named.sort_unstable();
         named.dedup();
-        let (ns, name) = (track.namespace.as_str(), track.name.as_str());
-        if let Some(old) = self.indexed.get(ns, name) {
+        if let Some(old) = self.indexed.get_mut(ns, name) {
             let same_labels = old.labels.len() == labels.len()
                 && old
                     .labels
@@ -64,6 +75,7 @@ impl Routes {
                     .zip(&labels)
                     .all(|(o, n)| o.0 == n.0 && o.1 == n.1);
             if same_labels && old.named == named {
+                old.stamp = stamp;
                 return;
             }
         }
@@ -92,6 +104,7 @@ impl Routes {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             named: named.iter().map(|s| (*s).to_owned()).collect(),
+            stamp,
         };
         self.indexed.set(ns, name, entry);
     }
@@ -198,8 +211,8 @@ mod tests {
                 let pick = |rng: &mut rf_scenarios::SplitMix| {
                     (rng.below(2) == 0).then(|| ["s1", "s2"][rng.below(2)].to_owned())
                 };
-                track.canary_service = pick(&mut rng);
-                track.stable_service = pick(&mut rng);
+                let (canary, stable) = (pick(&mut rng), pick(&mut rng));
+                track.set_services(canary, stable);
             } else {
                 let hash = ["h1", "h2"][rng.below(2)];
                 let mut pod_labels =

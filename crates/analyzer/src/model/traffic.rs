@@ -33,6 +33,56 @@ impl Namespace {
     }
 }
 
+/// [`World::routing`] of each rollout, kept with the stamps it was worked out under (the
+/// rollout's [`routes_stamp`](RolloutTrack::routes_stamp) and its namespace's
+/// [`services_stamp`](Namespace::services_stamp)): asked again at every look, it changes only
+/// when a Service's selector or the rollout's revisions, Services or role labels do.
+#[derive(Debug, Default)]
+pub(crate) struct RoutingCache {
+    by_rollout: crate::base::by_name::ByName<KeptRouting>,
+}
+
+/// One rollout's routing, by Service name, and the stamps it was worked out under.
+#[derive(Debug)]
+struct KeptRouting {
+    rollout: u64,
+    services: u64,
+    routed: Vec<(String, Route)>,
+}
+
+impl RoutingCache {
+    /// [`World::routing`] of `track`.
+    pub fn routing<'a>(&mut self, world: &'a World, track: &RolloutTrack) -> Vec<Routed<'a>> {
+        let Some(n) = world.namespace(&track.namespace) else {
+            return Vec::new();
+        };
+        let stamps = (track.routes_stamp(), n.services_stamp());
+        if let Some(kept) = self.by_rollout.get(&track.namespace, &track.name) {
+            if (kept.rollout, kept.services) == stamps {
+                return kept
+                    .routed
+                    .iter()
+                    .filter_map(|(name, why)| {
+                        let (name, svc) = n.service_entry(name)?;
+                        Some((name, svc, *why))
+                    })
+                    .collect();
+            }
+        }
+        let routed = n.routing(track);
+        let kept = KeptRouting {
+            rollout: stamps.0,
+            services: stamps.1,
+            routed: routed
+                .iter()
+                .map(|(name, _, why)| ((*name).to_owned(), *why))
+                .collect(),
+        };
+        self.by_rollout.set(&track.namespace, &track.name, kept);
+        routed
+    }
+}
+
 impl World {
     /// The Services that route to `track`, in name order, with why ([`Namespace::routing`]).
     pub fn routing<'a>(&'a self, track: &RolloutTrack) -> Vec<Routed<'a>> {

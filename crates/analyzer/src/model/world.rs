@@ -929,9 +929,17 @@ pub(crate) struct Namespace {
     /// Services that may select a rollout's pods are found from their labels without a walk
     /// over every Service of the namespace.
     by_selector_label: HashMap<String, HashMap<String, BTreeSet<String>>>,
+    /// Changes with each Service added, removed or given another selector
+    /// ([`crate::model::stamp`]; 0 until the first).
+    services_stamp: u64,
 }
 
 impl Namespace {
+    /// See the field: while it is the same, so is every Service's selector.
+    pub fn services_stamp(&self) -> u64 {
+        self.services_stamp
+    }
+
     /// The Services, by name.
     pub fn services(&self) -> impl Iterator<Item = (&str, &ServiceObj)> + '_ {
         self.services.iter().map(|(name, s)| (name.as_str(), s))
@@ -964,6 +972,13 @@ impl Namespace {
         self.services.get(name)
     }
 
+    /// Service `name`, with its name as the namespace holds it.
+    pub fn service_entry(&self, name: &str) -> Option<(&str, &ServiceObj)> {
+        self.services
+            .get_key_value(name)
+            .map(|(name, svc)| (name.as_str(), svc))
+    }
+
     fn is_empty(&self) -> bool {
         self.services.is_empty() && self.slices.is_empty() && self.pods.is_empty()
     }
@@ -982,6 +997,7 @@ impl Namespace {
         if deleted {
             if let Some(old) = self.services.remove(rec.name.as_str()) {
                 self.unindex_selector(&rec.name, old.selector.as_ref());
+                self.services_stamp = crate::model::stamp();
             }
         } else {
             let Parsed::Service(mut v) = parsed else {
@@ -992,6 +1008,7 @@ impl Namespace {
             if old.is_some_and(|old| old.selector == selector) {
                 return None;
             }
+            self.services_stamp = crate::model::stamp();
             let mut hash_writes = Vec::new();
             if let Some(old) = self.services.remove(rec.name.as_str()) {
                 self.unindex_selector(&rec.name, old.selector.as_ref());
@@ -2566,6 +2583,7 @@ mod tests {
         let mut rng = rf_scenarios::SplitMix::new(11);
         let mut world = World::default();
         let mut track = RolloutTrack::new("ns", "r", false);
+        let mut cache = crate::model::traffic::RoutingCache::default();
         let (mut routed, mut looks) = (0, 0);
         for seq in 0..3000u64 {
             let name = ["a", "b", "c", "d", "e", "f", "g"][rng.below(7)];
@@ -2586,8 +2604,8 @@ mod tests {
                     let pick = |rng: &mut rf_scenarios::SplitMix| {
                         (rng.below(3) > 0).then(|| ["a", "b", "h"][rng.below(3)].to_owned())
                     };
-                    track.canary_service = pick(&mut rng);
-                    track.stable_service = pick(&mut rng);
+                    let (canary, stable) = (pick(&mut rng), pick(&mut rng));
+                    track.set_services(canary, stable);
                 }
                 _ => {
                     let selector: Vec<(&str, &str)> = (0..rng.below(4))
@@ -2608,6 +2626,13 @@ mod tests {
                 .map(|(name, _, why)| (name, why))
                 .collect();
             assert_eq!(found, walk, "at {seq}");
+            // Kept between looks: the same until a stamp changes.
+            let kept: Vec<(&str, Route)> = cache
+                .routing(&world, &track)
+                .into_iter()
+                .map(|(name, _, why)| (name, why))
+                .collect();
+            assert_eq!(kept, walk, "kept, at {seq}");
             routed += walk.len();
             looks += 1;
         }
