@@ -279,6 +279,10 @@ impl<K: Ord + Clone> Settling<K> {
     /// Ends the look: conditions of this look's subject (`mine`) not seen true stopped holding
     /// and start over. Returns when to look again.
     pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
+        // Nothing held of any subject (most looks): nothing to visit.
+        if self.pending.is_empty() && self.active.is_empty() {
+            return self.due;
+        }
         let seen = &self.seen;
         self.pending.retain(|k, _| !mine(k) || seen.contains(k));
         let gone: Vec<K> = self
