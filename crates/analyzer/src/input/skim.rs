@@ -82,12 +82,16 @@ pub(crate) fn read_with<'a, T>(
 pub(crate) struct Known {
     text: Vec<u8>,
     depth: u32,
+    /// A Rollout's `spec.strategy` last read: its text, depth and view. The same bytes are the
+    /// same strategy (almost every record of a Rollout is a status write); its steps are cloned
+    /// rather than read again.
+    strategy: Option<(Vec<u8>, u32, Strategy)>,
 }
 
 impl Known {
-    /// The bytes of the template held.
+    /// The bytes of the template and strategy text held.
     pub(crate) fn bytes(&self) -> usize {
-        self.text.len()
+        self.text.len() + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
     }
 }
 
@@ -324,6 +328,26 @@ impl<'a> Json<'a> {
         Ok(Some(RawJson::At(start..self.i)))
     }
 
+    /// A Rollout's `strategy`: the [`Known`] one when the next bytes are its text (checked JSON
+    /// that ends where its own bytes say, as a known template does), else read and known.
+    fn known_strategy(&mut self) -> R<Strategy> {
+        self.ws();
+        let start = self.i;
+        if let Some((text, depth, st)) = &self.known.strategy {
+            let end = start + text.len();
+            if self.depth + depth <= MAX_DEPTH && self.b.get(start..end) == Some(text.as_slice()) {
+                self.i = end;
+                return Ok(st.clone());
+            }
+        }
+        let st = strategy(self)?;
+        let text = self.b.get(start..self.i).ok_or(Bail)?;
+        // Its depth, for the check above: the text was read, so it is one value.
+        let (_, depth) = skip_value(text, 0, MAX_DEPTH)?;
+        self.known.strategy = Some((text.to_vec(), depth, st.clone()));
+        Ok(st)
+    }
+
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
         let mut v = Vec::new();
         self.array(|j| {
@@ -494,7 +518,7 @@ fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
         "replicas" => s.replicas => j.lenient_int()?,
         "paused" => s.paused => j.opt_bool()?,
         "template" => s.template => j.template()?,
-        "strategy" => s.strategy => strategy(j)?,
+        "strategy" => s.strategy => j.known_strategy()?,
         "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
         "workloadRef" => s.workload_ref => j.opt(workload_ref)?,
         "progressDeadlineSeconds" => s.progress_deadline_seconds => j.lenient_int()?,
@@ -1798,6 +1822,35 @@ mod tests {
             template(&rs("55"), &mut Known::default()).as_deref(),
             Some("55")
         );
+    }
+
+    #[test]
+    fn a_known_strategy_is_taken_only_where_its_bytes_are_the_whole_value() {
+        let rollout = |strategy: &str| format!(r#"{{"spec":{{"strategy":{strategy}}}}}"#);
+        let mut known = Known::default();
+        let a = r#"{"canary":{"steps":[{"setWeight":20},{"pause":{}}]}}"#;
+        let b = r#"{"canary":{"steps":[{"setWeight":50},{"pause":{}}]}}"#;
+        for text in [a, a, b, b, a] {
+            // Read after the versions before it, and fresh: serde's view either way.
+            assert!(
+                agree_known(&Kind::Rollout, &rollout(text), &mut known),
+                "{text}"
+            );
+            assert!(agree(&Kind::Rollout, &rollout(text)), "{text}");
+            assert_eq!(
+                known.strategy.as_ref().map(|k| k.0.as_slice()),
+                Some(text.as_bytes())
+            );
+        }
+        // The known bytes and more where the object should end: refused, as serde refuses it.
+        let longer = format!(r#"{{"spec":{{"strategy":{a}}}}}}}"#);
+        assert!(!agree_known(&Kind::Rollout, &longer, &mut known));
+        // Cut short inside a known strategy: refused.
+        assert!(!agree_known(
+            &Kind::Rollout,
+            &rollout(&a[..a.len() - 1]),
+            &mut known
+        ));
     }
 
     #[test]

@@ -578,7 +578,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for ScalarSeed {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Canary {
     pub steps: Option<Vec<Step>>,
@@ -599,7 +599,7 @@ pub(crate) struct Canary {
 
 /// `spec.strategy.canary.trafficRouting`: which routers the controller sets weights on. NGINX,
 /// Istio and the Gateway API plugin are read; any other router is only "set".
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct TrafficRouting {
     pub nginx: Option<NginxRouting>,
@@ -609,7 +609,7 @@ pub(crate) struct TrafficRouting {
 
 /// `trafficRouting.istio`: the VirtualServices whose route weights the controller sets, and
 /// the DestinationRule whose subsets it points at each revision.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct IstioRouting {
     pub virtual_service: Option<IstioVirtualService>,
@@ -619,7 +619,7 @@ pub(crate) struct IstioRouting {
 
 /// One VirtualService of `trafficRouting.istio`: `name` (or `name.namespace`) and the HTTP
 /// routes it sets weights on (none: its only route, or its first unnamed one).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct IstioVirtualService {
     pub name: Str,
@@ -627,7 +627,7 @@ pub(crate) struct IstioVirtualService {
 }
 
 /// `trafficRouting.istio.destinationRule`: the subsets that stand for each role.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct IstioDestinationRule {
     pub name: Str,
@@ -636,7 +636,7 @@ pub(crate) struct IstioDestinationRule {
 }
 
 /// `trafficRouting.plugins`: of the router plugins, the Gateway API one is read.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RouterPlugins {
     #[serde(rename = "argoproj-labs/gatewayAPI")]
@@ -644,7 +644,7 @@ pub(crate) struct RouterPlugins {
 }
 
 /// The Gateway API plugin's configuration: the HTTPRoutes whose backend weights it sets.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct GatewayApiRouting {
     pub http_route: Option<Str>,
@@ -653,7 +653,7 @@ pub(crate) struct GatewayApiRouting {
 }
 
 /// One entry of the Gateway API plugin's `httpRoutes`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct GatewayApiRoute {
     pub name: Str,
@@ -661,7 +661,7 @@ pub(crate) struct GatewayApiRoute {
 
 /// `trafficRouting.nginx`: the Ingresses the controller makes a canary Ingress of, and the
 /// prefix of the annotations it writes there.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct NginxRouting {
     pub stable_ingress: Option<Str>,
@@ -671,13 +671,13 @@ pub(crate) struct NginxRouting {
 
 /// `canaryMetadata` / `stableMetadata`: labels the controller puts on the pods of that role,
 /// after the pod-template hash is computed (and changes in place when the role changes).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct EphemeralMetadata {
     pub labels: Option<BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Strategy {
     pub canary: Option<Canary>,
@@ -685,7 +685,7 @@ pub(crate) struct Strategy {
 }
 
 /// `spec.strategy.blueGreen`: the Services it switches.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct BlueGreen {
     pub active_service: Option<Str>,
