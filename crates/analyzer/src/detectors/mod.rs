@@ -237,7 +237,7 @@ impl<K: Ord + Clone> Settling<K> {
     /// keys only, where `end` asks of every key held (every rollout's, on each look). The
     /// range is made only when a key is held at all (most looks, of most rollouts, hold none).
     pub fn end_in(&mut self, range: impl FnOnce() -> (Bound<K>, Bound<K>)) -> Option<Timestamp> {
-        if self.pending.is_empty() && self.active.is_empty() {
+        if self.holds_none() {
             return self.due;
         }
         let range = range();
@@ -260,6 +260,12 @@ impl<K: Ord + Clone> Settling<K> {
         self.stopped(gone)
     }
 
+    /// True when no condition of any subject is pending or reported (most looks): ending a
+    /// look then has nothing to visit.
+    fn holds_none(&self) -> bool {
+        self.pending.is_empty() && self.active.is_empty()
+    }
+
     /// Reported conditions that stopped holding by this look; returns when to look again.
     fn stopped(&mut self, gone: Vec<K>) -> Option<Timestamp> {
         for k in gone {
@@ -279,8 +285,7 @@ impl<K: Ord + Clone> Settling<K> {
     /// Ends the look: conditions of this look's subject (`mine`) not seen true stopped holding
     /// and start over. Returns when to look again.
     pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
-        // Nothing held of any subject (most looks): nothing to visit.
-        if self.pending.is_empty() && self.active.is_empty() {
+        if self.holds_none() {
             return self.due;
         }
         let seen = &self.seen;

@@ -303,6 +303,17 @@ impl<'a> Json<'a> {
         Ok(deepest)
     }
 
+    /// Where the next value ends when its bytes are `text`, a value known to be checked JSON
+    /// nested `depth` deep, and that nesting fits here: then it is that same value (see
+    /// [`Known`]).
+    fn known_end(&self, text: &[u8], depth: u32) -> Option<usize> {
+        let end = self.i + text.len();
+        (!text.is_empty()
+            && self.depth + depth <= MAX_DEPTH
+            && self.b.get(self.i..end) == Some(text))
+        .then_some(end)
+    }
+
     /// Where the next value, a pod template, is in the text, checked and not parsed: compared
     /// with the [`Known`] template, read only when it differs (and then known).
     fn template(&mut self) -> R<Option<RawJson>> {
@@ -311,12 +322,7 @@ impl<'a> Json<'a> {
         }
         self.ws();
         let start = self.i;
-        let known = &self.known;
-        let end = start + known.text.len();
-        if !known.text.is_empty()
-            && self.depth + known.depth <= MAX_DEPTH
-            && self.b.get(start..end) == Some(known.text.as_slice())
-        {
+        if let Some(end) = self.known_end(&self.known.text, self.known.depth) {
             self.i = end;
         } else {
             let depth = self.skip_deep()?;
@@ -328,14 +334,13 @@ impl<'a> Json<'a> {
         Ok(Some(RawJson::At(start..self.i)))
     }
 
-    /// A Rollout's `strategy`: the [`Known`] one when the next bytes are its text (checked JSON
-    /// that ends where its own bytes say, as a known template does), else read and known.
+    /// A Rollout's `strategy`: the [`Known`] one when the next bytes are its text
+    /// ([`known_end`](Self::known_end), as for a template), else read and known.
     fn known_strategy(&mut self) -> R<Strategy> {
         self.ws();
         let start = self.i;
         if let Some((text, depth, st)) = &self.known.strategy {
-            let end = start + text.len();
-            if self.depth + depth <= MAX_DEPTH && self.b.get(start..end) == Some(text.as_slice()) {
+            if let Some(end) = self.known_end(text, *depth) {
                 self.i = end;
                 return Ok(st.clone());
             }
