@@ -86,13 +86,68 @@ pub(crate) struct Known {
     /// same strategy (almost every record of a Rollout is a status write); its steps are cloned
     /// rather than read again.
     strategy: Option<(Vec<u8>, u32, Strategy)>,
+    /// The entries of `metadata.managedFields` last read, each reduced to its writer (for the
+    /// kinds whose views skip them, to nothing). One entry per field manager: a write changes
+    /// its writer's entry (its time), and the others stay.
+    managed: Items<Option<Writer>>,
+    /// A Rollout's `status.conditions` last read (`None`: a condition the view does not keep).
+    conditions: Items<Option<Condition>>,
+    /// An EndpointSlice's `endpoints` last read: a pod that becomes ready changes its own.
+    endpoints: Items<Endpoint>,
+    /// An Application's `status.resources` and `status.history` last read.
+    resources: Items<AppResource>,
+    history: Items<AppHistory>,
 }
 
 impl Known {
-    /// The bytes of the template and strategy text held.
+    /// The bytes of the text held.
     pub(crate) fn bytes(&self) -> usize {
-        self.text.len() + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
+        self.text.len()
+            + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
+            + self.managed.bytes
+            + self.conditions.bytes
+            + self.endpoints.bytes
+            + self.resources.bytes
+            + self.history.bytes
     }
+}
+
+/// The items of one array of an object, as last read: each one's text (checked JSON), the
+/// nesting it was read at, and what was read of it. When the next version of the object holds
+/// the same bytes at the same place in the array, it is the same value, read the same way
+/// ([`Json::items`]): a comparison replaces reading it. The array's other items are read, and
+/// known in their place.
+#[derive(Debug)]
+struct Items<T> {
+    items: Vec<Item<T>>,
+    /// The bytes of the items' text.
+    bytes: usize,
+}
+
+impl<T> Default for Items<T> {
+    fn default() -> Self {
+        Items {
+            items: Vec::new(),
+            bytes: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Item<T> {
+    text: Vec<u8>,
+    /// The nesting the item was read at: at the same or a shallower one, it reads the same.
+    depth: u32,
+    value: T,
+}
+
+/// One `managedFields` entry's writer: its time (nanoseconds), manager, and whether it wrote
+/// the status subresource.
+#[derive(Debug, Clone)]
+struct Writer {
+    time: i64,
+    manager: Str,
+    on_status: bool,
 }
 
 /// A cursor over JSON text.
@@ -353,6 +408,71 @@ impl<'a> Json<'a> {
         Ok(st)
     }
 
+    /// An array whose items are compared with the ones `slot` of [`Known`] holds, at the same
+    /// index, before they are read: each item's value is handed to `each`, the known one when
+    /// the bytes are the same, else the one `read` reads (which must depend on the item's bytes
+    /// alone), which is then known in its place.
+    fn items<T>(
+        &mut self,
+        slot: fn(&mut Known) -> &mut Items<T>,
+        mut read: impl FnMut(&mut Self) -> R<T>,
+        mut each: impl FnMut(&T),
+    ) -> R<()> {
+        let mut known = std::mem::take(slot(&mut self.known));
+        let mut n = 0;
+        let read = self.array(|j| {
+            j.ws();
+            let (start, depth) = (j.i, j.depth);
+            if let Some(item) = known.items.get(n) {
+                let end = start + item.text.len();
+                if depth <= item.depth && j.b.get(start..end) == Some(item.text.as_slice()) {
+                    j.i = end;
+                    each(&item.value);
+                    n += 1;
+                    return Ok(());
+                }
+            }
+            let value = read(j)?;
+            let text = j.b.get(start..j.i).ok_or(Bail)?;
+            known.bytes += text.len();
+            match known.items.get_mut(n) {
+                Some(item) => {
+                    known.bytes -= item.text.len();
+                    item.text.clear();
+                    item.text.extend_from_slice(text);
+                    item.depth = depth;
+                    item.value = value;
+                }
+                None => known.items.push(Item {
+                    text: text.to_vec(),
+                    depth,
+                    value,
+                }),
+            }
+            each(&known.items[n].value);
+            n += 1;
+            Ok(())
+        });
+        if read.is_ok() {
+            for gone in known.items.drain(n.min(known.items.len())..) {
+                known.bytes -= gone.text.len();
+            }
+        }
+        *slot(&mut self.known) = known;
+        read
+    }
+
+    /// [`items`](Self::items) into a vector of their values.
+    fn known_vec<T: Clone>(
+        &mut self,
+        slot: fn(&mut Known) -> &mut Items<T>,
+        read: impl FnMut(&mut Self) -> R<T>,
+    ) -> R<Vec<T>> {
+        let mut v = Vec::new();
+        self.items(slot, read, |t| v.push(t.clone()))?;
+        Ok(v)
+    }
+
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
         let mut v = Vec::new();
         self.array(|j| {
@@ -474,37 +594,57 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
         return Ok(last);
     }
     let (mut main, mut status, mut status_user) = (None, None, None);
-    j.array(|j| {
-        let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
-        fields!(j, {
-            "manager" => manager => j.str()?,
-            "subresource" => subresource => j.opt(Json::str)?,
-            "time" => time => j.opt(Json::str)?,
-        })?;
-        let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
-            return Ok(());
-        };
-        let on_status = subresource.as_deref() == Some("status");
-        if on_status
-            && !crate::input::view::rollouts_controller(&manager)
-            && status_user
-                .as_ref()
-                .is_none_or(|(best, _): &(i64, Cow<'_, str>)| t.0 >= *best)
-        {
-            status_user = Some((t.0, manager.clone()));
-        }
-        let slot = if on_status { &mut status } else { &mut main };
-        if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
-            *slot = Some((t.0, manager));
-        }
-        Ok(())
-    })?;
-    // Borrowed until here: only the last writers are copied.
-    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, Str::from(m)));
-    last.main = own(main);
-    last.status = own(status);
-    last.status_user = own(status_user);
+    j.items(
+        |k| &mut k.managed,
+        writer,
+        |w| {
+            let Some(w) = w else { return };
+            let later = |best: &Option<(i64, Str)>| best.as_ref().is_none_or(|(t, _)| w.time >= *t);
+            if w.on_status
+                && !crate::input::view::rollouts_controller(&w.manager)
+                && later(&status_user)
+            {
+                status_user = Some((w.time, w.manager.clone()));
+            }
+            let slot = if w.on_status { &mut status } else { &mut main };
+            if later(slot) {
+                *slot = Some((w.time, w.manager.clone()));
+            }
+        },
+    )?;
+    last.main = main;
+    last.status = status;
+    last.status_user = status_user;
     Ok(last)
+}
+
+/// One `managedFields` entry's writer; `None` without a time (such an entry is no one's last
+/// write).
+fn writer(j: &mut Json<'_>) -> R<Option<Writer>> {
+    let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
+    fields!(j, {
+        "manager" => manager => j.str()?,
+        "subresource" => subresource => j.opt(Json::str)?,
+        "time" => time => j.opt(Json::str)?,
+    })?;
+    let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
+        return Ok(None);
+    };
+    Ok(Some(Writer {
+        time: t.0,
+        manager: manager.into(),
+        on_status: subresource.as_deref() == Some("status"),
+    }))
+}
+
+/// `managedFields` of a view that reads nothing of them: skipped, each entry compared with
+/// the one known first (see [`Json::items`]).
+fn managed_skipped(j: &mut Json<'_>) -> R<Skipped> {
+    if j.peek()? != b'[' {
+        return skipped(j);
+    }
+    j.items(|k| &mut k.managed, |j| j.skip().map(|()| None), |_| {})?;
+    Ok(Skipped)
 }
 
 pub(crate) fn rollout(j: &mut Json<'_>) -> R<RolloutView> {
@@ -746,25 +886,26 @@ fn blue_green_status(j: &mut Json<'_>) -> R<BlueGreenStatus> {
 /// `status.conditions` of a Rollout: the ones read (`condition_kept`).
 fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
     let mut kept = Vec::new();
-    j.array(|j| {
-        let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
-        let (mut reason, mut message) = (None, None);
-        fields!(j, {
-            "type" => type_ => j.str()?,
-            "status" => status => j.str()?,
-            "reason" => reason => j.opt(Json::str)?,
-            "message" => message => j.opt(Json::str)?,
-        })?;
-        if condition_kept(&type_) {
-            kept.push(Condition {
+    j.items(
+        |k| &mut k.conditions,
+        |j| {
+            let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
+            let (mut reason, mut message) = (None, None);
+            fields!(j, {
+                "type" => type_ => j.str()?,
+                "status" => status => j.str()?,
+                "reason" => reason => j.opt(Json::str)?,
+                "message" => message => j.opt(Json::str)?,
+            })?;
+            Ok(condition_kept(&type_).then(|| Condition {
                 type_: type_.into(),
                 status: status.into(),
                 reason: reason.map(Str::from),
                 message: message.map(Str::from),
-            });
-        }
-        Ok(())
-    })?;
+            }))
+        },
+        |c| kept.extend(c.clone()),
+    )?;
     Ok(kept)
 }
 
@@ -996,7 +1137,7 @@ fn string_values(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
 pub(crate) fn replicaset(j: &mut Json<'_>) -> R<ReplicaSetView> {
     let mut v = ReplicaSetView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, skipped)?,
+        "metadata" => v.metadata => meta(j, managed_skipped)?,
         "spec" => v.spec => rs_spec(j)?,
         "status" => v.status => rs_status(j)?,
     })?;
@@ -1074,8 +1215,8 @@ fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
 pub(crate) fn slice(j: &mut Json<'_>) -> R<EndpointSliceView> {
     let mut v = EndpointSliceView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, skipped)?,
-        "endpoints" => v.endpoints => j.opt(|j| j.vec(endpoint))?,
+        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "endpoints" => v.endpoints => j.opt(|j| j.known_vec(|k| &mut k.endpoints, endpoint))?,
     })?;
     Ok(v)
 }
@@ -1106,7 +1247,7 @@ fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
 pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
     let mut v = PodView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta_with(j, skipped, pod_labels)?,
+        "metadata" => v.metadata => meta_with(j, managed_skipped, pod_labels)?,
         "spec" => v.spec => {
             let mut s = PodSpec::default();
             fields!(j, {
@@ -1199,7 +1340,7 @@ fn container_state(j: &mut Json<'_>) -> R<crate::input::view::ContainerState> {
 pub(crate) fn application(j: &mut Json<'_>) -> R<ApplicationView> {
     let mut v = ApplicationView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, skipped)?,
+        "metadata" => v.metadata => meta(j, managed_skipped)?,
         "status" => v.status => app_status(j)?,
     })?;
     Ok(v)
@@ -1223,8 +1364,8 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
             })?;
             health
         },
-        "history" => s.history => j.vec(app_history)?,
-        "resources" => s.resources => j.vec(app_resource)?,
+        "history" => s.history => j.known_vec(|k| &mut k.history, app_history)?,
+        "resources" => s.resources => j.known_vec(|k| &mut k.resources, app_resource)?,
         "operationState" => s.operation_state => j.opt(|j| {
             let mut o = AppOperationState::default();
             fields!(j, {
@@ -1388,11 +1529,11 @@ fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
             RawJson::resolve(&mut v.spec.template, t);
         }),
         Kind::Service => both(text, service),
-        Kind::EndpointSlice => both(text, slice),
+        Kind::EndpointSlice => both_raw(text, known, slice, |_, _| {}),
         Kind::Pod => both_raw(text, known, pod, |v, t| {
             RawJson::resolve(&mut v.metadata.labels.raw, t);
         }),
-        Kind::Application => both(text, application),
+        Kind::Application => both_raw(text, known, application, |_, _| {}),
         _ => return false,
     };
     match (&skimmed, &serde) {
@@ -1856,6 +1997,86 @@ mod tests {
             &rollout(&a[..a.len() - 1]),
             &mut known
         ));
+    }
+
+    #[test]
+    fn known_items_are_taken_only_where_their_bytes_are_a_whole_item() {
+        let entry = |manager: &str, time: &str, status: bool| {
+            let sub = if status {
+                r#","subresource":"status""#
+            } else {
+                ""
+            };
+            format!(
+                r#"{{"manager":"{manager}","fieldsV1":{{"f:spec":{{"f:x":{{}}}}}},"time":"2026-03-14T13:00:{time}Z"{sub}}}"#
+            )
+        };
+        let (a, b, b2, c) = (
+            entry("argocd-controller", "01", false),
+            entry("kubectl-argo-rollouts", "02", true),
+            entry("kubectl-argo-rollouts", "09", true),
+            entry("rollouts-controller", "05", true),
+        );
+        let rollout = |items: &[&str]| {
+            format!(
+                r#"{{"metadata":{{"managedFields":[{}]}},"status":{{"conditions":[{}]}}}}"#,
+                items.join(","),
+                r#"{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable"}"#
+            )
+        };
+        let pod = |items: &[&str]| {
+            format!(
+                r#"{{"metadata":{{"managedFields":[{}]}}}}"#,
+                items.join(",")
+            )
+        };
+        let mut known = Known::default();
+        let mut pod_known = Known::default();
+        // Kept, changed in place, swapped, grown and shrunk: serde's view every time, and the
+        // known items are the last version's.
+        for items in [
+            vec![&a, &b],
+            vec![&a, &b],
+            vec![&a, &b2],
+            vec![&b2, &a],
+            vec![&b2, &a, &c],
+            vec![&c],
+            vec![],
+            vec![&a, &c],
+        ] {
+            let items: Vec<&str> = items.into_iter().map(String::as_str).collect();
+            assert!(
+                agree_known(&Kind::Rollout, &rollout(&items), &mut known),
+                "{items:?}"
+            );
+            assert!(
+                agree_known(&Kind::Pod, &pod(&items), &mut pod_known),
+                "{items:?}"
+            );
+            for k in [&known, &pod_known] {
+                let texts: Vec<&[u8]> = k.managed.items.iter().map(|i| i.text.as_slice()).collect();
+                let want: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
+                assert_eq!(texts, want);
+                assert_eq!(k.managed.bytes, want.iter().map(|t| t.len()).sum::<usize>());
+            }
+        }
+        let (ac, last) = (rollout(&[&a, &c]), a.len());
+        // The known bytes, cut short, or followed by more than an item: refused, as serde
+        // refuses them.
+        let cut = ac.replacen(&a, &a[..last - 1], 1);
+        assert!(!agree_known(&Kind::Rollout, &cut, &mut known));
+        let more = ac.replacen(&a, &format!("{a}}}"), 1);
+        assert!(!agree_known(&Kind::Rollout, &more, &mut known));
+        // A view that skips them takes any value serde takes there.
+        for other in ["{}", "null", "5", r#""x""#, "[1,[2],{}]"] {
+            let text = format!(r#"{{"metadata":{{"managedFields":{other}}}}}"#);
+            assert!(agree_known(&Kind::Pod, &text, &mut pod_known), "{other}");
+            assert!(agree_known(
+                &Kind::EndpointSlice,
+                &text,
+                &mut Known::default()
+            ));
+        }
     }
 
     #[test]

@@ -737,7 +737,7 @@ pub(crate) struct PauseCondition {
     pub start_time: Option<Str>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Condition {
     #[serde(rename = "type")]
@@ -1238,7 +1238,7 @@ impl EndpointSliceView {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Endpoint {
     pub addresses: Vec<Str>,
@@ -1246,14 +1246,14 @@ pub(crate) struct Endpoint {
     pub target_ref: Option<TargetRef>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct EndpointConditions {
     /// Absent means ready (the API's documented default).
     pub ready: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct TargetRef {
     pub kind: Str,
@@ -1451,7 +1451,7 @@ pub(crate) struct AppHealth {
     pub status: Option<Str>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct AppHistory {
     #[serde(deserialize_with = "lenient_string")]
@@ -1470,7 +1470,7 @@ pub(crate) struct AppHistory {
 }
 
 /// Who started a sync: `automated` (the automated sync policy, self-heal included) or a user.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppInitiator {
     pub username: Option<Str>,
@@ -1478,7 +1478,7 @@ pub(crate) struct AppInitiator {
 }
 
 /// One source of a sync, as far as telling two syncs apart needs it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppSource {
     #[serde(rename = "repoURL")]
@@ -1489,13 +1489,13 @@ pub(crate) struct AppSource {
 }
 
 /// The Helm settings of a source that pipelines write into an Application: its parameters.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppHelm {
     pub parameters: Option<Vec<AppParameter>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppParameter {
     pub name: Option<Str>,
@@ -1514,7 +1514,7 @@ impl AppHistory {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppResource {
     pub kind: Str,
