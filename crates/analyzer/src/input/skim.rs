@@ -25,12 +25,12 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
+    Annotations, AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
     AppOperationSync, AppParameter, AppResource, AppResultResource, AppSource, AppStatus, AppSync,
     AppSyncResult, ApplicationView, BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition,
     Container, ContainerStatus, DeploymentView, Endpoint, EndpointConditions, EndpointSliceView,
     EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
-    IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
+    IstioVirtualService, Kept, KeptKeys, Labels, LastManagers, Meta, NginxRouting, OwnerRef,
     PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
     RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields,
     ServiceManager, ServiceSpec, ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef,
@@ -97,6 +97,15 @@ pub(crate) struct Known {
     /// An Application's `status.resources` and `status.history` last read.
     resources: Items<AppResource>,
     history: Items<AppHistory>,
+    /// A Pod's `spec` (one item: it changes rarely), and its `status.conditions` and
+    /// `status.containerStatuses` (`None`: a condition the view does not keep).
+    pod_spec: Items<PodSpec>,
+    /// `metadata.labels` (but a Pod's, whose view holds where they are) and `annotations`
+    /// (one item each).
+    labels: Items<Kept<Labels>>,
+    annotations: Items<Kept<Annotations>>,
+    pod_conditions: Items<Option<PodCondition>>,
+    statuses: Items<ContainerStatus>,
 }
 
 impl Known {
@@ -109,6 +118,11 @@ impl Known {
             + self.endpoints.bytes
             + self.resources.bytes
             + self.history.bytes
+            + self.pod_spec.bytes
+            + self.labels.bytes
+            + self.annotations.bytes
+            + self.pod_conditions.bytes
+            + self.statuses.bytes
     }
 }
 
@@ -122,6 +136,43 @@ struct Items<T> {
     items: Vec<Item<T>>,
     /// The bytes of the items' text.
     bytes: usize,
+}
+
+impl<T> Items<T> {
+    /// Where item `n` ends when the text at `i` of `b` is its text and the nesting there,
+    /// `depth`, is no deeper than it was read at.
+    fn known_end(&self, n: usize, b: &[u8], i: usize, depth: u32) -> Option<usize> {
+        let item = self.items.get(n)?;
+        let end = i + item.text.len();
+        (depth <= item.depth && b.get(i..end) == Some(item.text.as_slice())).then_some(end)
+    }
+
+    /// Knows `text`, read at nesting `depth` as `value`, as item `n` (at most one past the
+    /// last), and returns its value.
+    fn know(&mut self, n: usize, text: &[u8], depth: u32, value: T) -> &T {
+        self.bytes += text.len();
+        if let Some(item) = self.items.get_mut(n) {
+            self.bytes -= item.text.len();
+            item.text.clear();
+            item.text.extend_from_slice(text);
+            item.depth = depth;
+            item.value = value;
+        } else {
+            self.items.push(Item {
+                text: text.to_vec(),
+                depth,
+                value,
+            });
+        }
+        &self.items[n.min(self.items.len() - 1)].value
+    }
+
+    /// Forgets the items from `n` on.
+    fn keep(&mut self, n: usize) {
+        for gone in self.items.drain(n.min(self.items.len())..) {
+            self.bytes -= gone.text.len();
+        }
+    }
 }
 
 impl<T> Default for Items<T> {
@@ -423,43 +474,43 @@ impl<'a> Json<'a> {
         let read = self.array(|j| {
             j.ws();
             let (start, depth) = (j.i, j.depth);
-            if let Some(item) = known.items.get(n) {
-                let end = start + item.text.len();
-                if depth <= item.depth && j.b.get(start..end) == Some(item.text.as_slice()) {
-                    j.i = end;
-                    each(&item.value);
-                    n += 1;
-                    return Ok(());
-                }
+            if let Some(end) = known.known_end(n, j.b, start, depth) {
+                j.i = end;
+                each(&known.items[n].value);
+            } else {
+                let value = read(j)?;
+                let text = j.b.get(start..j.i).ok_or(Bail)?;
+                each(known.know(n, text, depth, value));
             }
-            let value = read(j)?;
-            let text = j.b.get(start..j.i).ok_or(Bail)?;
-            known.bytes += text.len();
-            match known.items.get_mut(n) {
-                Some(item) => {
-                    known.bytes -= item.text.len();
-                    item.text.clear();
-                    item.text.extend_from_slice(text);
-                    item.depth = depth;
-                    item.value = value;
-                }
-                None => known.items.push(Item {
-                    text: text.to_vec(),
-                    depth,
-                    value,
-                }),
-            }
-            each(&known.items[n].value);
             n += 1;
             Ok(())
         });
         if read.is_ok() {
-            for gone in known.items.drain(n.min(known.items.len())..) {
-                known.bytes -= gone.text.len();
-            }
+            known.keep(n);
         }
         *slot(&mut self.known) = known;
         read
+    }
+
+    /// The next value, read by `read` (which must depend on its bytes alone), or the one `slot`
+    /// of [`Known`] holds when its bytes are the same (one item: see [`items`](Self::items)).
+    fn known_one<T: Clone>(
+        &mut self,
+        slot: fn(&mut Known) -> &mut Items<T>,
+        read: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<T> {
+        self.ws();
+        let (start, depth) = (self.i, self.depth);
+        let known = slot(&mut self.known);
+        if let Some(end) = known.known_end(0, self.b, start, depth) {
+            self.i = end;
+            return Ok(known.items[0].value.clone());
+        }
+        let value = read(self)?;
+        let text = self.b.get(start..self.i).ok_or(Bail)?;
+        let known = slot(&mut self.known);
+        known.keep(1);
+        Ok(known.know(0, text, depth, value).clone())
     }
 
     /// [`items`](Self::items) into a vector of their values.
@@ -515,7 +566,7 @@ macro_rules! fields {
 
 /// `metadata`, with `managed` reading `managedFields`.
 fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) -> R<Meta<M>> {
-    meta_with(j, managed, kept)
+    meta_with(j, managed, |j| j.known_one(|k| &mut k.labels, kept))
 }
 
 /// `metadata`, with `managed` reading `managedFields` and `labels` its labels.
@@ -530,7 +581,7 @@ fn meta_with<'a, M: Default, L: Default>(
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
         "labels" => m.labels => labels(j)?,
-        "annotations" => m.annotations => kept(j)?,
+        "annotations" => m.annotations => j.known_one(|k| &mut k.annotations, kept)?,
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
         "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
@@ -1248,19 +1299,19 @@ pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
     let mut v = PodView::default();
     fields!(j, {
         "metadata" => v.metadata => meta_with(j, managed_skipped, pod_labels)?,
-        "spec" => v.spec => {
+        "spec" => v.spec => j.known_one(|k| &mut k.pod_spec, |j| {
             let mut s = PodSpec::default();
             fields!(j, {
                 "containers" => s.containers => j.vec(container)?,
                 "initContainers" => s.init_containers => j.vec(container)?,
             })?;
-            s
-        },
+            Ok(s)
+        })?,
         "status" => v.status => {
             let mut s = PodStatus::default();
             fields!(j, {
                 "conditions" => s.conditions => ready(j)?,
-                "containerStatuses" => s.container_statuses => j.vec(container_status)?,
+                "containerStatuses" => s.container_statuses => j.known_vec(|k| &mut k.statuses, container_status)?,
             })?;
             s
         },
@@ -1280,28 +1331,32 @@ fn container(j: &mut Json<'_>) -> R<Container> {
 /// `status.conditions` of a Pod: the `Ready` ones.
 fn ready(j: &mut Json<'_>) -> R<Vec<PodCondition>> {
     let mut kept = Vec::new();
-    j.array(|j| {
-        let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
-        let (mut reason, mut message) = (None, None);
-        fields!(j, {
-            "type" => type_ => j.str()?,
-            "status" => status => j.str()?,
-            "lastTransitionTime" => since => j.opt(Json::str)?,
-            "reason" => reason => j.opt(Json::str)?,
-            "message" => message => j.opt(Json::str)?,
-        })?;
-        if crate::input::view::kept_condition(&type_, &status) {
+    j.items(
+        |k| &mut k.pod_conditions,
+        |j| {
+            let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
+            let (mut reason, mut message) = (None, None);
+            fields!(j, {
+                "type" => type_ => j.str()?,
+                "status" => status => j.str()?,
+                "lastTransitionTime" => since => j.opt(Json::str)?,
+                "reason" => reason => j.opt(Json::str)?,
+                "message" => message => j.opt(Json::str)?,
+            })?;
+            if !crate::input::view::kept_condition(&type_, &status) {
+                return Ok(None);
+            }
             let unscheduled = type_ != "Ready";
-            kept.push(PodCondition {
+            Ok(Some(PodCondition {
                 type_: type_.into(),
                 status: status.into(),
                 last_transition_time: since.map(Str::from),
                 reason: reason.filter(|_| unscheduled).map(Str::from),
                 message: message.filter(|_| unscheduled).map(Str::from),
-            });
-        }
-        Ok(())
-    })?;
+            }))
+        },
+        |c| kept.extend(c.clone()),
+    )?;
     Ok(kept)
 }
 

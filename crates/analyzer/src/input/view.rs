@@ -264,6 +264,15 @@ pub(crate) struct Kept<K> {
     keys: std::marker::PhantomData<K>,
 }
 
+impl<K> Clone for Kept<K> {
+    fn clone(&self) -> Self {
+        Kept {
+            values: self.values.clone(),
+            keys: std::marker::PhantomData,
+        }
+    }
+}
+
 impl<K> Default for Kept<K> {
     fn default() -> Self {
         Kept {
@@ -1269,14 +1278,14 @@ pub(crate) struct PodView {
     pub status: PodStatus,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodSpec {
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct Container {
     pub name: Str,
@@ -1292,7 +1301,7 @@ pub(crate) struct PodStatus {
     pub container_statuses: Vec<ContainerStatus>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodCondition {
     #[serde(rename = "type")]
@@ -1303,7 +1312,7 @@ pub(crate) struct PodCondition {
     pub message: Option<Str>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct ContainerStatus {
     pub name: Str,
@@ -1315,7 +1324,7 @@ pub(crate) struct ContainerStatus {
 }
 
 /// A container's `state` or `lastState`: why it waits, or why it ended.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct ContainerState {
     pub waiting: Option<StateDetail>,
@@ -1323,7 +1332,7 @@ pub(crate) struct ContainerState {
 }
 
 /// `waiting` or `terminated`: its reason, message and exit code.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct StateDetail {
     pub reason: Option<Str>,
