@@ -103,6 +103,10 @@ pub(crate) struct Known {
     /// `metadata.labels` (but a Pod's, whose view holds where they are) and `annotations`
     /// (one item each).
     labels: Items<Kept<Labels>>,
+    /// The `fieldsV1` of its `managedFields` entries last skipped, wherever they were (at most
+    /// [`KNOWN_FIELDS`]): a writer's entry changes its time at each write, and its fields
+    /// rarely.
+    fields: Items<()>,
     annotations: Items<Kept<Annotations>>,
     pod_conditions: Items<Option<PodCondition>>,
     statuses: Items<ContainerStatus>,
@@ -120,6 +124,7 @@ impl Known {
             + self.history.bytes
             + self.pod_spec.bytes
             + self.labels.bytes
+            + self.fields.bytes
             + self.annotations.bytes
             + self.pod_conditions.bytes
             + self.statuses.bytes
@@ -191,6 +196,10 @@ struct Item<T> {
     depth: u32,
     value: T,
 }
+
+/// The `fieldsV1` texts [`Known`] holds per object: as many as an object has field managers,
+/// usually.
+const KNOWN_FIELDS: usize = 8;
 
 /// One `managedFields` entry's writer: its time (nanoseconds), manager, and whether it wrote
 /// the status subresource.
@@ -492,6 +501,30 @@ impl<'a> Json<'a> {
         read
     }
 
+    /// Skips the next value, checked, or where its bytes are one of those `slot` of [`Known`]
+    /// holds, passes over them (see [`items`](Self::items)); a value skipped is known from then
+    /// on, in place of the one known longest when `slot` holds `keep` already.
+    fn known_skip(&mut self, slot: fn(&mut Known) -> &mut Items<()>, keep: usize) -> R<()> {
+        self.ws();
+        let (start, depth) = (self.i, self.depth);
+        let known = slot(&mut self.known);
+        for n in 0..known.items.len() {
+            if let Some(end) = known.known_end(n, self.b, start, depth) {
+                self.i = end;
+                return Ok(());
+            }
+        }
+        self.skip()?;
+        let text = self.b.get(start..self.i).ok_or(Bail)?;
+        let known = slot(&mut self.known);
+        if known.items.len() >= keep && !known.items.is_empty() {
+            let gone = known.items.remove(0);
+            known.bytes -= gone.text.len();
+        }
+        known.know(known.items.len(), text, depth, ());
+        Ok(())
+    }
+
     /// The next value, read by `read` (which must depend on its bytes alone), or the one `slot`
     /// of [`Known`] holds when its bytes are the same (one item: see [`items`](Self::items)).
     fn known_one<T: Clone>(
@@ -677,6 +710,7 @@ fn writer(j: &mut Json<'_>) -> R<Option<Writer>> {
         "manager" => manager => j.str()?,
         "subresource" => subresource => j.opt(Json::str)?,
         "time" => time => j.opt(Json::str)?,
+        "fieldsV1" => () => j.known_skip(|k| &mut k.fields, KNOWN_FIELDS)?,
     })?;
     let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
         return Ok(None);
@@ -694,7 +728,20 @@ fn managed_skipped(j: &mut Json<'_>) -> R<Skipped> {
     if j.peek()? != b'[' {
         return skipped(j);
     }
-    j.items(|k| &mut k.managed, |j| j.skip().map(|()| None), |_| {})?;
+    j.items(
+        |k| &mut k.managed,
+        |j| {
+            if j.peek()? != b'{' {
+                return j.skip().map(|()| None);
+            }
+            j.object(|j, key| match key {
+                "fieldsV1" => j.known_skip(|k| &mut k.fields, KNOWN_FIELDS),
+                _ => j.skip(),
+            })
+            .map(|()| None)
+        },
+        |_| {},
+    )?;
     Ok(Skipped)
 }
 
@@ -2056,6 +2103,7 @@ mod tests {
 
     #[test]
     fn known_items_are_taken_only_where_their_bytes_are_a_whole_item() {
+        // Each manager's fields its own (`fieldsV1`, known apart from the entry's time).
         let entry = |manager: &str, time: &str, status: bool| {
             let sub = if status {
                 r#","subresource":"status""#
@@ -2063,7 +2111,7 @@ mod tests {
                 ""
             };
             format!(
-                r#"{{"manager":"{manager}","fieldsV1":{{"f:spec":{{"f:x":{{}}}}}},"time":"2026-03-14T13:00:{time}Z"{sub}}}"#
+                r#"{{"manager":"{manager}","fieldsV1":{{"f:spec":{{"f:{manager}":{{}}}}}},"time":"2026-03-14T13:00:{time}Z"{sub}}}"#
             )
         };
         let (a, b, b2, c) = (
@@ -2122,6 +2170,20 @@ mod tests {
         assert!(!agree_known(&Kind::Rollout, &cut, &mut known));
         let more = ac.replacen(&a, &format!("{a}}}"), 1);
         assert!(!agree_known(&Kind::Rollout, &more, &mut known));
+        // The same of a known `fieldsV1`, in an entry that is not known.
+        let fields = r#"{"f:spec":{"f:argocd-controller":{}}}"#;
+        for broken in [&fields[..fields.len() - 1], &format!("{fields}}}")] {
+            let entry = a.replace("01Z", "07Z").replace(fields, broken);
+            assert!(!agree_known(
+                &Kind::Rollout,
+                &rollout(&[&entry]),
+                &mut known
+            ));
+            assert!(!agree_known(&Kind::Pod, &pod(&[&entry]), &mut pod_known));
+        }
+        for k in [&known, &pod_known] {
+            assert!((1..=KNOWN_FIELDS).contains(&k.fields.items.len()));
+        }
         // A view that skips them takes any value serde takes there.
         for other in ["{}", "null", "5", r#""x""#, "[1,[2],{}]"] {
             let text = format!(r#"{{"metadata":{{"managedFields":{other}}}}}"#);
