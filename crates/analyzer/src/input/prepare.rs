@@ -59,18 +59,21 @@ struct KnownObjects {
     by_object: HashMap<Box<[u8]>, skim::Known>,
     /// The bytes of the text held.
     bytes: usize,
+    /// New objects not known since all were last forgotten, the bytes being full.
+    refused: usize,
     key: Vec<u8>,
 }
 
-/// The bytes kept per thread: past it, all are forgotten (an object whose deletion another
-/// thread read would otherwise stay), and each object is read whole once more. About twice
-/// what the 1M-record bench file's live objects hold (3.3 MB with one thread).
+/// The bytes kept per thread: when they are reached, new objects are read without being known
+/// (see [`parse_known`]). About twice what the 1M-record bench file's live objects hold (3.3 MB
+/// with one thread); a namespace of 20,000 pods holds far more, and a part of them is known.
 const KEEP_KNOWN_BYTES: usize = 8 * 1024 * 1024;
 
 thread_local! {
     static KNOWN: RefCell<KnownObjects> = RefCell::new(KnownObjects {
         by_object: HashMap::default(),
         bytes: 0,
+        refused: 0,
         key: Vec::new(),
     });
 }
@@ -88,26 +91,46 @@ fn parse_known<T: DeserializeOwned>(
         let KnownObjects {
             by_object,
             bytes,
+            refused,
             key,
         } = &mut *t;
-        if *bytes > KEEP_KNOWN_BYTES {
-            by_object.clear();
-            *bytes = 0;
-        }
         rec.identity_into(key);
         if let Some(known) = by_object.get_mut(key.as_slice()) {
             let before = known.bytes();
             let parsed = parse_with(rec, known, skim, wrap);
             *bytes = (*bytes + known.bytes()).saturating_sub(before);
+            if *bytes > KEEP_KNOWN_BYTES {
+                // Grown past what is kept: forgotten.
+                if let Some(known) = by_object.remove(key.as_slice()) {
+                    *bytes = bytes.saturating_sub(known.bytes());
+                }
+            }
             return parsed;
         }
         let mut known = skim::Known::default();
         let parsed = parse_with(rec, &mut known, skim, wrap);
-        *bytes += known.bytes();
-        by_object.insert(key.as_slice().into(), known);
+        if *bytes + known.bytes() <= KEEP_KNOWN_BYTES {
+            *bytes += known.bytes();
+            by_object.insert(key.as_slice().into(), known);
+        } else {
+            // Full: the objects held stay (forgetting them all for the new ones, when more
+            // objects change than fit, made every record a miss that also paid for knowing).
+            // Those held may be deleted ones whose deletion another thread read: after
+            // refusing more new objects than are held, all are forgotten, and the next ones
+            // known.
+            *refused += 1;
+            if *refused > REFUSED_PER_HELD * by_object.len().max(1) {
+                by_object.clear();
+                *bytes = 0;
+                *refused = 0;
+            }
+        }
         parsed
     })
 }
+
+/// See [`parse_known`]: new objects refused, per object held, before all are forgotten.
+const REFUSED_PER_HELD: usize = 4;
 
 /// Forgets what this thread knows of `rec`'s object, deleted: it has no next version.
 fn forget(rec: &Record) {
@@ -119,6 +142,7 @@ fn forget(rec: &Record) {
             by_object,
             bytes,
             key,
+            ..
         } = &mut *t;
         rec.identity_into(key);
         if let Some(known) = by_object.remove(key.as_slice()) {
