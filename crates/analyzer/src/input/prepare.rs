@@ -1,7 +1,7 @@
 //! Parsing a record's object into the small view the analyzer reads. Independent of the
 //! analyzer's state, so a reader can prepare records on other threads while the analyzer
 //! replays them in order ([`Analyzer::push_prepared`](crate::Analyzer::push_prepared)). A view
-//! depends on its record only: each thread keeps what it last read of each object, which makes
+//! depends on its record only: each thread keeps the pod templates it last read, which makes
 //! reading the next version of an object faster, never different.
 
 use std::cell::RefCell;
@@ -53,102 +53,60 @@ fn parse<T: DeserializeOwned>(
     parse_with(rec, &mut skim::Known::default(), skim, wrap)
 }
 
-/// What this thread last read of each object ([`skim::Known`]): its pod template and strategy,
-/// and the items of its arrays that change an item at a time.
-struct KnownObjects {
+/// The pod template last read of each object on this thread ([`skim::Known`]).
+struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
-    /// The bytes of the text held.
+    /// The bytes of the templates held.
     bytes: usize,
-    /// New objects not known since all were last forgotten, the bytes being full.
-    refused: usize,
     key: Vec<u8>,
 }
 
-/// The bytes kept per thread: when they are reached, new objects are read without being known
-/// (see [`parse_known`]). About twice what the 1M-record bench file's live objects hold (3.3 MB
-/// with one thread); a namespace of 20,000 pods holds far more, and a part of them is known.
-const KEEP_KNOWN_BYTES: usize = 8 * 1024 * 1024;
+/// The template bytes kept per thread: past it, all are forgotten (a deleted ReplicaSet's would
+/// otherwise stay), and each is read once more. About twice what the 1M-record bench file's
+/// live Rollouts and ReplicaSets hold (1 MB).
+const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 
 thread_local! {
-    static KNOWN: RefCell<KnownObjects> = RefCell::new(KnownObjects {
+    static TEMPLATES: RefCell<Templates> = RefCell::new(Templates {
         by_object: HashMap::default(),
         bytes: 0,
-        refused: 0,
         key: Vec::new(),
     });
 }
 
-/// [`parse`] of an object given what this thread last read of it ([`skim::Known`]).
+/// [`parse`] of an object with a pod template (a Rollout, a ReplicaSet), given the template
+/// of the same object last read on this thread ([`skim::Known`]).
 fn parse_known<T: DeserializeOwned>(
     rec: &Record,
     skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
     wrap: fn(Box<T>) -> Parsed,
 ) -> Parsed {
-    KNOWN.with(|t| {
+    TEMPLATES.with(|t| {
         let Ok(mut t) = t.try_borrow_mut() else {
             return parse(rec, skim, wrap);
         };
-        let KnownObjects {
+        let Templates {
             by_object,
             bytes,
-            refused,
             key,
         } = &mut *t;
+        if *bytes > KEEP_TEMPLATE_BYTES {
+            by_object.clear();
+            *bytes = 0;
+        }
         rec.identity_into(key);
         if let Some(known) = by_object.get_mut(key.as_slice()) {
             let before = known.bytes();
             let parsed = parse_with(rec, known, skim, wrap);
             *bytes = (*bytes + known.bytes()).saturating_sub(before);
-            if *bytes > KEEP_KNOWN_BYTES {
-                // Grown past what is kept: forgotten.
-                if let Some(known) = by_object.remove(key.as_slice()) {
-                    *bytes = bytes.saturating_sub(known.bytes());
-                }
-            }
             return parsed;
         }
         let mut known = skim::Known::default();
         let parsed = parse_with(rec, &mut known, skim, wrap);
-        if *bytes + known.bytes() <= KEEP_KNOWN_BYTES {
-            *bytes += known.bytes();
-            by_object.insert(key.as_slice().into(), known);
-        } else {
-            // Full: the objects held stay (forgetting them all for the new ones, when more
-            // objects change than fit, made every record a miss that also paid for knowing).
-            // Those held may be deleted ones whose deletion another thread read: after
-            // refusing more new objects than are held, all are forgotten, and the next ones
-            // known.
-            *refused += 1;
-            if *refused > REFUSED_PER_HELD * by_object.len().max(1) {
-                by_object.clear();
-                *bytes = 0;
-                *refused = 0;
-            }
-        }
+        *bytes += known.bytes();
+        by_object.insert(key.as_slice().into(), known);
         parsed
     })
-}
-
-/// See [`parse_known`]: new objects refused, per object held, before all are forgotten.
-const REFUSED_PER_HELD: usize = 4;
-
-/// Forgets what this thread knows of `rec`'s object, deleted: it has no next version.
-fn forget(rec: &Record) {
-    KNOWN.with(|t| {
-        let Ok(mut t) = t.try_borrow_mut() else {
-            return;
-        };
-        let KnownObjects {
-            by_object,
-            bytes,
-            key,
-            ..
-        } = &mut *t;
-        rec.identity_into(key);
-        if let Some(known) = by_object.remove(key.as_slice()) {
-            *bytes = bytes.saturating_sub(known.bytes());
-        }
-    });
 }
 
 fn parse_with<T: DeserializeOwned>(
@@ -225,9 +183,6 @@ impl Prepared {
             // A deleted ReplicaSet is still read: its owner names the rollout.
             Kind::ReplicaSet => match parse_known(rec, skim::replicaset, Parsed::ReplicaSet) {
                 Parsed::ReplicaSet(mut v) => {
-                    if deleted {
-                        forget(rec);
-                    }
                     v.template_digest = v
                         .spec
                         .template
@@ -238,15 +193,12 @@ impl Prepared {
                 }
                 other => other,
             },
-            _ if deleted => {
-                forget(rec);
-                Parsed::Nothing
-            }
+            _ if deleted => Parsed::Nothing,
             Kind::Rollout => parse_known(rec, skim::rollout, Parsed::Rollout),
             Kind::Service => parse(rec, skim::service, Parsed::Service),
-            Kind::EndpointSlice => parse_known(rec, skim::slice, Parsed::Slice),
-            Kind::Pod => parse_known(rec, skim::pod, Parsed::Pod),
-            Kind::Application => parse_known(rec, skim::application, Parsed::App),
+            Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
+            Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
+            Kind::Application => parse(rec, skim::application, Parsed::App),
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 parse_known(rec, skim::deployment, Parsed::Deployment)
             }

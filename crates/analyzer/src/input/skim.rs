@@ -25,12 +25,12 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use crate::base::Str;
 use crate::base::time::parse_rfc3339;
 use crate::input::view::{
-    Annotations, AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
+    AppHealth, AppHelm, AppHistory, AppInitiator, AppOperation, AppOperationState,
     AppOperationSync, AppParameter, AppResource, AppResultResource, AppSource, AppStatus, AppSync,
     AppSyncResult, ApplicationView, BlueGreen, BlueGreenStatus, Canary, CanaryStatus, Condition,
     Container, ContainerStatus, DeploymentView, Endpoint, EndpointConditions, EndpointSliceView,
     EphemeralMetadata, GatewayApiRoute, GatewayApiRouting, IstioDestinationRule, IstioRouting,
-    IstioVirtualService, Kept, KeptKeys, Labels, LastManagers, Meta, NginxRouting, OwnerRef,
+    IstioVirtualService, Kept, KeptKeys, LastManagers, Meta, NginxRouting, OwnerRef,
     PauseCondition, PodCondition, PodLabels, PodSpec, PodStatus, PodView, RawJson, ReplicaSetView,
     RolloutSpec, RolloutStatus, RolloutView, RouterPlugins, RsSpec, RsStatus, SelectorFields,
     ServiceManager, ServiceSpec, ServiceView, Skipped, SpecFields, Step, Strategy, TargetRef,
@@ -86,128 +86,13 @@ pub(crate) struct Known {
     /// same strategy (almost every record of a Rollout is a status write); its steps are cloned
     /// rather than read again.
     strategy: Option<(Vec<u8>, u32, Strategy)>,
-    /// The entries of `metadata.managedFields` last read, each reduced to its writer (for the
-    /// kinds whose views skip them, to nothing). One entry per field manager: a write changes
-    /// its writer's entry (its time), and the others stay.
-    managed: Items<Option<Writer>>,
-    /// A Rollout's `status.conditions` last read (`None`: a condition the view does not keep).
-    conditions: Items<Option<Condition>>,
-    /// An EndpointSlice's `endpoints` last read: a pod that becomes ready changes its own.
-    endpoints: Items<Endpoint>,
-    /// An Application's `status.resources` and `status.history` last read.
-    resources: Items<AppResource>,
-    history: Items<AppHistory>,
-    /// A Pod's `spec` (one item: it changes rarely), and its `status.conditions` and
-    /// `status.containerStatuses` (`None`: a condition the view does not keep).
-    pod_spec: Items<PodSpec>,
-    /// `metadata.labels` (but a Pod's, whose view holds where they are) and `annotations`
-    /// (one item each).
-    labels: Items<Kept<Labels>>,
-    /// The `fieldsV1` of its `managedFields` entries last skipped, wherever they were (at most
-    /// [`KNOWN_FIELDS`]): a writer's entry changes its time at each write, and its fields
-    /// rarely.
-    fields: Items<()>,
-    annotations: Items<Kept<Annotations>>,
-    pod_conditions: Items<Option<PodCondition>>,
-    statuses: Items<ContainerStatus>,
 }
 
 impl Known {
-    /// The bytes of the text held.
+    /// The bytes of the template and strategy text held.
     pub(crate) fn bytes(&self) -> usize {
-        self.text.len()
-            + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
-            + self.managed.bytes
-            + self.conditions.bytes
-            + self.endpoints.bytes
-            + self.resources.bytes
-            + self.history.bytes
-            + self.pod_spec.bytes
-            + self.labels.bytes
-            + self.fields.bytes
-            + self.annotations.bytes
-            + self.pod_conditions.bytes
-            + self.statuses.bytes
+        self.text.len() + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
     }
-}
-
-/// The items of one array of an object, as last read: each one's text (checked JSON), the
-/// nesting it was read at, and what was read of it. When the next version of the object holds
-/// the same bytes at the same place in the array, it is the same value, read the same way
-/// ([`Json::items`]): a comparison replaces reading it. The array's other items are read, and
-/// known in their place.
-#[derive(Debug)]
-struct Items<T> {
-    items: Vec<Item<T>>,
-    /// The bytes of the items' text.
-    bytes: usize,
-}
-
-impl<T> Items<T> {
-    /// Where item `n` ends when the text at `i` of `b` is its text and the nesting there,
-    /// `depth`, is no deeper than it was read at.
-    fn known_end(&self, n: usize, b: &[u8], i: usize, depth: u32) -> Option<usize> {
-        let item = self.items.get(n)?;
-        let end = i + item.text.len();
-        (depth <= item.depth && b.get(i..end) == Some(item.text.as_slice())).then_some(end)
-    }
-
-    /// Knows `text`, read at nesting `depth` as `value`, as item `n` (at most one past the
-    /// last), and returns its value.
-    fn know(&mut self, n: usize, text: &[u8], depth: u32, value: T) -> &T {
-        self.bytes += text.len();
-        if let Some(item) = self.items.get_mut(n) {
-            self.bytes -= item.text.len();
-            item.text.clear();
-            item.text.extend_from_slice(text);
-            item.depth = depth;
-            item.value = value;
-        } else {
-            self.items.push(Item {
-                text: text.to_vec(),
-                depth,
-                value,
-            });
-        }
-        &self.items[n.min(self.items.len() - 1)].value
-    }
-
-    /// Forgets the items from `n` on.
-    fn keep(&mut self, n: usize) {
-        for gone in self.items.drain(n.min(self.items.len())..) {
-            self.bytes -= gone.text.len();
-        }
-    }
-}
-
-impl<T> Default for Items<T> {
-    fn default() -> Self {
-        Items {
-            items: Vec::new(),
-            bytes: 0,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Item<T> {
-    text: Vec<u8>,
-    /// The nesting the item was read at: at the same or a shallower one, it reads the same.
-    depth: u32,
-    value: T,
-}
-
-/// The `fieldsV1` texts [`Known`] holds per object: as many as an object has field managers,
-/// usually.
-const KNOWN_FIELDS: usize = 8;
-
-/// One `managedFields` entry's writer: its time (nanoseconds), manager, and whether it wrote
-/// the status subresource.
-#[derive(Debug, Clone)]
-struct Writer {
-    time: i64,
-    manager: Str,
-    on_status: bool,
 }
 
 /// A cursor over JSON text.
@@ -468,95 +353,6 @@ impl<'a> Json<'a> {
         Ok(st)
     }
 
-    /// An array whose items are compared with the ones `slot` of [`Known`] holds, at the same
-    /// index, before they are read: each item's value is handed to `each`, the known one when
-    /// the bytes are the same, else the one `read` reads (which must depend on the item's bytes
-    /// alone), which is then known in its place.
-    fn items<T>(
-        &mut self,
-        slot: fn(&mut Known) -> &mut Items<T>,
-        mut read: impl FnMut(&mut Self) -> R<T>,
-        mut each: impl FnMut(&T),
-    ) -> R<()> {
-        let mut known = std::mem::take(slot(&mut self.known));
-        let mut n = 0;
-        let read = self.array(|j| {
-            j.ws();
-            let (start, depth) = (j.i, j.depth);
-            if let Some(end) = known.known_end(n, j.b, start, depth) {
-                j.i = end;
-                each(&known.items[n].value);
-            } else {
-                let value = read(j)?;
-                let text = j.b.get(start..j.i).ok_or(Bail)?;
-                each(known.know(n, text, depth, value));
-            }
-            n += 1;
-            Ok(())
-        });
-        if read.is_ok() {
-            known.keep(n);
-        }
-        *slot(&mut self.known) = known;
-        read
-    }
-
-    /// Skips the next value, checked, or where its bytes are one of those `slot` of [`Known`]
-    /// holds, passes over them (see [`items`](Self::items)); a value skipped is known from then
-    /// on, in place of the one known longest when `slot` holds `keep` already.
-    fn known_skip(&mut self, slot: fn(&mut Known) -> &mut Items<()>, keep: usize) -> R<()> {
-        self.ws();
-        let (start, depth) = (self.i, self.depth);
-        let known = slot(&mut self.known);
-        for n in 0..known.items.len() {
-            if let Some(end) = known.known_end(n, self.b, start, depth) {
-                self.i = end;
-                return Ok(());
-            }
-        }
-        self.skip()?;
-        let text = self.b.get(start..self.i).ok_or(Bail)?;
-        let known = slot(&mut self.known);
-        if known.items.len() >= keep && !known.items.is_empty() {
-            let gone = known.items.remove(0);
-            known.bytes -= gone.text.len();
-        }
-        known.know(known.items.len(), text, depth, ());
-        Ok(())
-    }
-
-    /// The next value, read by `read` (which must depend on its bytes alone), or the one `slot`
-    /// of [`Known`] holds when its bytes are the same (one item: see [`items`](Self::items)).
-    fn known_one<T: Clone>(
-        &mut self,
-        slot: fn(&mut Known) -> &mut Items<T>,
-        read: impl FnOnce(&mut Self) -> R<T>,
-    ) -> R<T> {
-        self.ws();
-        let (start, depth) = (self.i, self.depth);
-        let known = slot(&mut self.known);
-        if let Some(end) = known.known_end(0, self.b, start, depth) {
-            self.i = end;
-            return Ok(known.items[0].value.clone());
-        }
-        let value = read(self)?;
-        let text = self.b.get(start..self.i).ok_or(Bail)?;
-        let known = slot(&mut self.known);
-        known.keep(1);
-        Ok(known.know(0, text, depth, value).clone())
-    }
-
-    /// [`items`](Self::items) into a vector of their values.
-    fn known_vec<T: Clone>(
-        &mut self,
-        slot: fn(&mut Known) -> &mut Items<T>,
-        read: impl FnMut(&mut Self) -> R<T>,
-    ) -> R<Vec<T>> {
-        let mut v = Vec::new();
-        self.items(slot, read, |t| v.push(t.clone()))?;
-        Ok(v)
-    }
-
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
         let mut v = Vec::new();
         self.array(|j| {
@@ -599,7 +395,7 @@ macro_rules! fields {
 
 /// `metadata`, with `managed` reading `managedFields`.
 fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) -> R<Meta<M>> {
-    meta_with(j, managed, |j| j.known_one(|k| &mut k.labels, kept))
+    meta_with(j, managed, kept)
 }
 
 /// `metadata`, with `managed` reading `managedFields` and `labels` its labels.
@@ -614,7 +410,7 @@ fn meta_with<'a, M: Default, L: Default>(
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
         "labels" => m.labels => labels(j)?,
-        "annotations" => m.annotations => j.known_one(|k| &mut k.annotations, kept)?,
+        "annotations" => m.annotations => kept(j)?,
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
         "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
@@ -678,71 +474,37 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
         return Ok(last);
     }
     let (mut main, mut status, mut status_user) = (None, None, None);
-    j.items(
-        |k| &mut k.managed,
-        writer,
-        |w| {
-            let Some(w) = w else { return };
-            let later = |best: &Option<(i64, Str)>| best.as_ref().is_none_or(|(t, _)| w.time >= *t);
-            if w.on_status
-                && !crate::input::view::rollouts_controller(&w.manager)
-                && later(&status_user)
-            {
-                status_user = Some((w.time, w.manager.clone()));
-            }
-            let slot = if w.on_status { &mut status } else { &mut main };
-            if later(slot) {
-                *slot = Some((w.time, w.manager.clone()));
-            }
-        },
-    )?;
-    last.main = main;
-    last.status = status;
-    last.status_user = status_user;
-    Ok(last)
-}
-
-/// One `managedFields` entry's writer; `None` without a time (such an entry is no one's last
-/// write).
-fn writer(j: &mut Json<'_>) -> R<Option<Writer>> {
-    let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
-    fields!(j, {
-        "manager" => manager => j.str()?,
-        "subresource" => subresource => j.opt(Json::str)?,
-        "time" => time => j.opt(Json::str)?,
-        "fieldsV1" => () => j.known_skip(|k| &mut k.fields, KNOWN_FIELDS)?,
+    j.array(|j| {
+        let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
+        fields!(j, {
+            "manager" => manager => j.str()?,
+            "subresource" => subresource => j.opt(Json::str)?,
+            "time" => time => j.opt(Json::str)?,
+        })?;
+        let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
+            return Ok(());
+        };
+        let on_status = subresource.as_deref() == Some("status");
+        if on_status
+            && !crate::input::view::rollouts_controller(&manager)
+            && status_user
+                .as_ref()
+                .is_none_or(|(best, _): &(i64, Cow<'_, str>)| t.0 >= *best)
+        {
+            status_user = Some((t.0, manager.clone()));
+        }
+        let slot = if on_status { &mut status } else { &mut main };
+        if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
+            *slot = Some((t.0, manager));
+        }
+        Ok(())
     })?;
-    let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
-        return Ok(None);
-    };
-    Ok(Some(Writer {
-        time: t.0,
-        manager: manager.into(),
-        on_status: subresource.as_deref() == Some("status"),
-    }))
-}
-
-/// `managedFields` of a view that reads nothing of them: skipped, each entry compared with
-/// the one known first (see [`Json::items`]).
-fn managed_skipped(j: &mut Json<'_>) -> R<Skipped> {
-    if j.peek()? != b'[' {
-        return skipped(j);
-    }
-    j.items(
-        |k| &mut k.managed,
-        |j| {
-            if j.peek()? != b'{' {
-                return j.skip().map(|()| None);
-            }
-            j.object(|j, key| match key {
-                "fieldsV1" => j.known_skip(|k| &mut k.fields, KNOWN_FIELDS),
-                _ => j.skip(),
-            })
-            .map(|()| None)
-        },
-        |_| {},
-    )?;
-    Ok(Skipped)
+    // Borrowed until here: only the last writers are copied.
+    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, Str::from(m)));
+    last.main = own(main);
+    last.status = own(status);
+    last.status_user = own(status_user);
+    Ok(last)
 }
 
 pub(crate) fn rollout(j: &mut Json<'_>) -> R<RolloutView> {
@@ -984,26 +746,25 @@ fn blue_green_status(j: &mut Json<'_>) -> R<BlueGreenStatus> {
 /// `status.conditions` of a Rollout: the ones read (`condition_kept`).
 fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
     let mut kept = Vec::new();
-    j.items(
-        |k| &mut k.conditions,
-        |j| {
-            let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
-            let (mut reason, mut message) = (None, None);
-            fields!(j, {
-                "type" => type_ => j.str()?,
-                "status" => status => j.str()?,
-                "reason" => reason => j.opt(Json::str)?,
-                "message" => message => j.opt(Json::str)?,
-            })?;
-            Ok(condition_kept(&type_).then(|| Condition {
+    j.array(|j| {
+        let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
+        let (mut reason, mut message) = (None, None);
+        fields!(j, {
+            "type" => type_ => j.str()?,
+            "status" => status => j.str()?,
+            "reason" => reason => j.opt(Json::str)?,
+            "message" => message => j.opt(Json::str)?,
+        })?;
+        if condition_kept(&type_) {
+            kept.push(Condition {
                 type_: type_.into(),
                 status: status.into(),
                 reason: reason.map(Str::from),
                 message: message.map(Str::from),
-            }))
-        },
-        |c| kept.extend(c.clone()),
-    )?;
+            });
+        }
+        Ok(())
+    })?;
     Ok(kept)
 }
 
@@ -1235,7 +996,7 @@ fn string_values(j: &mut Json<'_>) -> R<BTreeMap<String, String>> {
 pub(crate) fn replicaset(j: &mut Json<'_>) -> R<ReplicaSetView> {
     let mut v = ReplicaSetView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "spec" => v.spec => rs_spec(j)?,
         "status" => v.status => rs_status(j)?,
     })?;
@@ -1313,8 +1074,8 @@ fn service_spec(j: &mut Json<'_>) -> R<ServiceSpec> {
 pub(crate) fn slice(j: &mut Json<'_>) -> R<EndpointSliceView> {
     let mut v = EndpointSliceView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
-        "endpoints" => v.endpoints => j.opt(|j| j.known_vec(|k| &mut k.endpoints, endpoint))?,
+        "metadata" => v.metadata => meta(j, skipped)?,
+        "endpoints" => v.endpoints => j.opt(|j| j.vec(endpoint))?,
     })?;
     Ok(v)
 }
@@ -1345,20 +1106,20 @@ fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
 pub(crate) fn pod(j: &mut Json<'_>) -> R<PodView> {
     let mut v = PodView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta_with(j, managed_skipped, pod_labels)?,
-        "spec" => v.spec => j.known_one(|k| &mut k.pod_spec, |j| {
+        "metadata" => v.metadata => meta_with(j, skipped, pod_labels)?,
+        "spec" => v.spec => {
             let mut s = PodSpec::default();
             fields!(j, {
                 "containers" => s.containers => j.vec(container)?,
                 "initContainers" => s.init_containers => j.vec(container)?,
             })?;
-            Ok(s)
-        })?,
+            s
+        },
         "status" => v.status => {
             let mut s = PodStatus::default();
             fields!(j, {
                 "conditions" => s.conditions => ready(j)?,
-                "containerStatuses" => s.container_statuses => j.known_vec(|k| &mut k.statuses, container_status)?,
+                "containerStatuses" => s.container_statuses => j.vec(container_status)?,
             })?;
             s
         },
@@ -1378,32 +1139,28 @@ fn container(j: &mut Json<'_>) -> R<Container> {
 /// `status.conditions` of a Pod: the `Ready` ones.
 fn ready(j: &mut Json<'_>) -> R<Vec<PodCondition>> {
     let mut kept = Vec::new();
-    j.items(
-        |k| &mut k.pod_conditions,
-        |j| {
-            let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
-            let (mut reason, mut message) = (None, None);
-            fields!(j, {
-                "type" => type_ => j.str()?,
-                "status" => status => j.str()?,
-                "lastTransitionTime" => since => j.opt(Json::str)?,
-                "reason" => reason => j.opt(Json::str)?,
-                "message" => message => j.opt(Json::str)?,
-            })?;
-            if !crate::input::view::kept_condition(&type_, &status) {
-                return Ok(None);
-            }
+    j.array(|j| {
+        let (mut type_, mut status, mut since) = (Cow::Borrowed(""), Cow::Borrowed(""), None);
+        let (mut reason, mut message) = (None, None);
+        fields!(j, {
+            "type" => type_ => j.str()?,
+            "status" => status => j.str()?,
+            "lastTransitionTime" => since => j.opt(Json::str)?,
+            "reason" => reason => j.opt(Json::str)?,
+            "message" => message => j.opt(Json::str)?,
+        })?;
+        if crate::input::view::kept_condition(&type_, &status) {
             let unscheduled = type_ != "Ready";
-            Ok(Some(PodCondition {
+            kept.push(PodCondition {
                 type_: type_.into(),
                 status: status.into(),
                 last_transition_time: since.map(Str::from),
                 reason: reason.filter(|_| unscheduled).map(Str::from),
                 message: message.filter(|_| unscheduled).map(Str::from),
-            }))
-        },
-        |c| kept.extend(c.clone()),
-    )?;
+            });
+        }
+        Ok(())
+    })?;
     Ok(kept)
 }
 
@@ -1442,7 +1199,7 @@ fn container_state(j: &mut Json<'_>) -> R<crate::input::view::ContainerState> {
 pub(crate) fn application(j: &mut Json<'_>) -> R<ApplicationView> {
     let mut v = ApplicationView::default();
     fields!(j, {
-        "metadata" => v.metadata => meta(j, managed_skipped)?,
+        "metadata" => v.metadata => meta(j, skipped)?,
         "status" => v.status => app_status(j)?,
     })?;
     Ok(v)
@@ -1466,8 +1223,8 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
             })?;
             health
         },
-        "history" => s.history => j.known_vec(|k| &mut k.history, app_history)?,
-        "resources" => s.resources => j.known_vec(|k| &mut k.resources, app_resource)?,
+        "history" => s.history => j.vec(app_history)?,
+        "resources" => s.resources => j.vec(app_resource)?,
         "operationState" => s.operation_state => j.opt(|j| {
             let mut o = AppOperationState::default();
             fields!(j, {
@@ -1631,11 +1388,11 @@ fn agree_known(kind: &Kind, text: &str, known: &mut Known) -> bool {
             RawJson::resolve(&mut v.spec.template, t);
         }),
         Kind::Service => both(text, service),
-        Kind::EndpointSlice => both_raw(text, known, slice, |_, _| {}),
+        Kind::EndpointSlice => both(text, slice),
         Kind::Pod => both_raw(text, known, pod, |v, t| {
             RawJson::resolve(&mut v.metadata.labels.raw, t);
         }),
-        Kind::Application => both_raw(text, known, application, |_, _| {}),
+        Kind::Application => both(text, application),
         _ => return false,
     };
     match (&skimmed, &serde) {
@@ -2099,101 +1856,6 @@ mod tests {
             &rollout(&a[..a.len() - 1]),
             &mut known
         ));
-    }
-
-    #[test]
-    fn known_items_are_taken_only_where_their_bytes_are_a_whole_item() {
-        // Each manager's fields its own (`fieldsV1`, known apart from the entry's time).
-        let entry = |manager: &str, time: &str, status: bool| {
-            let sub = if status {
-                r#","subresource":"status""#
-            } else {
-                ""
-            };
-            format!(
-                r#"{{"manager":"{manager}","fieldsV1":{{"f:spec":{{"f:{manager}":{{}}}}}},"time":"2026-03-14T13:00:{time}Z"{sub}}}"#
-            )
-        };
-        let (a, b, b2, c) = (
-            entry("argocd-controller", "01", false),
-            entry("kubectl-argo-rollouts", "02", true),
-            entry("kubectl-argo-rollouts", "09", true),
-            entry("rollouts-controller", "05", true),
-        );
-        let rollout = |items: &[&str]| {
-            format!(
-                r#"{{"metadata":{{"managedFields":[{}]}},"status":{{"conditions":[{}]}}}}"#,
-                items.join(","),
-                r#"{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable"}"#
-            )
-        };
-        let pod = |items: &[&str]| {
-            format!(
-                r#"{{"metadata":{{"managedFields":[{}]}}}}"#,
-                items.join(",")
-            )
-        };
-        let mut known = Known::default();
-        let mut pod_known = Known::default();
-        // Kept, changed in place, swapped, grown and shrunk: serde's view every time, and the
-        // known items are the last version's.
-        for items in [
-            vec![&a, &b],
-            vec![&a, &b],
-            vec![&a, &b2],
-            vec![&b2, &a],
-            vec![&b2, &a, &c],
-            vec![&c],
-            vec![],
-            vec![&a, &c],
-        ] {
-            let items: Vec<&str> = items.into_iter().map(String::as_str).collect();
-            assert!(
-                agree_known(&Kind::Rollout, &rollout(&items), &mut known),
-                "{items:?}"
-            );
-            assert!(
-                agree_known(&Kind::Pod, &pod(&items), &mut pod_known),
-                "{items:?}"
-            );
-            for k in [&known, &pod_known] {
-                let texts: Vec<&[u8]> = k.managed.items.iter().map(|i| i.text.as_slice()).collect();
-                let want: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
-                assert_eq!(texts, want);
-                assert_eq!(k.managed.bytes, want.iter().map(|t| t.len()).sum::<usize>());
-            }
-        }
-        let (ac, last) = (rollout(&[&a, &c]), a.len());
-        // The known bytes, cut short, or followed by more than an item: refused, as serde
-        // refuses them.
-        let cut = ac.replacen(&a, &a[..last - 1], 1);
-        assert!(!agree_known(&Kind::Rollout, &cut, &mut known));
-        let more = ac.replacen(&a, &format!("{a}}}"), 1);
-        assert!(!agree_known(&Kind::Rollout, &more, &mut known));
-        // The same of a known `fieldsV1`, in an entry that is not known.
-        let fields = r#"{"f:spec":{"f:argocd-controller":{}}}"#;
-        for broken in [&fields[..fields.len() - 1], &format!("{fields}}}")] {
-            let entry = a.replace("01Z", "07Z").replace(fields, broken);
-            assert!(!agree_known(
-                &Kind::Rollout,
-                &rollout(&[&entry]),
-                &mut known
-            ));
-            assert!(!agree_known(&Kind::Pod, &pod(&[&entry]), &mut pod_known));
-        }
-        for k in [&known, &pod_known] {
-            assert!((1..=KNOWN_FIELDS).contains(&k.fields.items.len()));
-        }
-        // A view that skips them takes any value serde takes there.
-        for other in ["{}", "null", "5", r#""x""#, "[1,[2],{}]"] {
-            let text = format!(r#"{{"metadata":{{"managedFields":{other}}}}}"#);
-            assert!(agree_known(&Kind::Pod, &text, &mut pod_known), "{other}");
-            assert!(agree_known(
-                &Kind::EndpointSlice,
-                &text,
-                &mut Known::default()
-            ));
-        }
     }
 
     #[test]

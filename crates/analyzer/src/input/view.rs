@@ -264,15 +264,6 @@ pub(crate) struct Kept<K> {
     keys: std::marker::PhantomData<K>,
 }
 
-impl<K> Clone for Kept<K> {
-    fn clone(&self) -> Self {
-        Kept {
-            values: self.values.clone(),
-            keys: std::marker::PhantomData,
-        }
-    }
-}
-
 impl<K> Default for Kept<K> {
     fn default() -> Self {
         Kept {
@@ -746,7 +737,7 @@ pub(crate) struct PauseCondition {
     pub start_time: Option<Str>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Condition {
     #[serde(rename = "type")]
@@ -1247,7 +1238,7 @@ impl EndpointSliceView {
     }
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Endpoint {
     pub addresses: Vec<Str>,
@@ -1255,14 +1246,14 @@ pub(crate) struct Endpoint {
     pub target_ref: Option<TargetRef>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct EndpointConditions {
     /// Absent means ready (the API's documented default).
     pub ready: Option<bool>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct TargetRef {
     pub kind: Str,
@@ -1278,14 +1269,14 @@ pub(crate) struct PodView {
     pub status: PodStatus,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodSpec {
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Container {
     pub name: Str,
@@ -1301,7 +1292,7 @@ pub(crate) struct PodStatus {
     pub container_statuses: Vec<ContainerStatus>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct PodCondition {
     #[serde(rename = "type")]
@@ -1312,7 +1303,7 @@ pub(crate) struct PodCondition {
     pub message: Option<Str>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct ContainerStatus {
     pub name: Str,
@@ -1324,7 +1315,7 @@ pub(crate) struct ContainerStatus {
 }
 
 /// A container's `state` or `lastState`: why it waits, or why it ended.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct ContainerState {
     pub waiting: Option<StateDetail>,
@@ -1332,7 +1323,7 @@ pub(crate) struct ContainerState {
 }
 
 /// `waiting` or `terminated`: its reason, message and exit code.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct StateDetail {
     pub reason: Option<Str>,
@@ -1460,7 +1451,7 @@ pub(crate) struct AppHealth {
     pub status: Option<Str>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct AppHistory {
     #[serde(deserialize_with = "lenient_string")]
@@ -1479,7 +1470,7 @@ pub(crate) struct AppHistory {
 }
 
 /// Who started a sync: `automated` (the automated sync policy, self-heal included) or a user.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppInitiator {
     pub username: Option<Str>,
@@ -1487,7 +1478,7 @@ pub(crate) struct AppInitiator {
 }
 
 /// One source of a sync, as far as telling two syncs apart needs it.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppSource {
     #[serde(rename = "repoURL")]
@@ -1498,13 +1489,13 @@ pub(crate) struct AppSource {
 }
 
 /// The Helm settings of a source that pipelines write into an Application: its parameters.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppHelm {
     pub parameters: Option<Vec<AppParameter>>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppParameter {
     pub name: Option<Str>,
@@ -1523,7 +1514,7 @@ impl AppHistory {
     }
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct AppResource {
     pub kind: Str,
