@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use compact_str::ToCompactString;
 use rf_format::Kind;
@@ -73,7 +74,7 @@ pub(crate) fn read_with<'a, T>(
 }
 
 /// The last pod template read of an object (a Rollout's or a ReplicaSet's, most of its bytes),
-/// as checked JSON text and its nesting depth. A template changes only with a new revision:
+/// as checked JSON text and the deepest nesting it fits at. A template changes only with a new revision:
 /// when the next object of the same name holds these bytes at its template, they are the same
 /// valid value (an object, array or string ends where its own bytes say; a known number that
 /// starts a longer one leaves a digit where a comma should be, and the reader gives up), and
@@ -81,11 +82,13 @@ pub(crate) fn read_with<'a, T>(
 #[derive(Debug, Default)]
 pub(crate) struct Known {
     text: Vec<u8>,
-    depth: u32,
-    /// A Rollout's `spec.strategy` last read: its text, depth and view. The same bytes are the
-    /// same strategy (almost every record of a Rollout is a status write); its steps are cloned
-    /// rather than read again.
-    strategy: Option<(Vec<u8>, u32, Strategy)>,
+    /// The deepest nesting at which the text, starting there, is the same value (deeper, its
+    /// own nesting would pass [`MAX_DEPTH`]).
+    fits: u32,
+    /// A Rollout's `spec.strategy` last read: its text, the deepest nesting it fits at, and its
+    /// view. The same bytes are the same strategy (almost every record of a Rollout is a status
+    /// write): its view is shared rather than read again.
+    strategy: Option<(Vec<u8>, u32, Arc<Strategy>)>,
 }
 
 impl Known {
@@ -304,14 +307,12 @@ impl<'a> Json<'a> {
     }
 
     /// Where the next value ends when its bytes are `text`, a value known to be checked JSON
-    /// nested `depth` deep, and that nesting fits here: then it is that same value (see
-    /// [`Known`]).
-    fn known_end(&self, text: &[u8], depth: u32) -> Option<usize> {
+    /// that fits where it starts when that is nested at most `fits` deep: then it is that same
+    /// value (see [`Known`]).
+    fn known_end(&self, text: &[u8], fits: u32) -> Option<usize> {
         let end = self.i + text.len();
-        (!text.is_empty()
-            && self.depth + depth <= MAX_DEPTH
-            && self.b.get(self.i..end) == Some(text))
-        .then_some(end)
+        (!text.is_empty() && self.depth <= fits && self.b.get(self.i..end) == Some(text))
+            .then_some(end)
     }
 
     /// Where the next value, a pod template, is in the text, checked and not parsed: compared
@@ -322,34 +323,35 @@ impl<'a> Json<'a> {
         }
         self.ws();
         let start = self.i;
-        if let Some(end) = self.known_end(&self.known.text, self.known.depth) {
+        if let Some(end) = self.known_end(&self.known.text, self.known.fits) {
             self.i = end;
         } else {
+            // Nested `depth` deep inside, it fits wherever that leaves room for.
             let depth = self.skip_deep()?;
             let text = self.b.get(start..self.i).ok_or(Bail)?;
             self.known.text.clear();
             self.known.text.extend_from_slice(text);
-            self.known.depth = depth;
+            self.known.fits = MAX_DEPTH - depth;
         }
         Ok(Some(RawJson::At(start..self.i)))
     }
 
     /// A Rollout's `strategy`: the [`Known`] one when the next bytes are its text
     /// ([`known_end`](Self::known_end), as for a template), else read and known.
-    fn known_strategy(&mut self) -> R<Strategy> {
+    fn known_strategy(&mut self) -> R<Arc<Strategy>> {
         self.ws();
         let start = self.i;
-        if let Some((text, depth, st)) = &self.known.strategy {
-            if let Some(end) = self.known_end(text, *depth) {
+        if let Some((text, fits, st)) = &self.known.strategy {
+            if let Some(end) = self.known_end(text, *fits) {
                 self.i = end;
-                return Ok(st.clone());
+                return Ok(Arc::clone(st));
             }
         }
-        let st = strategy(self)?;
+        // Read starting this deep, it reads the same starting at most as deep.
+        let fits = self.depth;
+        let st = Arc::new(strategy(self)?);
         let text = self.b.get(start..self.i).ok_or(Bail)?;
-        // Its depth, for the check above: the text was read, so it is one value.
-        let (_, depth) = skip_value(text, 0, MAX_DEPTH)?;
-        self.known.strategy = Some((text.to_vec(), depth, st.clone()));
+        self.known.strategy = Some((text.to_vec(), fits, Arc::clone(&st)));
         Ok(st)
     }
 

@@ -709,7 +709,9 @@ pub(crate) struct RolloutSpec {
     pub replicas: Option<i64>,
     pub paused: Option<bool>,
     pub template: Option<RawJson>,
-    pub strategy: Strategy,
+    /// Shared: a Rollout's records almost all repeat it (the skimming reader hands out the one
+    /// it read last), so a replay can tell an unchanged strategy by pointer.
+    pub strategy: std::sync::Arc<Strategy>,
     #[serde(deserialize_with = "lenient_int")]
     pub revision_history_limit: Option<i64>,
     pub workload_ref: Option<WorkloadRef>,

@@ -534,6 +534,9 @@ pub(crate) struct RolloutTrack {
     /// `spec.strategy.blueGreen.previewService` / `activeService`.
     pub(super) canary_service: Option<String>,
     pub(super) stable_service: Option<String>,
+    /// The strategy of its last record, which the fields read from it (steps, Services,
+    /// routers, role labels, scale-down) follow: an unchanged one is the same value.
+    strategy: Option<Arc<crate::input::view::Strategy>>,
     /// Changes whenever what [`Routes`](crate::model::routes::Routes) indexes the rollout under
     /// or how a Service routes to it may have changed (its live ReplicaSets' pod labels, its
     /// canary and stable Services, their role labels): unique across tracks, so that what is
@@ -749,6 +752,7 @@ impl RolloutTrack {
             last_jump: None,
             canary_service: None,
             stable_service: None,
+            strategy: None,
             routes_stamp: crate::model::stamp(),
             traffic_routing: false,
             blue_green: false,
@@ -1139,35 +1143,6 @@ impl RolloutTrack {
         let prev_generation = self.last.as_ref().and_then(|s| s.generation);
         let spec_changed = prev_generation.is_some() && view.metadata.generation > prev_generation;
         let cur = Snapshot::from_view(view, pos, actor, spec_changed);
-        // Most records repeat these: replaced only when they changed (this runs per record).
-        if self.steps != view.steps() {
-            self.steps = view.steps().to_vec();
-        }
-        let canary = view.spec.strategy.canary.as_ref();
-        fn service(s: Option<&Str>) -> Option<&str> {
-            s.map(Str::as_str).filter(|s| !s.is_empty())
-        }
-        // A blue-green rollout's preview Service is, for what routes where, its canary Service
-        // (the new revision's before promotion), and its active Service its stable one.
-        let blue_green = view.spec.strategy.blue_green.as_ref();
-        let canary_service = service(
-            canary
-                .and_then(|c| c.canary_service.as_ref())
-                .or_else(|| blue_green.and_then(|b| b.preview_service.as_ref())),
-        );
-        if self.canary_service.as_deref() != canary_service {
-            self.canary_service = canary_service.map(str::to_owned);
-            self.routes_stamp = crate::model::stamp();
-        }
-        let stable_service = service(
-            canary
-                .and_then(|c| c.stable_service.as_ref())
-                .or_else(|| blue_green.and_then(|b| b.active_service.as_ref())),
-        );
-        if self.stable_service.as_deref() != stable_service {
-            self.stable_service = stable_service.map(str::to_owned);
-            self.routes_stamp = crate::model::stamp();
-        }
         let workload = view
             .spec
             .workload_ref
@@ -1185,6 +1160,101 @@ impl RolloutTrack {
                 self.last_template = None;
             }
             self.workload = workload;
+        }
+        let weights_hash = view
+            .status
+            .canary
+            .as_ref()
+            .and_then(|c| c.weights.as_ref())
+            .and_then(|w| w.canary.as_ref())
+            .and_then(|d| d.pod_template_hash.clone())
+            .filter(|h| !h.is_empty());
+        if self.weights_canary_hash != weights_hash {
+            self.weights_canary_hash = weights_hash;
+        }
+        self.progress_deadline = (
+            view.spec.progress_deadline_seconds,
+            view.spec.progress_deadline_abort == Some(true),
+        );
+        // Almost every record repeats the strategy (the reader shares it while its bytes are
+        // the same): what is read from it is worked out only when it is another one.
+        if !self
+            .strategy
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &view.spec.strategy))
+        {
+            self.follow_strategy(&view.spec.strategy);
+            self.strategy = Some(Arc::clone(&view.spec.strategy));
+        }
+        self.revision_history_limit = view.spec.revision_history_limit;
+        self.track_template(view, object, &cur, spec_changed);
+
+        let prev = self.last.take();
+        self.last_revision_change = None;
+        self.last_jump = None;
+        let after_gap = std::mem::take(&mut self.gap_pending);
+        if let Some(prev) = &prev {
+            if prev.same_state(&cur) {
+                self.last = Some(cur);
+                return None;
+            }
+            self.classify(prev, &cur, after_gap);
+            self.wants_comparison();
+        } else if let Some(h) = &cur.pod_hash {
+            self.progress.entry(h.clone()).or_default();
+        }
+        self.update_progress(prev.as_ref(), &cur);
+        self.note_settle(prev.as_ref(), &cur);
+        // Described only for a timeline (the words cost more than the rest of this record).
+        let changes = if self.keep_timeline {
+            describe_changes(prev.as_ref(), &cur, &self.steps)
+        } else {
+            Vec::new()
+        };
+        let actor = cur.actor.clone();
+        // The first observation is its own previous state: the only copy this needs.
+        let prev = prev.unwrap_or_else(|| cur.clone());
+        self.last = Some(cur);
+        self.update_roles(pos);
+        self.push_timeline(pos, "Rollout", changes, actor, None);
+        Some(prev)
+    }
+
+    /// Follows what is read of the rollout's `spec.strategy`: its steps, Services, routers,
+    /// role labels and how it scales down.
+    fn follow_strategy(&mut self, strategy: &crate::input::view::Strategy) {
+        let steps = strategy
+            .canary
+            .as_ref()
+            .and_then(|c| c.steps.as_deref())
+            .unwrap_or(&[]);
+        if self.steps != steps {
+            self.steps = steps.to_vec();
+        }
+        let canary = strategy.canary.as_ref();
+        fn service(s: Option<&Str>) -> Option<&str> {
+            s.map(Str::as_str).filter(|s| !s.is_empty())
+        }
+        // A blue-green rollout's preview Service is, for what routes where, its canary Service
+        // (the new revision's before promotion), and its active Service its stable one.
+        let blue_green = strategy.blue_green.as_ref();
+        let canary_service = service(
+            canary
+                .and_then(|c| c.canary_service.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.preview_service.as_ref())),
+        );
+        if self.canary_service.as_deref() != canary_service {
+            self.canary_service = canary_service.map(str::to_owned);
+            self.routes_stamp = crate::model::stamp();
+        }
+        let stable_service = service(
+            canary
+                .and_then(|c| c.stable_service.as_ref())
+                .or_else(|| blue_green.and_then(|b| b.active_service.as_ref())),
+        );
+        if self.stable_service.as_deref() != stable_service {
+            self.stable_service = stable_service.map(str::to_owned);
+            self.routes_stamp = crate::model::stamp();
         }
         self.traffic_routing = canary.is_some_and(|c| c.traffic_routing.is_some());
         let nginx = canary
@@ -1221,26 +1291,11 @@ impl RolloutTrack {
         if self.splits != splits {
             self.splits = splits;
         }
-        let weights_hash = view
-            .status
-            .canary
-            .as_ref()
-            .and_then(|c| c.weights.as_ref())
-            .and_then(|w| w.canary.as_ref())
-            .and_then(|d| d.pod_template_hash.clone())
-            .filter(|h| !h.is_empty());
-        if self.weights_canary_hash != weights_hash {
-            self.weights_canary_hash = weights_hash;
-        }
         self.blue_green = blue_green.is_some();
         self.dynamic_stable_scale = canary.and_then(|c| c.dynamic_stable_scale) == Some(true);
         self.abort_scale_down = canary
             .and_then(|c| c.abort_scale_down_delay_seconds)
             .or_else(|| blue_green.and_then(|b| b.abort_scale_down_delay_seconds));
-        self.progress_deadline = (
-            view.spec.progress_deadline_seconds,
-            view.spec.progress_deadline_abort == Some(true),
-        );
         self.scale_down = ScaleDown::of(
             blue_green.map(|b| b.scale_down_delay_seconds),
             canary
@@ -1262,7 +1317,7 @@ impl RolloutTrack {
         }
         // A blue-green rollout's preview and active pods are the controller's canary and
         // stable ones here (rollout/ephemeralmetadata.go).
-        let blue_green = view.spec.strategy.blue_green.as_ref();
+        let blue_green = strategy.blue_green.as_ref();
         let canary_changed = follow(
             &mut self.canary_labels,
             canary
@@ -1279,38 +1334,6 @@ impl RolloutTrack {
         if canary_changed || stable_changed {
             self.routes_stamp = crate::model::stamp();
         }
-        self.revision_history_limit = view.spec.revision_history_limit;
-        self.track_template(view, object, &cur, spec_changed);
-
-        let prev = self.last.take();
-        self.last_revision_change = None;
-        self.last_jump = None;
-        let after_gap = std::mem::take(&mut self.gap_pending);
-        if let Some(prev) = &prev {
-            if prev.same_state(&cur) {
-                self.last = Some(cur);
-                return None;
-            }
-            self.classify(prev, &cur, after_gap);
-            self.wants_comparison();
-        } else if let Some(h) = &cur.pod_hash {
-            self.progress.entry(h.clone()).or_default();
-        }
-        self.update_progress(prev.as_ref(), &cur);
-        self.note_settle(prev.as_ref(), &cur);
-        // Described only for a timeline (the words cost more than the rest of this record).
-        let changes = if self.keep_timeline {
-            describe_changes(prev.as_ref(), &cur, &self.steps)
-        } else {
-            Vec::new()
-        };
-        let actor = cur.actor.clone();
-        // The first observation is its own previous state: the only copy this needs.
-        let prev = prev.unwrap_or_else(|| cur.clone());
-        self.last = Some(cur);
-        self.update_roles(pos);
-        self.push_timeline(pos, "Rollout", changes, actor, None);
-        Some(prev)
     }
 
     /// True while the traffic timeline takes entries: timelines are kept and not full.
