@@ -219,11 +219,12 @@ impl Detector for CanaryNotInEndpoints {
     ) -> Option<Timestamp> {
         let track = s.track;
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
         let cur = track.last()?;
         self.settling.begin(s.now);
         let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {
-            self.settling.end(mine);
+            self.settling.end_in(mine);
             facts.adopted_by(Rule::CanaryNotInEndpoints, track);
             return None;
         };
@@ -354,7 +355,7 @@ impl Detector for CanaryNotInEndpoints {
         if self.settling.none_seen() {
             facts.adopted_by(Rule::CanaryNotInEndpoints, track);
         }
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 

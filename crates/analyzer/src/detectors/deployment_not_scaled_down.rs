@@ -65,17 +65,18 @@ impl Detector for DeploymentNotScaledDown {
     ) -> Option<Timestamp> {
         let track = s.track;
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new()) });
         self.settling.begin(s.now);
         let (Some(workload), Some(cur)) = (track.workload(), track.last()) else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let Some(dep) = s.world.deployment(ns, &workload.deployment) else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let Some(stable) = cur.stable_rs.as_deref() else {
             // Still migrating: both run by design until the first revision is Healthy.
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let own: Vec<_> = track
             .replicasets()
@@ -84,7 +85,7 @@ impl Detector for DeploymentNotScaledDown {
             .collect();
         let own_ready: i64 = own.iter().map(|rs| rs.ready).sum();
         if dep.replicas == 0 || dep.ready == 0 || own_ready == 0 {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         }
         let key = (
             ns.to_owned(),
@@ -92,7 +93,7 @@ impl Detector for DeploymentNotScaledDown {
             workload.deployment.to_string(),
         );
         let Some(since) = self.settling.ripe(s, key, HOLD_SECONDS) else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
 
         let name = &dep.name;
@@ -191,7 +192,7 @@ impl Detector for DeploymentNotScaledDown {
             )
             .decide(decide),
         );
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 

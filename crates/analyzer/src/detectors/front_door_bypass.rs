@@ -74,13 +74,14 @@ impl Detector for FrontDoorBypass {
         // Said again below for as long as it holds.
         facts.adopted_by(Rule::FrontDoorBypass, track);
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new(), String::new(), String::new()) });
         self.settling.begin(s.now);
         let (Some(stable_service), Some(cur)) = (track.stable_service(), track.last()) else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let Some(hash) = cur.pod_hash.as_deref() else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let role = Route::Stable
             .field(track.is_blue_green())
@@ -91,10 +92,10 @@ impl Detector for FrontDoorBypass {
                 .rs_by_hash(hash)
                 .is_some_and(|rs| !rs.deleted && rs.ready > 0);
         if !promoted {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         }
         let Some(n) = s.world.namespace(ns) else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         for router in s.world.routers_in(ns) {
             if router.is_nginx_canary() {
@@ -228,7 +229,7 @@ impl Detector for FrontDoorBypass {
                 );
             }
         }
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 

@@ -26,7 +26,6 @@
 //! # Remedy
 //! Trust the rollout, not the app health; add an adoption check to the sync.
 
-use std::ops::Bound;
 
 use rf_format::{Kind, Timestamp};
 
@@ -190,15 +189,12 @@ impl Detector for GitopsHealthMismatch {
             };
             out.push(finding);
         }
-        // Every key of this rollout, and none of another's: a rollout's name holds no NUL, so
-        // `name` followed by one sorts after each of its keys and before the next rollout's.
-        let (ns, name) = (track.namespace(), track.name());
-        let key = |name: String| (ns.to_owned(), name, String::new(), String::new(), String::new(), "");
+        // Every key of this rollout, and none of another's.
+        let ns = track.namespace();
         self.settling.end_in(|| {
-            (
-                Bound::Included(key(name.to_owned())),
-                Bound::Excluded(key(format!("{name}\0"))),
-            )
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), String::new(), String::new(), "")
+            })
         })
     }
 }

@@ -116,7 +116,7 @@ impl Scene<'_> {
 /// Conditions that must hold for a while before they count, each reported once: the
 /// bookkeeping the cross-object detectors share. A detector calls [`begin`](Self::begin),
 /// then [`holds`](Self::holds) for each condition true now, [`settled`](Self::settled) and
-/// [`fire`](Self::fire) as it reports, and [`end`](Self::end) with the keys that are its own.
+/// [`fire`](Self::fire) as it reports, and [`end_in`](Self::end_in) with the keys that are its own.
 #[derive(Debug)]
 pub(crate) struct Settling<K> {
     /// Since when each unreported condition has held.
@@ -174,7 +174,7 @@ impl<K: Ord + Clone> Settling<K> {
     }
 
     /// True when a condition true since `since` has held `secs`; if not, remembers when it
-    /// will have, for [`end`](Self::end) to return.
+    /// will have, for [`end_in`](Self::end_in) to return.
     pub fn settled(&mut self, scene: &Scene<'_>, since: At, secs: i64) -> bool {
         if scene.settled(since, secs) {
             return true;
@@ -233,9 +233,10 @@ impl<K: Ord + Clone> Settling<K> {
         }
     }
 
-    /// [`end`](Self::end) for a look whose own keys are those in `range`: it visits those
-    /// keys only, where `end` asks of every key held (every rollout's, on each look). The
-    /// range is made only when a key is held at all (most looks, of most rollouts, hold none).
+    /// Ends the look: conditions of this look's subject, the keys in `range`, not seen true
+    /// stopped holding and start over. Returns when to look again. Only those keys are visited
+    /// (not every rollout's held keys, at each look), and the range is made only when a key is
+    /// held at all (most looks, of most rollouts, hold none): see [`rollout_keys`].
     pub fn end_in(&mut self, range: impl FnOnce() -> (Bound<K>, Bound<K>)) -> Option<Timestamp> {
         if self.holds_none() {
             return self.due;
@@ -281,23 +282,17 @@ impl<K: Ord + Clone> Settling<K> {
     pub fn none_seen(&self) -> bool {
         self.seen.is_empty()
     }
+}
 
-    /// Ends the look: conditions of this look's subject (`mine`) not seen true stopped holding
-    /// and start over. Returns when to look again.
-    pub fn end(&mut self, mine: impl Fn(&K) -> bool) -> Option<Timestamp> {
-        if self.holds_none() {
-            return self.due;
-        }
-        let seen = &self.seen;
-        self.pending.retain(|k, _| !mine(k) || seen.contains(k));
-        let gone: Vec<K> = self
-            .active
-            .iter()
-            .filter(|k| mine(k) && !self.seen.contains(*k))
-            .cloned()
-            .collect();
-        self.stopped(gone)
-    }
+/// The bounds of rollout `name`'s keys in an ordered map whose keys begin with a rollout's
+/// namespace and name ([`Settling::end_in`]); `least` makes the least key of a rollout of the
+/// name it is given. A rollout's name holds no NUL, so `name` followed by one sorts after each
+/// of its keys and before the next rollout's.
+pub(crate) fn rollout_keys<K>(name: &str, least: impl Fn(String) -> K) -> (Bound<K>, Bound<K>) {
+    (
+        Bound::Included(least(name.to_owned())),
+        Bound::Excluded(least(format!("{name}\0"))),
+    )
 }
 
 /// The name a detector keeps a workload's state under, beside the rollouts': a plain
@@ -770,12 +765,12 @@ mod tests {
     use crate::model::rollout::{Progress, RevisionChange, RevisionClass, RolloutTrack};
     use crate::report::finding::{Rule, Severity};
 
-    /// `end_in` ends a look as `end` does for the keys in its range, and leaves the others:
-    /// a reported condition of this rollout not seen true stops holding (and is reported
-    /// again when it holds again), another rollout's stays.
+    /// `end_in` ends a look for the keys of its rollout ([`super::rollout_keys`]) and leaves
+    /// the others: a reported condition of this rollout not seen true stops holding (and is
+    /// reported again when it holds again), another rollout's stays, also one whose name
+    /// begins with this one's.
     #[test]
     fn ending_a_look_in_a_range_touches_that_rollouts_keys_only() {
-        use std::ops::Bound;
         type Key = (String, String, &'static str);
         let key = |rollout: &str, what| ("ns".to_owned(), rollout.to_owned(), what);
         let at = |s: i64| At {
@@ -783,12 +778,7 @@ mod tests {
             seq: s as u64,
             at: rf_format::Timestamp::from_unix_seconds(s),
         };
-        let of = |rollout: &str| {
-            (
-                Bound::Included(key(rollout, "")),
-                Bound::Excluded(key(&format!("{rollout}\0"), "")),
-            )
-        };
+        let of = |rollout: &str| super::rollout_keys(rollout, |n| ("ns".to_owned(), n, ""));
         let mut s: super::Settling<Key> = super::Settling::default();
         // Both rollouts' conditions reported, and one of web's still pending.
         for rollout in ["web", "web-2"] {

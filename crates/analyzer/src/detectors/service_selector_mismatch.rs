@@ -79,13 +79,14 @@ impl Detector for ServiceSelectorMismatch {
         let cur = track.last()?;
         let hash = cur.pod_hash.as_deref()?;
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
         self.settling.begin(s.now);
         let Some(rs) = track
             .rs_by_hash(hash)
             .filter(|rs| !rs.deleted && !rs.pod_labels.is_empty())
         else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         for &(name, svc, why) in s.routing {
             let Some(selector) = &svc.selector else {
@@ -200,7 +201,7 @@ impl Detector for ServiceSelectorMismatch {
                 .decide(vec![patch]),
             );
         }
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 

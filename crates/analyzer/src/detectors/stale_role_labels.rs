@@ -72,11 +72,12 @@ impl Detector for StaleRoleLabels {
     ) -> Option<Timestamp> {
         let track = s.track;
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
         self.settling.begin(s.now);
         let (canary, stable) = track.ephemeral_labels();
         if canary.is_empty() && stable.is_empty() {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         }
         let keys: std::collections::BTreeSet<&String> = canary.keys().chain(stable.keys()).collect();
         for rs in track.replicasets().values() {
@@ -148,7 +149,7 @@ impl Detector for StaleRoleLabels {
                 out.push(finding(s, service, svc, rs, hash, &by_stale, since.at));
             }
         }
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 

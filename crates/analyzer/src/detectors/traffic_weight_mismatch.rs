@@ -298,18 +298,19 @@ impl Detector for TrafficWeightMismatch {
     ) -> Option<Timestamp> {
         let track = s.track;
         let ns = track.namespace();
-        let mine = |k: &Key| k.0 == ns && k.1 == track.name();
+        // This rollout's keys: the range of them is made only when any key is held.
+        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), i64::MIN, None) });
         self.settling.begin(s.now);
         let Some(cur) = track.last() else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         let Some(weight) = cur.canary_weight else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         self.stale_revision(s, cur, weight, out);
         self.splits(s, weight, out);
         let Some(nginx) = track.nginx() else {
-            return self.settling.end(mine);
+            return self.settling.end_in(mine);
         };
         for stable in &nginx.stable_ingresses {
             if s.world.ingress(ns, stable).is_none() {
@@ -423,7 +424,7 @@ impl Detector for TrafficWeightMismatch {
                     ),
             );
         }
-        self.settling.end(mine)
+        self.settling.end_in(mine)
     }
 }
 
