@@ -128,6 +128,9 @@ struct Svc {
     was_taking: bool,
     /// Its ready endpoints when it last had some.
     last: Option<LastReady>,
+    /// The endpoints stamp ([`crate::model::world::Namespace::endpoints_stamp`]) at which its
+    /// ready endpoints were last found to be `last`'s: while it holds, they still are.
+    ready_at: Option<u64>,
     /// A window of no ready endpoint, open now.
     open: Option<Open>,
 }
@@ -738,6 +741,7 @@ impl NoReadyEndpoints {
             let svc: &mut Svc = svcs.entry(service.to_owned()).or_default();
             svc.taking = true;
             let ready = first_ready(d.world, ns, service);
+            svc.ready_at = None;
             if !ready.is_empty() {
                 svc.last = Some(LastReady {
                     pods: ready,
@@ -919,6 +923,11 @@ impl Detector for NoReadyEndpoints {
             };
             svc.taking = true;
             let was_taking = svc.was_taking;
+            // Its endpoints unchanged since they were found ready: they still are, the same.
+            let stamp = judged.endpoints_stamp(service);
+            if stamp.is_some() && svc.ready_at == stamp {
+                continue;
+            }
             let mut ready = ready_names(s.world, ns, service);
             if let Some(first) = ready.next() {
                 // The last ready endpoints, copied only when they changed.
@@ -935,8 +944,10 @@ impl Detector for NoReadyEndpoints {
                         .map(str::to_owned);
                     svc.last = Some(LastReady { pods, hash });
                 }
+                svc.ready_at = stamp;
                 continue;
             }
+            svc.ready_at = None;
             if svc.open.is_none() {
                 // Taking traffic: it served before, a router sends to it, or the rollout
                 // counts ready pods it selects. A Service of a first release whose pods were

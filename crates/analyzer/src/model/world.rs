@@ -920,6 +920,9 @@ pub(crate) struct Namespace {
     slices: HashMap<String, SliceObj>,
     /// EndpointSlice names by the Service they serve.
     slices_of: HashMap<String, BTreeSet<String>>,
+    /// Changes with each change of a Service's endpoints (a slice of it added, changed or
+    /// removed), by Service, while it has slices ([`crate::model::stamp`]).
+    endpoints_stamps: HashMap<String, u64>,
     pods: HashMap<String, PodObj>,
     /// Pod names by pod-template hash, so a rollout's revision is looked up without scanning
     /// every pod of the namespace.
@@ -943,6 +946,12 @@ impl Namespace {
     /// The Services, by name.
     pub fn services(&self) -> impl Iterator<Item = (&str, &ServiceObj)> + '_ {
         self.services.iter().map(|(name, s)| (name.as_str(), s))
+    }
+
+    /// See the field: while it is the same, so are the Service's endpoints (`None` while it
+    /// has no EndpointSlice).
+    pub fn endpoints_stamp(&self, service: &str) -> Option<u64> {
+        self.endpoints_stamps.get(service).copied()
     }
 
     /// True when at least one EndpointSlice of the Service is known: only then can its
@@ -1170,6 +1179,19 @@ impl Namespace {
             .map(|o| o.service)
             .filter(|o| now_serves.as_deref() != Some(o.as_str()))
             .map(|o| Str::new(&o));
+        for service in [&now_serves, &was].into_iter().flatten() {
+            if self.slices_of.contains_key(service.as_str()) {
+                let stamp = crate::model::stamp();
+                match self.endpoints_stamps.get_mut(service.as_str()) {
+                    Some(s) => *s = stamp,
+                    None => {
+                        self.endpoints_stamps.insert(service.to_string(), stamp);
+                    }
+                }
+            } else {
+                self.endpoints_stamps.remove(service.as_str());
+            }
+        }
         Some(Touched::Endpoints {
             namespace: Str::new(&rec.namespace),
             service: now_serves,
@@ -2552,6 +2574,57 @@ mod tests {
             ("ns", name),
             (!deleted).then_some(object),
         );
+    }
+
+    /// A Service's endpoints stamp moves with each change of its endpoints (a slice added,
+    /// changed, moved to another Service or deleted) and only then; it is gone with its last
+    /// slice.
+    #[test]
+    fn the_endpoints_stamp_moves_with_the_endpoints_only() {
+        let mut world = World::default();
+        let slice = |world: &mut World, seq, name: &str, service: &str, pods: &[(&str, bool)]| {
+            let endpoints: Vec<serde_json::Value> = pods
+                .iter()
+                .map(|(pod, ready)| {
+                    serde_json::json!({"addresses": ["10.0.0.1"], "conditions": {"ready": ready},
+                        "targetRef": {"kind": "Pod", "name": pod}})
+                })
+                .collect();
+            let object = serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns",
+                    "labels": {"kubernetes.io/service-name": service}},
+                "endpoints": endpoints});
+            apply_object(world, seq, Kind::EndpointSlice, ("ns", name), Some(object));
+        };
+        let stamp = |world: &World, service: &str| {
+            world
+                .namespace("ns")
+                .and_then(|n| n.endpoints_stamp(service))
+        };
+        slice(&mut world, 1, "web-a", "web", &[("web-1", true)]);
+        let first = stamp(&world, "web");
+        assert!(first.is_some());
+        // The same endpoints again (a new resourceVersion): the same stamp.
+        slice(&mut world, 2, "web-a", "web", &[("web-1", true)]);
+        assert_eq!(stamp(&world, "web"), first);
+        // One endpoint not ready: another stamp.
+        slice(&mut world, 3, "web-a", "web", &[("web-1", false)]);
+        let second = stamp(&world, "web");
+        assert!(second.is_some() && second != first);
+        // A second slice of the Service moves it; one of another Service does not.
+        slice(&mut world, 4, "web-b", "web", &[("web-2", true)]);
+        let third = stamp(&world, "web");
+        assert!(third.is_some() && third != second);
+        slice(&mut world, 5, "api-a", "api", &[("api-1", true)]);
+        assert_eq!(stamp(&world, "web"), third);
+        // A slice moved to another Service moves both.
+        let api = stamp(&world, "api");
+        slice(&mut world, 6, "web-b", "api", &[("web-2", true)]);
+        assert!(stamp(&world, "web").is_some_and(|s| Some(s) != third));
+        assert!(stamp(&world, "api").is_some_and(|s| Some(s) != api));
+        // Deleting its last slice: none.
+        apply_object(&mut world, 7, Kind::EndpointSlice, ("ns", "web-a"), None);
+        assert_eq!(stamp(&world, "web"), None);
     }
 
     #[test]
