@@ -220,7 +220,11 @@ impl Detector for CanaryNotInEndpoints {
         let track = s.track;
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), String::new())
+            })
+        };
         let cur = track.last()?;
         self.settling.begin(s.now);
         let (Some(hash), Some(why)) = (cur.pod_hash.as_deref(), takes_traffic(track)) else {

@@ -66,7 +66,11 @@ impl Detector for DeploymentNotScaledDown {
         let track = s.track;
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new()) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new())
+            })
+        };
         self.settling.begin(s.now);
         let (Some(workload), Some(cur)) = (track.workload(), track.last()) else {
             return self.settling.end_in(mine);

@@ -75,7 +75,11 @@ impl Detector for FrontDoorBypass {
         facts.adopted_by(Rule::FrontDoorBypass, track);
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new(), String::new(), String::new()) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), String::new(), String::new(), String::new())
+            })
+        };
         self.settling.begin(s.now);
         let (Some(stable_service), Some(cur)) = (track.stable_service(), track.last()) else {
             return self.settling.end_in(mine);

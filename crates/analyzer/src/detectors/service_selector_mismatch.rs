@@ -80,7 +80,11 @@ impl Detector for ServiceSelectorMismatch {
         let hash = cur.pod_hash.as_deref()?;
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), String::new())
+            })
+        };
         self.settling.begin(s.now);
         let Some(rs) = track
             .rs_by_hash(hash)

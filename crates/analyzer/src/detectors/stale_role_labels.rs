@@ -73,7 +73,11 @@ impl Detector for StaleRoleLabels {
         let track = s.track;
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), String::new()) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), String::new())
+            })
+        };
         self.settling.begin(s.now);
         let (canary, stable) = track.ephemeral_labels();
         if canary.is_empty() && stable.is_empty() {

@@ -299,7 +299,11 @@ impl Detector for TrafficWeightMismatch {
         let track = s.track;
         let ns = track.namespace();
         // This rollout's keys: the range of them is made only when any key is held.
-        let mine = || super::rollout_keys(track.name(), |n| -> Key { (ns.to_owned(), n, String::new(), i64::MIN, None) });
+        let mine = || {
+            super::rollout_keys(track.name(), |n| -> Key {
+                (ns.to_owned(), n, String::new(), i64::MIN, None)
+            })
+        };
         self.settling.begin(s.now);
         let Some(cur) = track.last() else {
             return self.settling.end_in(mine);

@@ -74,11 +74,11 @@ pub(crate) fn read_with<'a, T>(
 }
 
 /// The last pod template read of an object (a Rollout's or a ReplicaSet's, most of its bytes),
-/// as checked JSON text and the deepest nesting it fits at. A template changes only with a new revision:
-/// when the next object of the same name holds these bytes at its template, they are the same
-/// valid value (an object, array or string ends where its own bytes say; a known number that
-/// starts a longer one leaves a digit where a comma should be, and the reader gives up), and
-/// one comparison replaces reading them again.
+/// as checked JSON text and the deepest nesting it fits at. A template changes only with a new
+/// revision: when the next object of the same name holds these bytes at its template, they are
+/// the same valid value (an object, array or string ends where its own bytes say; a known number
+/// that starts a longer one leaves a digit where a comma should be, and the reader gives up),
+/// and one comparison replaces reading them again.
 #[derive(Debug, Default)]
 pub(crate) struct Known {
     text: Vec<u8>,
