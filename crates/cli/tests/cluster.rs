@@ -13,7 +13,7 @@ mod common;
 mod real;
 
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{Killed, drain, run_bounded, text, wait_bounded};
 use real::{Namespace, Recorder, analyze, assert_audit_truth, cluster, keep, rules, until};
@@ -168,6 +168,19 @@ fn controller_log_len(c: &real::Cluster) -> u64 {
 /// (one list), a recording begun then, 3 s long, and the real controller's log since
 /// `log_from` (its length when the test began), imported; each analyzed. Each must name
 /// `rules` reconstructed (the log, which holds no pod template, the restart and the lost pause).
+/// Sleeps into the next whole second of the clock, and a tenth of one past it. After the fact,
+/// the order of a pause and the re-render that followed it is read from whole-second times (a
+/// ReplicaSet's creation, an Event's); a re-render in the pause's own second is undecided there,
+/// as it should be. A test of the reconstruction re-renders in a later second.
+fn into_the_next_second() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    std::thread::sleep(Duration::from_millis(
+        1_100 - u64::from(now.subsec_millis()),
+    ));
+}
+
 fn after_the_fact(c: &real::Cluster, ns: &str, rules: &[&str], log_from: u64) {
     let mut now = c.forensics();
     now.args(["now", "-n", ns, "-o", "json"]);
@@ -332,6 +345,7 @@ fn issue_25_seed_incident_config_only_rerender_at_the_pause() {
     );
 
     // The values re-render at the pause; the re-run's wait starts as it lands.
+    into_the_next_second();
     c.apply(&ns.name, &render(1, "b").yaml());
     let rerun = Waiting::start(&c, &ns.name, "rerun.rfr", &["--timeout", "60s"]);
     let (code, answer, log) = rerun.end(Duration::from_secs(90));
@@ -1836,6 +1850,7 @@ fn issue_25_blue_green_rerendered_while_paused_before_promotion() {
         Some(stable.as_str())
     );
 
+    into_the_next_second();
     c.apply(&ns.name, &blue_green(1, "b"));
     let second = hash(
         &ns.wait_status(APP, "paused before promotion on a new hash", |s| {
@@ -2804,6 +2819,7 @@ fn issue_49_seed_000_rendered_twice_by_the_real_argo_cd() {
     assert_ne!(first, stable);
     // ... and the config change into the values repository, which it reads at its next
     // refresh: the second render reaches the canary at its pause.
+    into_the_next_second();
     let v2 = values.commit(&[("checkout-api/values.yaml", &values_file("on"))], "v2 on");
     let app = until(
         "Argo CD's sync of the values commit",
