@@ -89,13 +89,76 @@ pub(crate) struct Known {
     /// view. The same bytes are the same strategy (almost every record of a Rollout is a status
     /// write): its view is shared rather than read again.
     strategy: Option<(Vec<u8>, u32, Arc<Strategy>)>,
+    /// A Rollout's `managedFields` entries last read, and the list the next read fills.
+    managers: [Items<Option<Manager>>; 2],
+    /// A Rollout's `status.conditions` last read, and the list the next read fills.
+    conditions: [Items<Option<Condition>>; 2],
 }
 
 impl Known {
-    /// The bytes of the template and strategy text held.
+    /// The bytes of the template, strategy and array elements held.
     pub(crate) fn bytes(&self) -> usize {
-        self.text.len() + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
+        self.text.len()
+            + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
+            + self.managers.iter().map(Items::bytes).sum::<usize>()
+            + self.conditions.iter().map(Items::bytes).sum::<usize>()
     }
+}
+
+/// The elements of an array an object had at its last read (a Rollout's `managedFields`
+/// entries, its conditions), in order, each with its text and what was read of it. A write
+/// changes one or two of them (the time of its manager's entry, the condition it moves): an
+/// element of the next version that holds the same bytes as the one at the same place here is
+/// the same value (as for [`Known`]'s template), and what was read of it is taken again.
+#[derive(Debug)]
+pub(crate) struct Items<T> {
+    /// The elements' texts, one after another.
+    text: Vec<u8>,
+    /// Per element: where its text ends in `text`, the deepest nesting it was read at (read
+    /// there, it reads the same at most as deep), and what was read.
+    read: Vec<(usize, u32, T)>,
+}
+
+impl<T> Default for Items<T> {
+    fn default() -> Self {
+        Items {
+            text: Vec::new(),
+            read: Vec::new(),
+        }
+    }
+}
+
+impl<T> Items<T> {
+    fn bytes(&self) -> usize {
+        self.text.len() + self.read.len() * std::mem::size_of::<(usize, u32, T)>()
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.read.clear();
+    }
+
+    /// The `n`-th element: its text, the nesting it fits at, and what was read.
+    fn get(&self, n: usize) -> Option<(&[u8], u32, &T)> {
+        let (end, fits, read) = self.read.get(n)?;
+        let start = n.checked_sub(1).map_or(0, |p| self.read[p].0);
+        Some((self.text.get(start..*end)?, *fits, read))
+    }
+
+    fn push(&mut self, text: &[u8], fits: u32, read: T) {
+        self.text.extend_from_slice(text);
+        self.read.push((self.text.len(), fits, read));
+    }
+}
+
+/// What is read of a `managedFields` entry: its time, whether it is of the status
+/// subresource, and its manager (`None`: an entry without a readable time, which counts for
+/// nothing).
+#[derive(Debug, Clone)]
+pub(crate) struct Manager {
+    time: i64,
+    on_status: bool,
+    name: Str,
 }
 
 /// A cursor over JSON text.
@@ -355,6 +418,36 @@ impl<'a> Json<'a> {
         Ok(st)
     }
 
+    /// An array whose elements are read with `read`, each first compared with the element at
+    /// the same place in `lists[0]` (the same bytes: the same reading, cloned); `lists[1]` gets
+    /// every element's text and reading, and the two lists change places when the array was
+    /// read whole, so that `lists[0]` is always the last whole reading.
+    fn items<T: Clone>(
+        &mut self,
+        lists: &mut [Items<T>; 2],
+        mut read: impl FnMut(&mut Self) -> R<T>,
+    ) -> R<()> {
+        let [before, after] = lists;
+        after.clear();
+        self.array(|j| {
+            j.ws();
+            let start = j.i;
+            if let Some((text, fits, got)) = before.get(after.read.len()) {
+                if let Some(end) = j.known_end(text, fits) {
+                    j.i = end;
+                    after.push(text, fits, got.clone());
+                    return Ok(());
+                }
+            }
+            let fits = j.depth;
+            let got = read(j)?;
+            after.push(j.b.get(start..j.i).ok_or(Bail)?, fits, got);
+            Ok(())
+        })?;
+        lists.swap(0, 1);
+        Ok(())
+    }
+
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
         let mut v = Vec::new();
         self.array(|j| {
@@ -469,40 +562,51 @@ fn owner_ref(j: &mut Json<'_>) -> R<OwnerRef> {
     Ok(o)
 }
 
-/// `managedFields`, reduced to the last writers as the view's `LastManagers` does.
+/// `managedFields`, reduced to the last writers as the view's `LastManagers` does. The entries
+/// are [`Items`] of the object's [`Known`]: a write moves the time of one of them.
 fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
     let mut last = LastManagers::default();
     if j.null()? {
         return Ok(last);
     }
-    let (mut main, mut status, mut status_user) = (None, None, None);
-    j.array(|j| {
+    let mut lists = std::mem::take(&mut j.known.managers);
+    let read = j.items(&mut lists, |j| {
         let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
         fields!(j, {
             "manager" => manager => j.str()?,
             "subresource" => subresource => j.opt(Json::str)?,
             "time" => time => j.opt(Json::str)?,
         })?;
-        let Some(t) = time.as_deref().and_then(parse_rfc3339) else {
-            return Ok(());
-        };
-        let on_status = subresource.as_deref() == Some("status");
-        if on_status
-            && !crate::input::view::rollouts_controller(&manager)
+        Ok(time.as_deref().and_then(parse_rfc3339).map(|t| Manager {
+            time: t.0,
+            on_status: subresource.as_deref() == Some("status"),
+            name: Str::from(manager),
+        }))
+    });
+    j.known.managers = lists;
+    read?;
+    let (mut main, mut status, mut status_user) = (None, None, None);
+    for m in j.known.managers[0]
+        .read
+        .iter()
+        .filter_map(|(_, _, m)| m.as_ref())
+    {
+        let t = m.time;
+        if m.on_status
+            && !crate::input::view::rollouts_controller(&m.name)
             && status_user
                 .as_ref()
-                .is_none_or(|(best, _): &(i64, Cow<'_, str>)| t.0 >= *best)
+                .is_none_or(|(best, _): &(i64, &Str)| t >= *best)
         {
-            status_user = Some((t.0, manager.clone()));
+            status_user = Some((t, &m.name));
         }
-        let slot = if on_status { &mut status } else { &mut main };
-        if slot.as_ref().is_none_or(|(best, _)| t.0 >= *best) {
-            *slot = Some((t.0, manager));
+        let slot = if m.on_status { &mut status } else { &mut main };
+        if slot.as_ref().is_none_or(|(best, _)| t >= *best) {
+            *slot = Some((t, &m.name));
         }
-        Ok(())
-    })?;
-    // Borrowed until here: only the last writers are copied.
-    let own = |last: Option<(i64, Cow<'_, str>)>| last.map(|(t, m)| (t, Str::from(m)));
+    }
+    // Only the last writers are copied.
+    let own = |last: Option<(i64, &Str)>| last.map(|(t, m)| (t, m.clone()));
     last.main = own(main);
     last.status = own(status);
     last.status_user = own(status_user);
@@ -745,10 +849,11 @@ fn blue_green_status(j: &mut Json<'_>) -> R<BlueGreenStatus> {
     Ok(b)
 }
 
-/// `status.conditions` of a Rollout: the ones read (`condition_kept`).
+/// `status.conditions` of a Rollout: the ones read (`condition_kept`). The conditions are
+/// [`Items`] of the object's [`Known`]: a write moves one or two of them.
 fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
-    let mut kept = Vec::new();
-    j.array(|j| {
+    let mut lists = std::mem::take(&mut j.known.conditions);
+    let read = j.items(&mut lists, |j| {
         let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
         let (mut reason, mut message) = (None, None);
         fields!(j, {
@@ -757,17 +862,20 @@ fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
             "reason" => reason => j.opt(Json::str)?,
             "message" => message => j.opt(Json::str)?,
         })?;
-        if condition_kept(&type_) {
-            kept.push(Condition {
-                type_: type_.into(),
-                status: status.into(),
-                reason: reason.map(Str::from),
-                message: message.map(Str::from),
-            });
-        }
-        Ok(())
-    })?;
-    Ok(kept)
+        Ok(condition_kept(&type_).then(|| Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.map(Str::from),
+            message: message.map(Str::from),
+        }))
+    });
+    j.known.conditions = lists;
+    read?;
+    Ok(j.known.conditions[0]
+        .read
+        .iter()
+        .filter_map(|(_, _, c)| c.clone())
+        .collect())
 }
 
 fn canary_status(j: &mut Json<'_>) -> R<CanaryStatus> {
@@ -1858,6 +1966,75 @@ mod tests {
             &rollout(&a[..a.len() - 1]),
             &mut known
         ));
+    }
+
+    #[test]
+    fn known_array_elements_are_taken_only_where_their_bytes_are_the_whole_element() {
+        let entry = |manager: &str, sub: &str, time: &str| {
+            format!(
+                r#"{{"manager":"{manager}","operation":"Update",{sub}"time":"{time}","fieldsType":"FieldsV1","fieldsV1":{{"f:status":{{".":{{}},"f:phase":{{}}}}}}}}"#
+            )
+        };
+        let condition = |type_: &str, status: &str, message: &str| {
+            format!(
+                r#"{{"type":"{type_}","status":"{status}","reason":"R","message":"{message}"}}"#
+            )
+        };
+        let rollout = |entries: &[&String], conditions: &[&String]| {
+            let join =
+                |all: &[&String]| all.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",");
+            format!(
+                r#"{{"metadata":{{"name":"r","managedFields":[{}]}},"status":{{"conditions":[{}]}}}}"#,
+                join(entries),
+                join(conditions)
+            )
+        };
+        let status = r#""subresource":"status","#;
+        let argo = entry("argo-rollouts", status, "2026-01-01T00:00:01Z");
+        let argo_later = entry("argo-rollouts", status, "2026-01-01T00:00:09Z");
+        let kubectl = entry("kubectl-edit", status, "2026-01-01T00:00:05Z");
+        let apply = entry("argocd-controller", "", "2026-01-01T00:00:00Z");
+        let progressing = condition("Progressing", "True", "ReplicaSet is progressing");
+        let progressed = condition(
+            "Progressing",
+            "True",
+            "ReplicaSet has successfully progressed",
+        );
+        let available = condition("Available", "True", "Rollout has minimum availability");
+        let versions = [
+            rollout(&[&apply, &argo], &[&progressing]),
+            // The same: every element taken.
+            rollout(&[&apply, &argo], &[&progressing]),
+            // One entry's time moved, one condition's message.
+            rollout(&[&apply, &argo_later], &[&progressed]),
+            // An entry and a condition added in front: nothing lines up.
+            rollout(&[&kubectl, &apply, &argo_later], &[&available, &progressed]),
+            // Taken away again, and the order changed.
+            rollout(&[&argo_later, &apply], &[&progressed, &available]),
+            rollout(&[], &[]),
+            rollout(&[&apply, &argo], &[&progressing]),
+        ];
+        let mut known = Known::default();
+        for text in &versions {
+            // Read after the versions before it, and fresh: serde's view either way.
+            assert!(agree_known(&Kind::Rollout, text, &mut known), "{text}");
+            assert!(agree(&Kind::Rollout, text), "{text}");
+        }
+        // What is known is the last version's elements, whole.
+        let texts = |items: &Items<Option<Manager>>| items.text.clone();
+        assert_eq!(
+            texts(&known.managers[0]),
+            format!("{apply}{argo}").into_bytes()
+        );
+        assert_eq!(known.conditions[0].text, progressing.as_bytes());
+        // A known element with more after it where the array should end, or cut short: refused
+        // as serde refuses it, whatever is known.
+        let longer =
+            rollout(&[&apply, &argo], &[&progressing]).replacen(&argo, &format!("{argo}}}"), 1);
+        assert!(!agree_known(&Kind::Rollout, &longer, &mut known));
+        let cut = argo[..argo.len() - 1].to_owned();
+        let short = rollout(&[&apply, &cut], &[&progressing]);
+        assert!(!agree_known(&Kind::Rollout, &short, &mut known));
     }
 
     #[test]

@@ -739,7 +739,7 @@ pub(crate) struct PauseCondition {
     pub start_time: Option<Str>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Condition {
     #[serde(rename = "type")]
