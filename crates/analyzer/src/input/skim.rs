@@ -89,10 +89,10 @@ pub(crate) struct Known {
     /// view. The same bytes are the same strategy (almost every record of a Rollout is a status
     /// write): its view is shared rather than read again.
     strategy: Option<(Vec<u8>, u32, Arc<Strategy>)>,
-    /// A Rollout's `managedFields` entries last read, and the list the next read fills.
-    managers: [Items<Option<Manager>>; 2],
-    /// A Rollout's `status.conditions` last read, and the list the next read fills.
-    conditions: [Items<Option<Condition>>; 2],
+    /// A Rollout's `managedFields` entries last read.
+    managers: Items<Option<Manager>>,
+    /// A Rollout's `status.conditions` last read.
+    conditions: Items<Option<Condition>>,
 }
 
 impl Known {
@@ -100,8 +100,8 @@ impl Known {
     pub(crate) fn bytes(&self) -> usize {
         self.text.len()
             + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
-            + self.managers.iter().map(Items::bytes).sum::<usize>()
-            + self.conditions.iter().map(Items::bytes).sum::<usize>()
+            + item_bytes(&self.managers)
+            + item_bytes(&self.conditions)
     }
 }
 
@@ -110,45 +110,23 @@ impl Known {
 /// changes one or two of them (the time of its manager's entry, the condition it moves): an
 /// element of the next version that holds the same bytes as the one at the same place here is
 /// the same value (as for [`Known`]'s template), and what was read of it is taken again.
+type Items<T> = Vec<Item<T>>;
+
+/// An element of [`Items`].
 #[derive(Debug)]
-pub(crate) struct Items<T> {
-    /// The elements' texts, one after another.
+pub(crate) struct Item<T> {
     text: Vec<u8>,
-    /// Per element: where its text ends in `text`, the deepest nesting it was read at (read
-    /// there, it reads the same at most as deep), and what was read.
-    read: Vec<(usize, u32, T)>,
+    /// The deepest nesting it was read at: read there, it reads the same at most as deep.
+    fits: u32,
+    read: T,
 }
 
-impl<T> Default for Items<T> {
-    fn default() -> Self {
-        Items {
-            text: Vec::new(),
-            read: Vec::new(),
-        }
-    }
-}
-
-impl<T> Items<T> {
-    fn bytes(&self) -> usize {
-        self.text.len() + self.read.len() * std::mem::size_of::<(usize, u32, T)>()
-    }
-
-    fn clear(&mut self) {
-        self.text.clear();
-        self.read.clear();
-    }
-
-    /// The `n`-th element: its text, the nesting it fits at, and what was read.
-    fn get(&self, n: usize) -> Option<(&[u8], u32, &T)> {
-        let (end, fits, read) = self.read.get(n)?;
-        let start = n.checked_sub(1).map_or(0, |p| self.read[p].0);
-        Some((self.text.get(start..*end)?, *fits, read))
-    }
-
-    fn push(&mut self, text: &[u8], fits: u32, read: T) {
-        self.text.extend_from_slice(text);
-        self.read.push((self.text.len(), fits, read));
-    }
+/// The bytes of the elements' texts.
+fn item_bytes<T>(items: &Items<T>) -> usize {
+    items
+        .iter()
+        .map(|i| i.text.len() + std::mem::size_of::<Item<T>>())
+        .sum()
 }
 
 /// What is read of a `managedFields` entry: its time, whether it is of the status
@@ -419,32 +397,42 @@ impl<'a> Json<'a> {
     }
 
     /// An array whose elements are read with `read`, each first compared with the element at
-    /// the same place in `lists[0]` (the same bytes: the same reading, cloned); `lists[1]` gets
-    /// every element's text and reading, and the two lists change places when the array was
-    /// read whole, so that `lists[0]` is always the last whole reading.
-    fn items<T: Clone>(
-        &mut self,
-        lists: &mut [Items<T>; 2],
-        mut read: impl FnMut(&mut Self) -> R<T>,
-    ) -> R<()> {
-        let [before, after] = lists;
-        after.clear();
+    /// the same place in `items` (the same bytes: the same reading, taken as it is); an element
+    /// that is not the same replaces it, so that `items` then holds this array's elements (when
+    /// the array is refused, those read before, and the last whole reading's after them: each
+    /// still a checked element and its reading).
+    fn items<T>(&mut self, items: &mut Items<T>, mut read: impl FnMut(&mut Self) -> R<T>) -> R<()> {
+        let mut n = 0;
         self.array(|j| {
             j.ws();
             let start = j.i;
-            if let Some((text, fits, got)) = before.get(after.read.len()) {
-                if let Some(end) = j.known_end(text, fits) {
+            if let Some(item) = items.get(n) {
+                if let Some(end) = j.known_end(&item.text, item.fits) {
                     j.i = end;
-                    after.push(text, fits, got.clone());
+                    n += 1;
                     return Ok(());
                 }
             }
             let fits = j.depth;
             let got = read(j)?;
-            after.push(j.b.get(start..j.i).ok_or(Bail)?, fits, got);
+            let text = j.b.get(start..j.i).ok_or(Bail)?;
+            match items.get_mut(n) {
+                Some(item) => {
+                    item.text.clear();
+                    item.text.extend_from_slice(text);
+                    item.fits = fits;
+                    item.read = got;
+                }
+                None => items.push(Item {
+                    text: text.to_vec(),
+                    fits,
+                    read: got,
+                }),
+            }
+            n += 1;
             Ok(())
         })?;
-        lists.swap(0, 1);
+        items.truncate(n);
         Ok(())
     }
 
@@ -569,8 +557,8 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
     if j.null()? {
         return Ok(last);
     }
-    let mut lists = std::mem::take(&mut j.known.managers);
-    let read = j.items(&mut lists, |j| {
+    let mut items = std::mem::take(&mut j.known.managers);
+    let read = j.items(&mut items, |j| {
         let (mut manager, mut subresource, mut time) = (Cow::Borrowed(""), None, None);
         fields!(j, {
             "manager" => manager => j.str()?,
@@ -583,14 +571,10 @@ fn last_managers(j: &mut Json<'_>) -> R<LastManagers> {
             name: Str::from(manager),
         }))
     });
-    j.known.managers = lists;
+    j.known.managers = items;
     read?;
     let (mut main, mut status, mut status_user) = (None, None, None);
-    for m in j.known.managers[0]
-        .read
-        .iter()
-        .filter_map(|(_, _, m)| m.as_ref())
-    {
+    for m in j.known.managers.iter().filter_map(|i| i.read.as_ref()) {
         let t = m.time;
         if m.on_status
             && !crate::input::view::rollouts_controller(&m.name)
@@ -852,8 +836,8 @@ fn blue_green_status(j: &mut Json<'_>) -> R<BlueGreenStatus> {
 /// `status.conditions` of a Rollout: the ones read (`condition_kept`). The conditions are
 /// [`Items`] of the object's [`Known`]: a write moves one or two of them.
 fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
-    let mut lists = std::mem::take(&mut j.known.conditions);
-    let read = j.items(&mut lists, |j| {
+    let mut items = std::mem::take(&mut j.known.conditions);
+    let read = j.items(&mut items, |j| {
         let (mut type_, mut status) = (Cow::Borrowed(""), Cow::Borrowed(""));
         let (mut reason, mut message) = (None, None);
         fields!(j, {
@@ -869,12 +853,12 @@ fn progressing(j: &mut Json<'_>) -> R<Vec<Condition>> {
             message: message.map(Str::from),
         }))
     });
-    j.known.conditions = lists;
+    j.known.conditions = items;
     read?;
-    Ok(j.known.conditions[0]
-        .read
+    Ok(j.known
+        .conditions
         .iter()
-        .filter_map(|(_, _, c)| c.clone())
+        .filter_map(|i| i.read.clone())
         .collect())
 }
 
@@ -2021,12 +2005,11 @@ mod tests {
             assert!(agree(&Kind::Rollout, text), "{text}");
         }
         // What is known is the last version's elements, whole.
-        let texts = |items: &Items<Option<Manager>>| items.text.clone();
-        assert_eq!(
-            texts(&known.managers[0]),
-            format!("{apply}{argo}").into_bytes()
-        );
-        assert_eq!(known.conditions[0].text, progressing.as_bytes());
+        fn texts<T>(items: &[Item<T>]) -> Vec<Vec<u8>> {
+            items.iter().map(|i| i.text.clone()).collect()
+        }
+        assert_eq!(texts(&known.managers), [apply.as_bytes(), argo.as_bytes()]);
+        assert_eq!(texts(&known.conditions), [progressing.as_bytes()]);
         // A known element with more after it where the array should end, or cut short: refused
         // as serde refuses it, whatever is known.
         let longer =
