@@ -880,6 +880,21 @@ impl Analyzer {
                     // Deleted, or not (yet) known by its ReplicaSet, or an Experiment's pod
                     // running a revision's template: any rollout of the namespace with a
                     // revision of that hash or name.
+                    // Deleted: named `<replicaset>-<suffix>`, of a rollout that may hold that
+                    // ReplicaSet (most of a crowded namespace's rollouts are passed over
+                    // without a lookup).
+                    None if pod.is_none() => {
+                        let bits = name
+                            .rsplit_once('-')
+                            .map(|(rs, _)| crate::model::rollout::name_bits(rs));
+                        self.tracks_in(namespace)
+                            .filter(|t| {
+                                bits.is_some_and(|b| t.may_hold_replicaset(b))
+                                    && crate::model::traffic::revision(t, name, None).is_some()
+                            })
+                            .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
+                            .collect()
+                    }
                     None => self
                         .tracks_in(namespace)
                         .filter(|t| {

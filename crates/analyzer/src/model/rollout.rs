@@ -499,6 +499,12 @@ impl ScaleDown {
     }
 }
 
+/// Two bits of 128 standing for a ReplicaSet's name, for [`RolloutTrack::may_hold_replicaset`].
+pub(crate) fn name_bits(name: &str) -> u128 {
+    let h = crate::base::digest(name.as_bytes());
+    (1 << (h & 127)) | (1 << ((h >> 7) & 127))
+}
+
 /// Everything known about one rollout.
 #[derive(Debug)]
 pub(crate) struct RolloutTrack {
@@ -513,6 +519,10 @@ pub(crate) struct RolloutTrack {
     /// Templates from the rollout's own spec, by hash, when status and spec agreed.
     pub(super) spec_templates: BTreeMap<Str, Template>,
     pub(super) replicasets: BTreeMap<Str, RsTrack>,
+    /// The [`name_bits`] of every ReplicaSet name in `replicasets`, or-ed: a name whose bits
+    /// are not all here is not there, answered without a lookup (a deleted pod is matched to
+    /// its rollout by name, against every rollout of its namespace).
+    replicaset_names: u128,
     /// Restarts of the canary, in order: the first and the latest, [`KEEP_RESTARTS`] in all
     /// (the evidence of `restart-churn`, so only what that evidence names is kept, not the
     /// renders of each change). A rollout restarting all day holds no more than that.
@@ -739,6 +749,7 @@ impl RolloutTrack {
             last_template: None,
             spec_templates: BTreeMap::new(),
             replicasets: BTreeMap::new(),
+            replicaset_names: 0,
             restarts: Vec::new(),
             restarts_total: 0,
             superseded_at: BTreeMap::new(),
@@ -1742,6 +1753,7 @@ impl RolloutTrack {
                 c
             }
         };
+        self.replicaset_names |= name_bits(&name);
         let entry = self
             .replicasets
             .entry(name.clone())
@@ -1830,6 +1842,12 @@ impl RolloutTrack {
         }
     }
 
+    /// False when no ReplicaSet of this rollout is named what gave `bits` ([`name_bits`]); true
+    /// when one may be.
+    pub fn may_hold_replicaset(&self, bits: u128) -> bool {
+        self.replicaset_names & bits == bits
+    }
+
     /// Notes whether ReplicaSet `name`, first seen now, was in the recording's first list.
     pub fn note_initially_listed(&mut self, name: &str, initial: bool) {
         if let Some(rs) = self.replicasets.get_mut(name) {
@@ -1851,6 +1869,7 @@ impl RolloutTrack {
             for (_, name) in &deleted[..deleted.len() - KEEP_DELETED] {
                 self.replicasets.remove(name);
             }
+            self.replicaset_names = self.replicasets.keys().fold(0, |b, n| b | name_bits(n));
             self.routes_stamp = crate::model::stamp();
         }
         let mut keep: Vec<&str> = self

@@ -147,15 +147,10 @@ pub(crate) fn revision<'a>(
             return None;
         }
     }
-    track
-        .replicasets
-        .values()
-        .filter(|rs| {
-            pod_name
-                .strip_prefix(rs.name.as_str())
-                .is_some_and(|rest| rest.starts_with('-') && !rest[1..].contains('-'))
-        })
-        .find_map(|rs| rs.hash.as_deref())
+    // `<replicaset>-<suffix>`, the suffix without a dash: the ReplicaSet is named by what comes
+    // before the last dash, and looked up (they are keyed by name), not matched against each.
+    let (replicaset, _) = pod_name.rsplit_once('-')?;
+    track.replicasets.get(replicaset)?.hash.as_deref()
 }
 
 /// True when a ReplicaSet of `track` has pod-template hash `hash`.

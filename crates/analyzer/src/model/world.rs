@@ -2819,6 +2819,91 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_named_after_a_replicaset_is_of_its_revision() {
+        // ReplicaSets whose names hold dashes, and one a prefix of another.
+        let track = track_with(&[
+            ("r", Some("h0")),
+            ("r-h1", Some("h1")),
+            ("r-h1-x", Some("hx")),
+            ("r-h2", None),
+        ]);
+        assert!(has_revision(&track, "hx"), "the fixture has revisions");
+        // By definition: the ReplicaSet whose name, a dash and a suffix without one, is the
+        // pod's name.
+        let by_definition = |pod: &str| {
+            track
+                .replicasets()
+                .values()
+                .filter(|rs| {
+                    pod.strip_prefix(rs.name.as_str())
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|suffix| !suffix.contains('-'))
+                })
+                .find_map(|rs| rs.hash.as_deref())
+        };
+        let names = [
+            "r-h1-abc",
+            "r-h1-x-abc",
+            "r-h1-x",
+            "r-abc",
+            "r-h2-abc",
+            "r-h1-",
+            "r-h1--",
+            "r-",
+            "-",
+            "",
+            "r",
+            "r-h1",
+            "q-h1-abc",
+            "r-h1-abc-def",
+        ];
+        for name in names {
+            assert_eq!(revision(&track, name, None), by_definition(name), "{name}");
+        }
+        assert_eq!(revision(&track, "r-h1-x-abc", None), Some("hx"));
+        assert_eq!(revision(&track, "r-h1-abc", None), Some("h1"));
+        assert_eq!(revision(&track, "r-h2-abc", None), None);
+    }
+
+    #[test]
+    fn a_rollout_says_which_replicaset_names_it_may_hold() {
+        use crate::model::rollout::name_bits;
+        let names: Vec<String> = (0..8).map(|i| format!("r-h{i}")).collect();
+        let named: Vec<(&str, Option<&str>)> =
+            names.iter().map(|n| (n.as_str(), Some("h"))).collect();
+        let mut track = track_with(&named);
+        let held = |track: &RolloutTrack, name: &str| track.may_hold_replicaset(name_bits(name));
+        for name in &names {
+            assert!(held(&track, name), "{name}");
+        }
+        // Others are not, but for a rare collision.
+        let others = (0..1000)
+            .filter(|i| held(&track, &format!("q-{i}")))
+            .count();
+        assert!(others < 50, "{others} of 1000 names not held pass");
+        // Deleted, all: the oldest are forgotten, and then not held.
+        for (i, name) in names.iter().enumerate() {
+            let view: ReplicaSetView = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns",
+                    "ownerReferences": [{"kind": "Rollout", "name": "r", "uid": "u"}]},
+                "spec": {"replicas": 0}
+            }))
+            .unwrap_or_default();
+            let pos = At {
+                file: 0,
+                seq: 100 + i as u64,
+                at: Timestamp(0),
+            };
+            track.observe_replicaset(&view, &[], pos, true, false);
+        }
+        let kept: Vec<&str> = track.replicasets().keys().map(|k| k.as_str()).collect();
+        assert!(!kept.is_empty() && kept.len() < names.len(), "{kept:?}");
+        for name in &names {
+            assert_eq!(held(&track, name), kept.contains(&name.as_str()), "{name}");
+        }
+    }
+
+    #[test]
     fn of_revision_says_what_revision_says() {
         let tracks = [
             track_with(&[("r-h1", Some("h1")), ("r-h2", Some("h2")), ("r-x", None)]),
