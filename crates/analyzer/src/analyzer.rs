@@ -879,32 +879,28 @@ impl Analyzer {
                     }
                     // Deleted, or not (yet) known by its ReplicaSet, or an Experiment's pod
                     // running a revision's template: any rollout of the namespace with a
-                    // revision of that hash or name.
-                    // Deleted: named `<replicaset>-<suffix>`, of a rollout that may hold that
-                    // ReplicaSet (most of a crowded namespace's rollouts are passed over
-                    // without a lookup).
-                    None if pod.is_none() => {
-                        let bits = name
+                    // revision of that hash or name. A deleted pod is matched by name alone
+                    // (`<replicaset>-<suffix>`): most of a crowded namespace's rollouts cannot
+                    // hold that ReplicaSet, and are passed over without a lookup.
+                    None => {
+                        let deleted = name
                             .rsplit_once('-')
+                            .filter(|_| pod.is_none())
                             .map(|(rs, _)| crate::model::rollout::name_bits(rs));
+                        let may_hold = |t: &crate::model::rollout::RolloutTrack| {
+                            pod.is_some() || deleted.is_some_and(|b| t.may_hold_replicaset(b))
+                        };
                         self.tracks_in(namespace)
                             .filter(|t| {
-                                bits.is_some_and(|b| t.may_hold_replicaset(b))
-                                    && crate::model::traffic::revision(t, name, None).is_some()
+                                may_hold(t)
+                                    && (crate::model::traffic::revision(t, name, pod).is_some()
+                                        || pod.and_then(|p| p.hash.as_deref()).is_some_and(|h| {
+                                            crate::model::traffic::has_revision(t, h)
+                                        }))
                             })
                             .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
                             .collect()
                     }
-                    None => self
-                        .tracks_in(namespace)
-                        .filter(|t| {
-                            crate::model::traffic::revision(t, name, pod).is_some()
-                                || pod
-                                    .and_then(|p| p.hash.as_deref())
-                                    .is_some_and(|h| crate::model::traffic::has_revision(t, h))
-                        })
-                        .map(|t| (t.namespace().to_owned(), t.name().to_owned()))
-                        .collect(),
                 }
             }
             Touched::Service { namespace } => self

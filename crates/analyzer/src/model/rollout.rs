@@ -1753,7 +1753,9 @@ impl RolloutTrack {
                 c
             }
         };
-        self.replicaset_names |= name_bits(&name);
+        if is_new {
+            self.replicaset_names |= name_bits(&name);
+        }
         let entry = self
             .replicasets
             .entry(name.clone())
