@@ -58,6 +58,8 @@ struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
     /// The bytes of the templates held.
     bytes: usize,
+    /// The bytes to hold at most: past them, all are forgotten.
+    keep: usize,
     key: Vec<u8>,
 }
 
@@ -68,10 +70,22 @@ struct Templates {
 /// four times in a million records, and counts as many instructions as with four times more.
 const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 
+/// The bytes of EndpointSlices' endpoints kept per thread, apart from the templates: a
+/// namespace of 200 Services of 100 pods each holds about 6 MiB of them.
+const KEEP_SLICE_BYTES: usize = 8 * 1024 * 1024;
+
 thread_local! {
     static TEMPLATES: RefCell<Templates> = RefCell::new(Templates {
         by_object: HashMap::default(),
         bytes: 0,
+        keep: KEEP_TEMPLATE_BYTES,
+        key: Vec::new(),
+    });
+    /// The endpoints last read of each EndpointSlice.
+    static SLICES: RefCell<Templates> = RefCell::new(Templates {
+        by_object: HashMap::default(),
+        bytes: 0,
+        keep: KEEP_SLICE_BYTES,
         key: Vec::new(),
     });
 }
@@ -83,16 +97,42 @@ fn parse_known<T: DeserializeOwned>(
     skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
     wrap: fn(Box<T>) -> Parsed,
 ) -> Parsed {
-    TEMPLATES.with(|t| {
+    parse_kept(Store::Templates, rec, skim, wrap)
+}
+
+/// Which of a thread's stores of what is known ([`Templates`]) an object's is in.
+#[derive(Clone, Copy)]
+enum Store {
+    Templates,
+    Slices,
+}
+
+/// Runs `f` on `store` of this thread.
+fn with_store<T>(store: Store, f: impl FnOnce(&RefCell<Templates>) -> T) -> T {
+    match store {
+        Store::Templates => TEMPLATES.with(f),
+        Store::Slices => SLICES.with(f),
+    }
+}
+
+/// [`parse_known`], with what is known kept in `store`.
+fn parse_kept<T: DeserializeOwned>(
+    store: Store,
+    rec: &Record,
+    skim: for<'a> fn(&mut skim::Json<'a>) -> Result<T, skim::Bail>,
+    wrap: fn(Box<T>) -> Parsed,
+) -> Parsed {
+    with_store(store, |t| {
         let Ok(mut t) = t.try_borrow_mut() else {
             return parse(rec, skim, wrap);
         };
         let Templates {
             by_object,
             bytes,
+            keep,
             key,
         } = &mut *t;
-        if *bytes > KEEP_TEMPLATE_BYTES {
+        if *bytes > *keep {
             by_object.clear();
             *bytes = 0;
         }
@@ -115,6 +155,25 @@ fn parse_known<T: DeserializeOwned>(
         by_object.insert(key.as_slice().into(), known);
         parsed
     })
+}
+
+/// Forgets what `store` knows of `rec`'s object, deleted.
+fn forget(store: Store, rec: &Record) {
+    with_store(store, |t| {
+        let Ok(mut t) = t.try_borrow_mut() else {
+            return;
+        };
+        let Templates {
+            by_object,
+            bytes,
+            key,
+            ..
+        } = &mut *t;
+        rec.identity_into(key);
+        if let Some(known) = by_object.remove(key.as_slice()) {
+            *bytes = bytes.saturating_sub(known.bytes());
+        }
+    });
 }
 
 fn parse_with<T: DeserializeOwned>(
@@ -201,10 +260,20 @@ impl Prepared {
                 }
                 other => other,
             },
-            _ if deleted => Parsed::Nothing,
+            // Not read; what this thread knows of it is forgotten.
+            Kind::EndpointSlice if deleted => {
+                forget(Store::Slices, rec);
+                Parsed::Nothing
+            }
+            _ if deleted => {
+                if rec.kind == Kind::Rollout || rf_format::api::DEPLOYMENT.is(&rec.kind) {
+                    forget(Store::Templates, rec);
+                }
+                Parsed::Nothing
+            }
             Kind::Rollout => parse_known(rec, skim::rollout, Parsed::Rollout),
             Kind::Service => parse(rec, skim::service, Parsed::Service),
-            Kind::EndpointSlice => parse(rec, skim::slice, Parsed::Slice),
+            Kind::EndpointSlice => parse_kept(Store::Slices, rec, skim::slice, Parsed::Slice),
             Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
             Kind::Application => parse(rec, skim::application, Parsed::App),
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
@@ -353,6 +422,32 @@ mod tests {
         let again = Prepared::of(&record_of(Kind::ReplicaSet, "web-1", gone, rs));
         assert_eq!(format!("{again:?}"), format!("{modified:?}"));
         assert_eq!(known("web-1"), (false, before));
+    }
+
+    #[test]
+    fn a_deleted_slice_is_forgotten() {
+        let held = |name: &str| {
+            SLICES.with(|t| {
+                let mut key = Vec::new();
+                record_of(Kind::EndpointSlice, name, Op::Modified, b"").identity_into(&mut key);
+                t.borrow().by_object.contains_key(key.as_slice())
+            })
+        };
+        let slice = br#"{"metadata":{"name":"web-x","labels":{"kubernetes.io/service-name":"web"}},"endpoints":[{"addresses":["10.0.0.1"],"conditions":{"ready":true}}]}"#;
+        let read = Prepared::of(&record_of(
+            Kind::EndpointSlice,
+            "web-x",
+            Op::Modified,
+            slice,
+        ));
+        assert!(
+            matches!(read.0, Parsed::Slice(v) if v.endpoints.as_ref().is_some_and(|e| e.len() == 1))
+        );
+        assert!(held("web-x"));
+        let gone = Op::Deleted { inferred: false };
+        let deleted = Prepared::of(&record_of(Kind::EndpointSlice, "web-x", gone, slice));
+        assert!(matches!(deleted.0, Parsed::Nothing));
+        assert!(!held("web-x"));
     }
 
     fn record_of(kind: Kind, name: &str, op: Op, object: &[u8]) -> Record {

@@ -93,6 +93,8 @@ pub(crate) struct Known {
     managers: Items<Option<Manager>>,
     /// A Rollout's `status.conditions` last read.
     conditions: Items<Option<Condition>>,
+    /// An EndpointSlice's endpoints last read.
+    endpoints: Elements<Arc<Endpoint>>,
 }
 
 impl Known {
@@ -102,6 +104,7 @@ impl Known {
             + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
             + item_bytes(&self.managers)
             + item_bytes(&self.conditions)
+            + self.endpoints.bytes()
     }
 }
 
@@ -434,6 +437,52 @@ impl<'a> Json<'a> {
         })?;
         items.truncate(n);
         Ok(())
+    }
+
+    /// An array whose elements are read with `read` into `new` (cleared first), each first
+    /// compared with the elements of `old` near its place ([`Elements`]): the same bytes, the
+    /// same reading, taken again.
+    fn elements<T: Clone>(
+        &mut self,
+        old: &Elements<T>,
+        new: &mut Elements<T>,
+        mut read: impl FnMut(&mut Self) -> R<T>,
+    ) -> R<()> {
+        new.clear();
+        let mut place = 0usize;
+        self.array(|j| {
+            j.ws();
+            let start = j.i;
+            // At its place, after it, before it.
+            let near = [Some(place), place.checked_add(1), place.checked_sub(1)];
+            let hit = near.into_iter().flatten().find_map(|k| {
+                let e = old.items.get(k)?;
+                j.known_end(old.text(e), e.fits).map(|end| (k, end))
+            });
+            let (got, fits) = match hit {
+                Some((k, end)) => {
+                    j.i = end;
+                    place = k + 1;
+                    let e = &old.items[k];
+                    (e.read.clone(), e.fits)
+                }
+                None => {
+                    let fits = j.depth;
+                    let got = read(j)?;
+                    place += 1;
+                    (got, fits)
+                }
+            };
+            let text = j.b.get(start..j.i).ok_or(Bail)?;
+            new.items.push(Element {
+                at: new.text.len(),
+                len: text.len(),
+                fits,
+                read: got,
+            });
+            new.text.extend_from_slice(text);
+            Ok(())
+        })
     }
 
     fn vec<T>(&mut self, mut element: impl FnMut(&mut Self) -> R<T>) -> R<Vec<T>> {
@@ -1169,9 +1218,79 @@ pub(crate) fn slice(j: &mut Json<'_>) -> R<EndpointSliceView> {
     let mut v = EndpointSliceView::default();
     fields!(j, {
         "metadata" => v.metadata => meta(j, skipped)?,
-        "endpoints" => v.endpoints => j.opt(|j| j.vec(endpoint))?,
+        "endpoints" => v.endpoints => j.opt(known_endpoints)?,
     })?;
     Ok(v)
+}
+
+/// An EndpointSlice's endpoints, [`Elements`] of the object's [`Known`]: a pod that becomes
+/// ready, comes or goes changes one of them, and a Service's slice holds up to a hundred.
+fn known_endpoints(j: &mut Json<'_>) -> R<Vec<Arc<Endpoint>>> {
+    let old = std::mem::take(&mut j.known.endpoints);
+    let mut new = SPARE_ENDPOINTS.with_borrow_mut(std::mem::take);
+    let read = j.elements(&old, &mut new, |j| endpoint(j).map(Arc::new));
+    let endpoints = read.map(|()| new.items.iter().map(|e| e.read.clone()).collect());
+    // What is known is this version's, when it was read whole; the last whole one's else.
+    let (keep, mut spare) = if endpoints.is_ok() {
+        (new, old)
+    } else {
+        (old, new)
+    };
+    j.known.endpoints = keep;
+    spare.clear();
+    SPARE_ENDPOINTS.with_borrow_mut(|s| *s = spare);
+    endpoints
+}
+
+thread_local! {
+    /// The buffers the next endpoints are read into, kept between reads.
+    static SPARE_ENDPOINTS: std::cell::RefCell<Elements<Arc<Endpoint>>> =
+        std::cell::RefCell::new(Elements::default());
+}
+
+/// The elements of an array an object had at its last read, like [`Items`], with their texts
+/// one after another in one buffer (compared in order, as one stream of bytes, rather than a
+/// hundred small allocations apart in memory), for an array whose elements come and go: each
+/// element is compared with the one at its place, the one after it (one was removed before it)
+/// and the one before it (one was added), and read only when none holds the same bytes.
+#[derive(Debug)]
+pub(crate) struct Elements<T> {
+    text: Vec<u8>,
+    items: Vec<Element<T>>,
+}
+
+impl<T> Default for Elements<T> {
+    fn default() -> Self {
+        Elements {
+            text: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+/// An element of [`Elements`]: where its text is, the deepest nesting it was read at (see
+/// [`Item`]), and what was read of it.
+#[derive(Debug)]
+struct Element<T> {
+    at: usize,
+    len: usize,
+    fits: u32,
+    read: T,
+}
+
+impl<T> Elements<T> {
+    fn bytes(&self) -> usize {
+        self.text.len() + self.items.len() * std::mem::size_of::<Element<T>>()
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.items.clear();
+    }
+
+    fn text(&self, e: &Element<T>) -> &[u8] {
+        self.text.get(e.at..e.at + e.len).unwrap_or_default()
+    }
 }
 
 fn endpoint(j: &mut Json<'_>) -> R<Endpoint> {
@@ -2018,6 +2137,72 @@ mod tests {
         let cut = argo[..argo.len() - 1].to_owned();
         let short = rollout(&[&apply, &cut], &[&progressing]);
         assert!(!agree_known(&Kind::Rollout, &short, &mut known));
+    }
+
+    #[test]
+    fn endpoints_are_taken_again_where_their_bytes_are_the_same_near_their_place() {
+        let ep = |pod: &str, ready: bool| {
+            format!(
+                r#"{{"addresses":["10.0.0.{}"],"conditions":{{"ready":{ready}}},"targetRef":{{"kind":"Pod","name":"{pod}"}}}}"#,
+                pod.len()
+            )
+        };
+        let slice_of = |eps: &[&String]| {
+            let eps: Vec<&str> = eps.iter().map(|s| s.as_str()).collect();
+            format!(
+                r#"{{"metadata":{{"name":"s","labels":{{"kubernetes.io/service-name":"web"}}}},"endpoints":[{}]}}"#,
+                eps.join(",")
+            )
+        };
+        let (a, b, c, d) = (
+            ep("web-a", true),
+            ep("web-bb", true),
+            ep("web-ccc", true),
+            ep("web-dddd", true),
+        );
+        let b_unready = ep("web-bb", false);
+        let versions = [
+            slice_of(&[&a, &b, &c]),
+            // Changed at its place.
+            slice_of(&[&a, &b_unready, &c]),
+            // One added in front.
+            slice_of(&[&d, &a, &b_unready, &c]),
+            // One taken away.
+            slice_of(&[&d, &b_unready, &c]),
+            slice_of(&[]),
+            slice_of(&[&a]),
+        ];
+        // Read after the versions before it, and fresh: serde's view either way.
+        let mut known = Known::default();
+        for text in &versions {
+            assert!(
+                agree_known(&Kind::EndpointSlice, text, &mut known),
+                "{text}"
+            );
+            assert!(agree(&Kind::EndpointSlice, text), "{text}");
+        }
+        // The same endpoints, taken again rather than read: shared with the version before.
+        let mut known = Known::default();
+        let mut read = |text: &str| {
+            read_with(text, &mut known, slice)
+                .and_then(|v| v.endpoints)
+                .expect("a slice with endpoints")
+        };
+        let same = |x: &Arc<Endpoint>, y: &Arc<Endpoint>| Arc::ptr_eq(x, y);
+        let v0 = read(&versions[0]);
+        let v1 = read(&versions[1]);
+        assert!(same(&v0[0], &v1[0]) && !same(&v0[1], &v1[1]) && same(&v0[2], &v1[2]));
+        let v2 = read(&versions[2]);
+        assert!(same(&v1[0], &v2[1]) && same(&v1[1], &v2[2]) && same(&v1[2], &v2[3]));
+        let v3 = read(&versions[3]);
+        assert!(same(&v2[0], &v3[0]) && same(&v2[2], &v3[1]) && same(&v2[3], &v3[2]));
+        assert_eq!(v3[1].conditions.ready, Some(false));
+        // A known endpoint with more after it where the array should end, or cut short:
+        // refused as serde refuses it, whatever is known.
+        let longer = versions[3].replacen(&c, &format!("{c}}}"), 1);
+        assert!(!agree_known(&Kind::EndpointSlice, &longer, &mut known));
+        let short = slice_of(&[&d, &b_unready, &c[..c.len() - 1].to_owned()]);
+        assert!(!agree_known(&Kind::EndpointSlice, &short, &mut known));
     }
 
     #[test]

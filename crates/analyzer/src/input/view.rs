@@ -1226,7 +1226,9 @@ pub(crate) struct ServiceSpec {
 #[serde(default)]
 pub(crate) struct EndpointSliceView {
     pub metadata: Meta,
-    pub endpoints: Option<Vec<Endpoint>>,
+    /// Shared with what the reader keeps of the slice: a slice's next version holds most of the
+    /// same endpoints, taken again rather than read and built again.
+    pub endpoints: Option<Vec<std::sync::Arc<Endpoint>>>,
 }
 
 impl EndpointSliceView {
@@ -1240,7 +1242,7 @@ impl EndpointSliceView {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Endpoint {
     pub addresses: Vec<Str>,
@@ -1248,14 +1250,14 @@ pub(crate) struct Endpoint {
     pub target_ref: Option<TargetRef>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct EndpointConditions {
     /// Absent means ready (the API's documented default).
     pub ready: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub(crate) struct TargetRef {
     pub kind: Str,

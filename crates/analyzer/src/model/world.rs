@@ -1151,9 +1151,10 @@ impl Namespace {
                     .map(|e| EndpointObj {
                         pod: e
                             .target_ref
+                            .as_ref()
                             .filter(|t| t.kind == "Pod" && !t.name.is_empty())
-                            .map(|t| t.name),
-                        address: e.addresses.into_iter().next().unwrap_or_default(),
+                            .map(|t| t.name.clone()),
+                        address: e.addresses.first().cloned().unwrap_or_default(),
                         ready: e.conditions.ready.unwrap_or(true),
                     })
                     .collect();
