@@ -53,7 +53,8 @@ fn parse<T: DeserializeOwned>(
     parse_with(rec, &mut skim::Known::default(), skim, wrap)
 }
 
-/// The pod template last read of each object on this thread ([`skim::Known`]).
+/// What this thread last read of each object ([`skim::Known`]): the pod templates of Rollouts,
+/// ReplicaSets and Deployments in one store, the endpoints of EndpointSlices in another.
 struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
     /// The bytes of the templates held.
@@ -115,6 +116,16 @@ fn with_store<T>(store: Store, f: impl FnOnce(&RefCell<Templates>) -> T) -> T {
     }
 }
 
+impl Templates {
+    /// Takes what is known of `rec`'s object out of the store, if anything is.
+    fn take(&mut self, rec: &Record) -> Option<skim::Known> {
+        rec.identity_into(&mut self.key);
+        let known = self.by_object.remove(self.key.as_slice())?;
+        self.bytes = self.bytes.saturating_sub(known.bytes());
+        Some(known)
+    }
+}
+
 /// [`parse_known`], with what is known kept in `store`.
 fn parse_kept<T: DeserializeOwned>(
     store: Store,
@@ -126,23 +137,22 @@ fn parse_kept<T: DeserializeOwned>(
         let Ok(mut t) = t.try_borrow_mut() else {
             return parse(rec, skim, wrap);
         };
+        if t.bytes > t.keep {
+            t.by_object.clear();
+            t.bytes = 0;
+        }
+        // The last version of an object: what is known of it is read once more, and forgotten.
+        if matches!(rec.op, Op::Deleted { .. }) {
+            let mut known = t.take(rec).unwrap_or_default();
+            return parse_with(rec, &mut known, skim, wrap);
+        }
         let Templates {
             by_object,
             bytes,
-            keep,
             key,
+            ..
         } = &mut *t;
-        if *bytes > *keep {
-            by_object.clear();
-            *bytes = 0;
-        }
         rec.identity_into(key);
-        // The last version of an object: what is known of it is read once more, and forgotten.
-        if matches!(rec.op, Op::Deleted { .. }) {
-            let mut known = by_object.remove(key.as_slice()).unwrap_or_default();
-            *bytes = bytes.saturating_sub(known.bytes());
-            return parse_with(rec, &mut known, skim, wrap);
-        }
         if let Some(known) = by_object.get_mut(key.as_slice()) {
             let before = known.bytes();
             let parsed = parse_with(rec, known, skim, wrap);
@@ -160,18 +170,8 @@ fn parse_kept<T: DeserializeOwned>(
 /// Forgets what `store` knows of `rec`'s object, deleted.
 fn forget(store: Store, rec: &Record) {
     with_store(store, |t| {
-        let Ok(mut t) = t.try_borrow_mut() else {
-            return;
-        };
-        let Templates {
-            by_object,
-            bytes,
-            key,
-            ..
-        } = &mut *t;
-        rec.identity_into(key);
-        if let Some(known) = by_object.remove(key.as_slice()) {
-            *bytes = bytes.saturating_sub(known.bytes());
+        if let Ok(mut t) = t.try_borrow_mut() {
+            t.take(rec);
         }
     });
 }

@@ -1242,7 +1242,7 @@ impl EndpointSliceView {
     }
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Endpoint {
     pub addresses: Vec<Str>,
@@ -1250,14 +1250,14 @@ pub(crate) struct Endpoint {
     pub target_ref: Option<TargetRef>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct EndpointConditions {
     /// Absent means ready (the API's documented default).
     pub ready: Option<bool>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct TargetRef {
     pub kind: Str,
