@@ -235,7 +235,47 @@ pub fn number_end(b: &[u8], mut i: usize) -> Result<usize, Invalid> {
 /// the deepest nesting inside it (0 for a scalar); a value nested deeper than `room`
 /// (at most 128) is refused.
 #[inline]
-pub fn skip_value(b: &[u8], mut i: usize, room: u32) -> Result<(usize, u32), Invalid> {
+pub fn skip_value(b: &[u8], i: usize, room: u32) -> Result<(usize, u32), Invalid> {
+    skip_value_with(b, i, room, &mut Forget)
+}
+
+/// What a skip remembers of the objects and arrays it checks, to take their end from it when
+/// the same bytes come again instead of checking them once more ([`skip_value_with`]). An
+/// object or array ends where its own bytes say: where the bytes at a place are those of a
+/// value checked before, the value there is that value.
+pub trait Recall {
+    /// The end, and the deepest nesting inside it (at least 1), of the object or array that
+    /// starts at `i` (its bracket), when its bytes are those of one remembered.
+    fn recall(&mut self, b: &[u8], i: usize) -> Option<(usize, u32)>;
+    /// An object or array opens at `i`.
+    fn open(&mut self, i: usize);
+    /// The innermost open object or array closed at `end` (after its bracket): checked whole.
+    fn close(&mut self, b: &[u8], end: usize);
+}
+
+/// Remembers nothing: [`skip_value`].
+struct Forget;
+
+impl Recall for Forget {
+    #[inline(always)]
+    fn recall(&mut self, _: &[u8], _: usize) -> Option<(usize, u32)> {
+        None
+    }
+    #[inline(always)]
+    fn open(&mut self, _: usize) {}
+    #[inline(always)]
+    fn close(&mut self, _: &[u8], _: usize) {}
+}
+
+/// [`skip_value`], telling `recall` of each object and array it opens and closes, and taking
+/// the end of one it remembers from it.
+#[inline]
+pub fn skip_value_with(
+    b: &[u8],
+    mut i: usize,
+    room: u32,
+    recall: &mut impl Recall,
+) -> Result<(usize, u32), Invalid> {
     let room = room.min(128);
     let mut open: u128 = 0;
     let mut depth = 0u32;
@@ -245,24 +285,35 @@ pub fn skip_value(b: &[u8], mut i: usize, room: u32) -> Result<(usize, u32), Inv
         match *b.get(i).ok_or(Invalid)? {
             b'"' => i = string_end(b, i + 1)?.0 + 1,
             c @ (b'{' | b'[') => {
-                depth += 1;
-                if depth > room {
-                    return Err(Invalid);
-                }
-                deepest = deepest.max(depth);
-                let object = c == b'{';
-                open = open << 1 | u128::from(object);
-                i = ws(b, i + 1);
-                let close = if object { b'}' } else { b']' };
-                if b.get(i) == Some(&close) {
-                    i += 1;
-                    depth -= 1;
-                    open >>= 1;
-                } else {
-                    if object {
-                        i = member_key(b, i)?;
+                if let Some((end, inner)) = recall.recall(b, i) {
+                    // Checked before, starting here it reaches `inner` deeper.
+                    if depth + inner > room {
+                        return Err(Invalid);
                     }
-                    continue 'value;
+                    deepest = deepest.max(depth + inner);
+                    i = end;
+                } else {
+                    depth += 1;
+                    if depth > room {
+                        return Err(Invalid);
+                    }
+                    deepest = deepest.max(depth);
+                    let object = c == b'{';
+                    open = open << 1 | u128::from(object);
+                    recall.open(i);
+                    i = ws(b, i + 1);
+                    let close = if object { b'}' } else { b']' };
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                        depth -= 1;
+                        open >>= 1;
+                        recall.close(b, i);
+                    } else {
+                        if object {
+                            i = member_key(b, i)?;
+                        }
+                        continue 'value;
+                    }
                 }
             }
             _ => i = scalar_end(b, i)?,
@@ -287,6 +338,7 @@ pub fn skip_value(b: &[u8], mut i: usize, room: u32) -> Result<(usize, u32), Inv
                     i += 1;
                     depth -= 1;
                     open >>= 1;
+                    recall.close(b, i);
                 }
                 _ => return Err(Invalid),
             }

@@ -40,12 +40,17 @@ use crate::input::view::{
 
 /// This reader does not decide: serde does.
 pub(crate) use rf_format::json::Invalid as Bail;
-use rf_format::json::{literal_end, scalar_end, skip_value, string_end, unescape, ws};
+use rf_format::json::{Recall, literal_end, scalar_end, skip_value_with, string_end, unescape, ws};
 
 type R<T> = Result<T, Bail>;
 
 /// Deeper nesting is left to serde (whose own limit is 128).
 const MAX_DEPTH: u32 = 100;
+
+thread_local! {
+    /// The objects and arrays this thread's reader passed over lately.
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
+}
 
 /// Reads `text` as one JSON value with `read`, or gives up.
 pub(crate) fn read<'a, T>(text: &'a str, read: impl FnOnce(&mut Json<'a>) -> R<T>) -> Option<T> {
@@ -65,9 +70,11 @@ pub(crate) fn read_with<'a, T>(
         i: 0,
         depth: 0,
         known: std::mem::take(known),
+        seen: SEEN.with_borrow_mut(std::mem::take),
     };
     let v = read(&mut j);
     *known = std::mem::take(&mut j.known);
+    SEEN.with_borrow_mut(|seen| *seen = std::mem::take(&mut j.seen));
     let v = v.ok()?;
     j.ws();
     (j.i == j.b.len()).then_some(v)
@@ -149,6 +156,149 @@ pub(crate) struct Json<'a> {
     i: usize,
     depth: u32,
     known: Known,
+    seen: Seen,
+}
+
+/// The objects and arrays of at least [`Seen::MIN`] bytes a thread's reader passed over
+/// lately, each as its text and the deepest nesting inside it ([`Recall`]): where the next
+/// object's bytes at a place are one of them, the value there is that one, already checked,
+/// and one comparison replaces checking it again. Most of what the reader passes over repeats
+/// from one object to the next: the `fieldsV1` of each `managedFields` entry (the fields a
+/// manager owns, the same for every pod of a template and every write of a controller), where
+/// the entry around it changes with the time of each write.
+///
+/// Held in sets of [`Seen::WAYS`], most recently found first, chosen by a hash of the first
+/// [`Seen::PREFIX`] bytes; a text longer than [`Seen::MAX`] is not held, so a thread holds at
+/// most `SETS × WAYS × MAX` bytes (4 MiB).
+#[derive(Default)]
+pub(crate) struct Seen {
+    /// `SETS × WAYS` entries once one is held, none before.
+    held: Vec<SeenValue>,
+    /// The objects and arrays open in the value being passed over, outermost first.
+    open: Vec<Open>,
+}
+
+#[derive(Default)]
+struct SeenValue {
+    /// The hash of the text's first [`Seen::PREFIX`] bytes, never 0; 0 for no text.
+    tag: u64,
+    /// The deepest nesting inside the value.
+    inner: u32,
+    text: Vec<u8>,
+}
+
+/// An object or array open while a value is passed over.
+struct Open {
+    start: usize,
+    /// The deepest nesting inside it so far (itself: 1).
+    inner: u32,
+    /// False once a value inside it was recalled: it holds a value that repeats and text
+    /// that does not (a `managedFields` entry around its `fieldsV1`), and is not held.
+    hold: bool,
+}
+
+impl Seen {
+    const SETS: usize = 256;
+    const WAYS: usize = 4;
+    const PREFIX: usize = 32;
+    const MIN: usize = 64;
+    const MAX: usize = 4096;
+
+    /// The tag of a text that starts with `prefix`.
+    fn tag(prefix: &[u8; Self::PREFIX]) -> u64 {
+        let word = |k: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&prefix[k..k + 8]);
+            u64::from_le_bytes(w)
+        };
+        let mix = |a: u64, b: u64| {
+            let r = u128::from(a) * u128::from(b);
+            (r as u64) ^ ((r >> 64) as u64)
+        };
+        let h = mix(
+            word(0) ^ 0x243f_6a88_85a3_08d3,
+            word(8) ^ 0x1319_8a2e_0370_7344,
+        ) ^ mix(
+            word(16) ^ 0xa409_3822_299f_31d0,
+            word(24) ^ 0x082e_fa98_ec4e_6c89,
+        );
+        h | 1
+    }
+
+    /// The entries of the set of `tag`.
+    fn set(&mut self, tag: u64) -> &mut [SeenValue] {
+        let at = (tag >> 40) as usize % Self::SETS * Self::WAYS;
+        &mut self.held[at..at + Self::WAYS]
+    }
+
+    /// Forgets the values open in a value passed over before (one refused midway).
+    fn begin(&mut self) {
+        self.open.clear();
+    }
+}
+
+impl Recall for Seen {
+    #[inline]
+    fn recall(&mut self, b: &[u8], i: usize) -> Option<(usize, u32)> {
+        let prefix: &[u8; Self::PREFIX] = b.get(i..i + Self::PREFIX)?.try_into().ok()?;
+        // An empty one is not held: no need to hash.
+        if matches!(prefix[1], b'}' | b']') || self.held.is_empty() {
+            return None;
+        }
+        let tag = Self::tag(prefix);
+        let set = self.set(tag);
+        let way = set
+            .iter()
+            .position(|v| v.tag == tag && b.get(i..i + v.text.len()) == Some(&v.text[..]))?;
+        set[..=way].rotate_right(1);
+        let (end, inner) = (i + set[0].text.len(), set[0].inner);
+        if let Some(parent) = self.open.last_mut() {
+            parent.inner = parent.inner.max(inner + 1);
+            parent.hold = false;
+        }
+        Some((end, inner))
+    }
+
+    #[inline]
+    fn open(&mut self, i: usize) {
+        self.open.push(Open {
+            start: i,
+            inner: 1,
+            hold: true,
+        });
+    }
+
+    #[inline]
+    fn close(&mut self, b: &[u8], end: usize) {
+        let Some(closed) = self.open.pop() else {
+            return;
+        };
+        if let Some(parent) = self.open.last_mut() {
+            parent.inner = parent.inner.max(closed.inner + 1);
+            parent.hold &= closed.hold;
+        }
+        if !closed.hold || !(Self::MIN..=Self::MAX).contains(&(end - closed.start)) {
+            return;
+        }
+        let Some(text) = b.get(closed.start..end) else {
+            return;
+        };
+        let Some(prefix) = text.first_chunk::<{ Self::PREFIX }>() else {
+            return;
+        };
+        if self.held.is_empty() {
+            self.held
+                .resize_with(Self::SETS * Self::WAYS, SeenValue::default);
+        }
+        let tag = Self::tag(prefix);
+        let set = self.set(tag);
+        set.rotate_right(1);
+        let v = &mut set[0];
+        v.tag = tag;
+        v.inner = closed.inner;
+        v.text.clear();
+        v.text.extend_from_slice(text);
+    }
 }
 
 /// Marks field `bit` as seen; a second time is a duplicate field, which serde refuses.
@@ -345,7 +495,9 @@ impl<'a> Json<'a> {
 
     /// [`skip`](Json::skip), returning the deepest nesting inside the value (0 for a scalar).
     fn skip_deep(&mut self) -> R<u32> {
-        let (end, deepest) = skip_value(self.b, self.i, MAX_DEPTH - self.depth)?;
+        self.seen.begin();
+        let (end, deepest) =
+            skip_value_with(self.b, self.i, MAX_DEPTH - self.depth, &mut self.seen)?;
         self.i = end;
         Ok(deepest)
     }
@@ -2292,5 +2444,117 @@ mod tests {
         assert!(read >= generated, "{read} of {generated}");
         // Where it gives up, the caller's serde path answers: still the same labels.
         assert!(template_labels(r#"{"metadata":{"labels":{"a\u0062":"1"}}}"#).is_none());
+    }
+
+    /// Counts what [`Seen`] recalls.
+    struct Counting<'s> {
+        seen: &'s mut Seen,
+        recalled: usize,
+    }
+
+    impl Recall for Counting<'_> {
+        fn recall(&mut self, b: &[u8], i: usize) -> Option<(usize, u32)> {
+            let got = self.seen.recall(b, i);
+            self.recalled += usize::from(got.is_some());
+            got
+        }
+        fn open(&mut self, i: usize) {
+            self.seen.open(i);
+        }
+        fn close(&mut self, b: &[u8], end: usize) {
+            self.seen.close(b, end);
+        }
+    }
+
+    #[test]
+    fn values_passed_over_before_end_where_checking_them_again_would_say() {
+        // Values built from a few parts, so that the same objects and arrays come again at
+        // other places and depths; some cut or changed a byte, so that some are not JSON.
+        let parts = [
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:rollouts-pod-template-hash":{}}}}"#,
+            r#"{"f:status":{"f:conditions":{".":{},"k:{\"type\":\"Ready\"}":{".":{},"f:status":{}}}}}"#,
+            r#"[{"name":"http","port":8080,"protocol":"TCP"},{"name":"grpc","port":9090,"protocol":"TCP"}]"#,
+            r#"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["deep","deep","deep","deep"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"#,
+            r#""a string that is long enough to be more than thirty-two bytes""#,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut seen = Seen::default();
+        let mut recalled = 0;
+        for round in 0..3000 {
+            let mut text = String::new();
+            let members = 1 + next(4);
+            text.push('{');
+            for m in 0..members {
+                if m > 0 {
+                    text.push(',');
+                }
+                let part = parts[next(parts.len())];
+                // Nested a few levels deep, or not.
+                let wrap = next(3);
+                text.push_str(&format!(r#""k{m}":"#));
+                text.push_str(&"[".repeat(wrap));
+                text.push_str(part);
+                text.push_str(&"]".repeat(wrap));
+            }
+            text.push('}');
+            let mut b = text.into_bytes();
+            match next(8) {
+                0 => {
+                    let at = next(b.len());
+                    b[at] = b"{}[]\",:x "[next(9)];
+                }
+                1 => b.truncate(next(b.len())),
+                _ => {}
+            }
+            let room = if round % 5 == 0 {
+                30 + next(20) as u32
+            } else {
+                128
+            };
+            let mut counting = Counting {
+                seen: &mut seen,
+                recalled: 0,
+            };
+            counting.seen.begin();
+            let with = skip_value_with(&b, 0, room, &mut counting);
+            recalled += counting.recalled;
+            let plain = rf_format::json::skip_value(&b, 0, room);
+            assert_eq!(with, plain, "{}", String::from_utf8_lossy(&b));
+        }
+        // Most parts are recalled, not checked again.
+        assert!(recalled > 3000, "recalled {recalled}");
+    }
+
+    #[test]
+    fn a_value_is_recalled_only_where_its_bytes_are_all_there() {
+        let value =
+            br#"{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{}}}}}"#;
+        let mut seen = Seen::default();
+        seen.begin();
+        assert_eq!(
+            skip_value_with(value, 0, 128, &mut seen),
+            Ok((value.len(), 5))
+        );
+        // The same bytes at another place: recalled.
+        let mut at = b"[1,".to_vec();
+        at.extend_from_slice(value);
+        at.push(b']');
+        assert_eq!(seen.recall(&at, 3), Some((3 + value.len(), 5)));
+        // Cut short, or one byte other: not.
+        assert_eq!(seen.recall(&value[..value.len() - 1], 0), None);
+        let mut other = value.to_vec();
+        other[value.len() - 5] = b'x';
+        assert_eq!(seen.recall(&other, 0), None);
+        // Too deep where it is now: refused, as checking it would.
+        seen.begin();
+        assert_eq!(skip_value_with(&at, 0, 5, &mut seen), Err(Bail));
+        seen.begin();
+        assert_eq!(skip_value_with(&at, 0, 6, &mut seen), Ok((at.len(), 6)));
     }
 }
