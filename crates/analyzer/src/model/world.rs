@@ -2264,10 +2264,20 @@ impl World {
         let named = tracked_by
             .filter(|_| any)
             .and_then(|app| self.named.get(app));
-        let mut keys: Vec<&Key> = listing.into_iter().chain(named).flatten().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.into_iter().filter_map(|key| self.apps.get(key))
+        // Both sets are in key order: merged, each key once, with no list made (this runs at
+        // every look at the rollout, by each rule that reads Applications).
+        let mut a = listing.into_iter().flatten().peekable();
+        let mut b = named.into_iter().flatten().peekable();
+        std::iter::from_fn(move || match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x == y => {
+                b.next();
+                a.next()
+            }
+            (Some(x), Some(y)) if y < x => b.next(),
+            (Some(_), _) => a.next(),
+            (None, _) => b.next(),
+        })
+        .filter_map(|key| self.apps.get(key))
     }
 
     /// The Applications named `app` (a tracking id or instance label names no namespace).
