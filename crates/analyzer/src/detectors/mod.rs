@@ -132,6 +132,34 @@ pub(crate) struct Settling<K> {
     /// Reported conditions that started or stopped holding since they were last taken (at most
     /// [`KEEP_CHANGES`]: only a live caller takes them).
     changes: std::collections::VecDeque<(K, bool, At)>,
+    /// How many keys of each rollout (by [`owner`]) are pending or active: ending a look at a
+    /// rollout that holds none visits neither map. Where a recording holds conditions of many
+    /// rollouts (a green Application beside each paused one), the two searches of maps of
+    /// string tuples at every look at every rollout were most of a detector's time.
+    held: crate::base::HashMap<u64, u32>,
+}
+
+/// A key of [`Settling`] names its rollout first: its namespace, then its name.
+pub(crate) trait RolloutKey {
+    fn rollout(&self) -> (&str, &str);
+}
+
+macro_rules! rollout_keys_of {
+    ($(($($t:ident),*)),*) => {$(
+        impl<$($t),*> RolloutKey for (String, String, $($t),*) {
+            fn rollout(&self) -> (&str, &str) {
+                (&self.0, &self.1)
+            }
+        }
+    )*};
+}
+rollout_keys_of!((C), (C, D), (C, D, E), (C, D, E, F));
+
+/// The number [`Settling::held`] counts a rollout's keys under (two rollouts may share one:
+/// then a look at either visits the maps).
+fn owner(key: &impl RolloutKey) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6f77_6e65_7273).hash_one(key.rollout())
 }
 
 /// Condition changes kept untaken per detector (a caller that does not take them loses the
@@ -148,11 +176,12 @@ impl<K> Default for Settling<K> {
             active: BTreeSet::new(),
             now: None,
             changes: std::collections::VecDeque::new(),
+            held: crate::base::HashMap::default(),
         }
     }
 }
 
-impl<K: Ord + Clone> Settling<K> {
+impl<K: Ord + Clone + RolloutKey> Settling<K> {
     /// Starts a look at `now`: nothing seen true yet.
     pub fn begin(&mut self, now: At) {
         self.seen.clear();
@@ -166,11 +195,30 @@ impl<K: Ord + Clone> Settling<K> {
         if self.fired.contains(key) {
             // Reported, stopped holding, and holds again.
             if self.active.insert(key.clone()) {
+                self.count(key, true);
                 self.change(key.clone(), true, now);
             }
             return None;
         }
-        Some(*self.pending.entry(key.clone()).or_insert(now))
+        if let Some(since) = self.pending.get(key) {
+            return Some(*since);
+        }
+        self.pending.insert(key.clone(), now);
+        self.count(key, true);
+        Some(now)
+    }
+
+    /// One key of `key`'s rollout more (`more`) or fewer in `pending` or `active`.
+    fn count(&mut self, key: &K, more: bool) {
+        let owner = owner(key);
+        if more {
+            *self.held.entry(owner).or_default() += 1;
+        } else if let Some(n) = self.held.get_mut(&owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.held.remove(&owner);
+            }
+        }
     }
 
     /// True when a condition true since `since` has held `secs`; if not, remembers when it
@@ -198,8 +246,12 @@ impl<K: Ord + Clone> Settling<K> {
 
     /// `key` is reported now: never again.
     pub fn fire(&mut self, key: K, now: At) {
-        self.pending.remove(&key);
-        self.active.insert(key.clone());
+        if self.pending.remove(&key).is_some() {
+            self.count(&key, false);
+        }
+        if self.active.insert(key.clone()) {
+            self.count(&key, true);
+        }
         self.change(key.clone(), true, now);
         self.fired.insert(key);
     }
@@ -242,6 +294,11 @@ impl<K: Ord + Clone> Settling<K> {
             return self.due;
         }
         let range = range();
+        if let Bound::Included(least) | Bound::Excluded(least) = &range.0 {
+            if !self.held.contains_key(&owner(least)) {
+                return self.due;
+            }
+        }
         let seen = &self.seen;
         let stale: Vec<K> = self
             .pending
@@ -249,15 +306,17 @@ impl<K: Ord + Clone> Settling<K> {
             .filter(|(k, _)| !seen.contains(*k))
             .map(|(k, _)| k.clone())
             .collect();
-        for k in stale {
-            self.pending.remove(&k);
-        }
         let gone: Vec<K> = self
             .active
             .range(range)
             .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
+        for k in stale {
+            if self.pending.remove(&k).is_some() {
+                self.count(&k, false);
+            }
+        }
         self.stopped(gone)
     }
 
@@ -270,7 +329,9 @@ impl<K: Ord + Clone> Settling<K> {
     /// Reported conditions that stopped holding by this look; returns when to look again.
     fn stopped(&mut self, gone: Vec<K>) -> Option<Timestamp> {
         for k in gone {
-            self.active.remove(&k);
+            if self.active.remove(&k) {
+                self.count(&k, false);
+            }
             if let Some(at) = self.now {
                 self.change(k, false, at);
             }
@@ -814,6 +875,60 @@ mod tests {
         assert_eq!(s.holds(&key("web", "red"), at(4)), None);
         s.end_in(|| of("web"));
         assert_eq!(s.active.len(), 2);
+    }
+
+    /// What [`Settling::held`] counts, counted again from the maps.
+    fn held_again<K: Ord + Clone + super::RolloutKey>(
+        s: &super::Settling<K>,
+    ) -> crate::base::HashMap<u64, u32> {
+        let mut held = crate::base::HashMap::default();
+        for k in s.pending.keys().chain(s.active.iter()) {
+            *held.entry(super::owner(k)).or_default() += 1;
+        }
+        held
+    }
+
+    /// Looks at rollouts whose conditions come, are reported, go and come again, in a
+    /// scrambled order: the keys counted per rollout are always those the maps hold, and a
+    /// look at a rollout that holds none changes nothing.
+    #[test]
+    fn the_keys_held_per_rollout_are_counted_as_the_maps_hold_them() {
+        type Key = (String, String, u8);
+        let at = |s: u64| At {
+            file: 0,
+            seq: s,
+            at: rf_format::Timestamp::from_unix_seconds(s as i64),
+        };
+        let mut s: super::Settling<Key> = super::Settling::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for t in 1..3000 {
+            let rollout = format!("r{}", next(6));
+            s.begin(at(t));
+            for what in 0..3u8 {
+                if next(3) == 0 {
+                    let key = ("ns".to_owned(), rollout.clone(), what);
+                    if s.holds(&key, at(t)).is_some() && next(4) == 0 {
+                        s.fire(key, at(t));
+                    }
+                }
+            }
+            let (pending, active) = (s.pending.len(), s.active.len());
+            let holds_some =
+                s.held
+                    .contains_key(&super::owner(&("ns".to_owned(), rollout.clone(), 0u8)));
+            s.end_in(|| super::rollout_keys(&rollout, |n| ("ns".to_owned(), n, 0)));
+            if !holds_some {
+                assert_eq!((s.pending.len(), s.active.len()), (pending, active));
+            }
+            assert_eq!(s.held, held_again(&s), "after look {t}");
+        }
+        assert!(!s.active.is_empty() && !s.fired.is_empty());
     }
 
     #[test]
