@@ -159,7 +159,7 @@ fn parse_kept<T: DeserializeOwned>(
             *bytes = (*bytes + known.bytes()).saturating_sub(before);
             return parsed;
         }
-        let mut known = skim::Known::default();
+        let mut known = skim::Known::kept();
         let parsed = parse_with(rec, &mut known, skim, wrap);
         *bytes += known.bytes();
         by_object.insert(key.as_slice().into(), known);

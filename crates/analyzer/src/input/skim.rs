@@ -102,6 +102,27 @@ pub(crate) struct Known {
     conditions: Items<Option<Condition>>,
     /// An EndpointSlice's endpoints last read.
     endpoints: Elements<Arc<Endpoint>>,
+    /// Whether the labels and annotations are kept too: only for an object whose `Known` is
+    /// kept from one version to the next (a fresh one would copy them for nothing).
+    keeps_metadata: bool,
+    /// The object's labels last read.
+    labels: Option<KnownKept<crate::input::view::Labels>>,
+    /// The object's annotations last read.
+    annotations: Option<KnownKept<crate::input::view::Annotations>>,
+}
+
+/// Labels or annotations last read: their text, the nesting they fit at, what was kept.
+type KnownKept<K> = (Vec<u8>, u32, Kept<K>);
+
+impl Known {
+    /// What is known of an object kept from one version to the next: its labels and
+    /// annotations too (they change far less often than each write).
+    pub(crate) fn kept() -> Known {
+        Known {
+            keeps_metadata: true,
+            ..Known::default()
+        }
+    }
 }
 
 impl Known {
@@ -112,6 +133,11 @@ impl Known {
             + item_bytes(&self.managers)
             + item_bytes(&self.conditions)
             + self.endpoints.bytes()
+            + self.labels.as_ref().map_or(0, |(text, _, _)| text.len())
+            + self
+                .annotations
+                .as_ref()
+                .map_or(0, |(text, _, _)| text.len())
     }
 }
 
@@ -679,7 +705,7 @@ macro_rules! fields {
 
 /// `metadata`, with `managed` reading `managedFields`.
 fn meta<'a, M: Default>(j: &mut Json<'a>, managed: fn(&mut Json<'a>) -> R<M>) -> R<Meta<M>> {
-    meta_with(j, managed, kept)
+    meta_with(j, managed, |j| known_kept(j, |k| &mut k.labels))
 }
 
 /// `metadata`, with `managed` reading `managedFields` and `labels` its labels.
@@ -694,7 +720,7 @@ fn meta_with<'a, M: Default, L: Default>(
         "uid" => m.uid => j.string()?,
         "generation" => m.generation => j.lenient_int()?,
         "labels" => m.labels => labels(j)?,
-        "annotations" => m.annotations => kept(j)?,
+        "annotations" => m.annotations => known_kept(j, |k| &mut k.annotations)?,
         "ownerReferences" => m.owner_references => j.vec(owner_ref)?,
         "managedFields" => m.managed_fields => managed(j)?,
         "deletionTimestamp" => m.deletion_timestamp => j.opt_string()?,
@@ -724,6 +750,37 @@ fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
         Ok(())
     })?;
     Ok(kept)
+}
+
+/// [`kept`], taken from the [`Known`] ones (`at`) when the next bytes are their text, as a
+/// template is; read and known otherwise, where the object's `Known` is kept.
+fn known_kept<K: KeptKeys>(
+    j: &mut Json<'_>,
+    at: fn(&mut Known) -> &mut Option<KnownKept<K>>,
+) -> R<Kept<K>> {
+    if !j.known.keeps_metadata {
+        return kept(j);
+    }
+    j.ws();
+    let start = j.i;
+    let known = std::mem::take(at(&mut j.known));
+    if let Some((text, fits, kept)) = &known {
+        if let Some(end) = j.known_end(text, *fits) {
+            j.i = end;
+            let got = kept.clone();
+            *at(&mut j.known) = known;
+            return Ok(got);
+        }
+    }
+    // Read starting this deep, it reads the same starting at most as deep.
+    let fits = j.depth;
+    let got = kept::<K>(j)?;
+    let text = j.b.get(start..j.i).ok_or(Bail)?;
+    let mut buf = known.map(|(buf, _, _)| buf).unwrap_or_default();
+    buf.clear();
+    buf.extend_from_slice(text);
+    *at(&mut j.known) = Some((buf, fits, got.clone()));
+    Ok(got)
 }
 
 /// A Pod's labels: the kept ones, and where the map is (`null` reads as none).
@@ -1871,7 +1928,9 @@ mod tests {
                     .ok()
                     .and_then(|v| Some(v.pointer("/metadata/name")?.as_str()?.to_owned()))
                     .unwrap_or_default();
-                let known = known.entry((kind.clone(), name)).or_default();
+                let known = known
+                    .entry((kind.clone(), name))
+                    .or_insert_with(Known::kept);
                 assert!(
                     agree_known(kind, text, known),
                     "{kind:?} read fresh, not after: {text}"
@@ -2151,9 +2210,9 @@ mod tests {
                 continue;
             };
             agree(kind, &mutated);
-            // Knowing the original's template: a template the mutation changed or moved is
-            // not taken for the known one.
-            let mut known = Known::default();
+            // Knowing the original's template, labels and annotations: ones the mutation
+            // changed or moved are not taken for the known ones.
+            let mut known = Known::kept();
             agree_known(kind, text, &mut known);
             agree_known(kind, &mutated, &mut known);
             let text = mutated;
@@ -2556,5 +2615,55 @@ mod tests {
         assert_eq!(skip_value_with(&at, 0, 5, &mut seen), Err(Bail));
         seen.begin();
         assert_eq!(skip_value_with(&at, 0, 6, &mut seen), Ok((at.len(), 6)));
+    }
+
+    #[test]
+    fn labels_and_annotations_are_taken_again_where_their_bytes_are_the_same() {
+        let rollout_with = |labels: &str| {
+            format!(
+                r#"{{"metadata":{{"name":"web","labels":{labels},"annotations":{{"rollout.argoproj.io/revision":"3"}}}},"spec":{{}},"status":{{}}}}"#
+            )
+        };
+        let labels = r#"{"app.kubernetes.io/instance":"shop-web","team":"a"}"#;
+        let mut known = Known::kept();
+        let first = read_with(&rollout_with(labels), &mut known, rollout).expect("read");
+        assert_eq!(
+            first
+                .metadata
+                .labels
+                .get("app.kubernetes.io/instance")
+                .map(|s| s.as_str()),
+            Some("shop-web")
+        );
+        // What is known is what the next version with the same bytes reads: mark it, and the
+        // mark comes back.
+        let (_, _, kept) = known.labels.as_mut().expect("labels known");
+        *kept.slot("app.kubernetes.io/instance").expect("a kept key") = Some("marked".into());
+        let again = read_with(&rollout_with(labels), &mut known, rollout).expect("read");
+        assert_eq!(
+            again
+                .metadata
+                .labels
+                .get("app.kubernetes.io/instance")
+                .map(|s| s.as_str()),
+            Some("marked")
+        );
+        assert_eq!(
+            again
+                .metadata
+                .annotations
+                .get("rollout.argoproj.io/revision")
+                .map(|s| s.as_str()),
+            Some("3")
+        );
+        // Other bytes are read, as serde reads them, and known in their place.
+        let other = r#"{"app.kubernetes.io/instance":"shop-web-2"}"#;
+        let (fast, serde) = both_raw(&rollout_with(other), &mut known, rollout, |_, _| {});
+        assert_eq!(fast.as_deref(), serde.as_deref().ok());
+        assert!(fast.is_some_and(|v| v.contains("shop-web-2")));
+        // A fresh `Known` (an object not kept between versions) keeps nothing.
+        let mut fresh = Known::default();
+        read_with(&rollout_with(labels), &mut fresh, rollout).expect("read");
+        assert!(fresh.labels.is_none() && fresh.annotations.is_none());
     }
 }

@@ -264,6 +264,15 @@ pub(crate) struct Kept<K> {
     keys: std::marker::PhantomData<K>,
 }
 
+impl<K> Clone for Kept<K> {
+    fn clone(&self) -> Self {
+        Kept {
+            values: self.values.clone(),
+            keys: std::marker::PhantomData,
+        }
+    }
+}
+
 impl<K> Default for Kept<K> {
     fn default() -> Self {
         Kept {
