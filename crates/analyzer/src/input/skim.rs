@@ -95,7 +95,7 @@ pub(crate) struct Known {
     /// A Rollout's `spec.strategy` last read: its text, the deepest nesting it fits at, and its
     /// view. The same bytes are the same strategy (almost every record of a Rollout is a status
     /// write): its view is shared rather than read again.
-    strategy: Option<(Vec<u8>, u32, Arc<Strategy>)>,
+    strategy: Option<Item<Arc<Strategy>>>,
     /// A Rollout's `managedFields` entries last read.
     managers: Items<Option<Manager>>,
     /// A Rollout's `status.conditions` last read.
@@ -106,13 +106,10 @@ pub(crate) struct Known {
     /// kept from one version to the next (a fresh one would copy them for nothing).
     keeps_metadata: bool,
     /// The object's labels last read.
-    labels: Option<KnownKept<crate::input::view::Labels>>,
+    labels: Option<Item<Kept<crate::input::view::Labels>>>,
     /// The object's annotations last read.
-    annotations: Option<KnownKept<crate::input::view::Annotations>>,
+    annotations: Option<Item<Kept<crate::input::view::Annotations>>>,
 }
-
-/// Labels or annotations last read: their text, the nesting they fit at, what was kept.
-type KnownKept<K> = (Vec<u8>, u32, Kept<K>);
 
 impl Known {
     /// What is known of an object kept from one version to the next: its labels and
@@ -129,15 +126,12 @@ impl Known {
     /// The bytes of the template, strategy and array elements held.
     pub(crate) fn bytes(&self) -> usize {
         self.text.len()
-            + self.strategy.as_ref().map_or(0, |(text, _, _)| text.len())
+            + known_bytes(&self.strategy)
             + item_bytes(&self.managers)
             + item_bytes(&self.conditions)
             + self.endpoints.bytes()
-            + self.labels.as_ref().map_or(0, |(text, _, _)| text.len())
-            + self
-                .annotations
-                .as_ref()
-                .map_or(0, |(text, _, _)| text.len())
+            + known_bytes(&self.labels)
+            + known_bytes(&self.annotations)
     }
 }
 
@@ -148,13 +142,19 @@ impl Known {
 /// the same value (as for [`Known`]'s template), and what was read of it is taken again.
 type Items<T> = Vec<Item<T>>;
 
-/// An element of [`Items`].
+/// An element of [`Items`], or a value of [`Known`] ([`Json::known_value`]): its text and what
+/// was read of it.
 #[derive(Debug)]
 pub(crate) struct Item<T> {
     text: Vec<u8>,
     /// The deepest nesting it was read at: read there, it reads the same at most as deep.
     fits: u32,
     read: T,
+}
+
+/// The bytes of a value's text, if one is known.
+fn known_bytes<T>(known: &Option<Item<T>>) -> usize {
+    known.as_ref().map_or(0, |k| k.text.len())
 }
 
 /// The bytes of the elements' texts.
@@ -558,23 +558,40 @@ impl<'a> Json<'a> {
         Ok(Some(RawJson::At(start..self.i)))
     }
 
-    /// A Rollout's `strategy`: the [`Known`] one when the next bytes are its text
-    /// ([`known_end`](Self::known_end), as for a template), else read and known.
-    fn known_strategy(&mut self) -> R<Arc<Strategy>> {
+    /// The next value: the [`Known`] one (`at`) when the next bytes are its text
+    /// ([`known_end`](Self::known_end), as for a template), else read with `read` and known.
+    fn known_value<T: Clone>(
+        &mut self,
+        at: fn(&mut Known) -> &mut Option<Item<T>>,
+        read: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<T> {
         self.ws();
         let start = self.i;
-        if let Some((text, fits, st)) = &self.known.strategy {
-            if let Some(end) = self.known_end(text, *fits) {
+        let mut known = at(&mut self.known).take();
+        if let Some(k) = &known {
+            if let Some(end) = self.known_end(&k.text, k.fits) {
                 self.i = end;
-                return Ok(Arc::clone(st));
+                let got = k.read.clone();
+                *at(&mut self.known) = known;
+                return Ok(got);
             }
         }
-        // Read starting this deep, it reads the same starting at most as deep.
+        // Read starting this deep, it reads the same starting at most as deep; when refused,
+        // the last one read whole stays known.
         let fits = self.depth;
-        let st = Arc::new(strategy(self)?);
-        let text = self.b.get(start..self.i).ok_or(Bail)?;
-        self.known.strategy = Some((text.to_vec(), fits, Arc::clone(&st)));
-        Ok(st)
+        let got = read(self).and_then(|got| Ok((got, self.b.get(start..self.i).ok_or(Bail)?)));
+        if let Ok((got, text)) = &got {
+            let mut buf = known.take().map(|k| k.text).unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(text);
+            known = Some(Item {
+                text: buf,
+                fits,
+                read: got.clone(),
+            });
+        }
+        *at(&mut self.known) = known;
+        got.map(|(got, _)| got)
     }
 
     /// An array whose elements are read with `read`, each first compared with the element at
@@ -752,35 +769,16 @@ fn kept<K: KeptKeys>(j: &mut Json<'_>) -> R<Kept<K>> {
     Ok(kept)
 }
 
-/// [`kept`], taken from the [`Known`] ones (`at`) when the next bytes are their text, as a
-/// template is; read and known otherwise, where the object's `Known` is kept.
+/// [`kept`], the [`Known`] ones (`at`, [`Json::known_value`]) where the object's `Known` is
+/// kept from one version to the next.
 fn known_kept<K: KeptKeys>(
     j: &mut Json<'_>,
-    at: fn(&mut Known) -> &mut Option<KnownKept<K>>,
+    at: fn(&mut Known) -> &mut Option<Item<Kept<K>>>,
 ) -> R<Kept<K>> {
     if !j.known.keeps_metadata {
         return kept(j);
     }
-    j.ws();
-    let start = j.i;
-    let known = std::mem::take(at(&mut j.known));
-    if let Some((text, fits, kept)) = &known {
-        if let Some(end) = j.known_end(text, *fits) {
-            j.i = end;
-            let got = kept.clone();
-            *at(&mut j.known) = known;
-            return Ok(got);
-        }
-    }
-    // Read starting this deep, it reads the same starting at most as deep.
-    let fits = j.depth;
-    let got = kept::<K>(j)?;
-    let text = j.b.get(start..j.i).ok_or(Bail)?;
-    let mut buf = known.map(|(buf, _, _)| buf).unwrap_or_default();
-    buf.clear();
-    buf.extend_from_slice(text);
-    *at(&mut j.known) = Some((buf, fits, got.clone()));
-    Ok(got)
+    j.known_value(at, kept)
 }
 
 /// A Pod's labels: the kept ones, and where the map is (`null` reads as none).
@@ -871,7 +869,7 @@ fn rollout_spec(j: &mut Json<'_>) -> R<RolloutSpec> {
         "replicas" => s.replicas => j.lenient_int()?,
         "paused" => s.paused => j.opt_bool()?,
         "template" => s.template => j.template()?,
-        "strategy" => s.strategy => j.known_strategy()?,
+        "strategy" => s.strategy => j.known_value(|k| &mut k.strategy, |j| strategy(j).map(Arc::new))?,
         "revisionHistoryLimit" => s.revision_history_limit => j.lenient_int()?,
         "workloadRef" => s.workload_ref => j.opt(workload_ref)?,
         "progressDeadlineSeconds" => s.progress_deadline_seconds => j.lenient_int()?,
@@ -2267,7 +2265,7 @@ mod tests {
             );
             assert!(agree(&Kind::Rollout, &rollout(text)), "{text}");
             assert_eq!(
-                known.strategy.as_ref().map(|k| k.0.as_slice()),
+                known.strategy.as_ref().map(|k| k.text.as_slice()),
                 Some(text.as_bytes())
             );
         }
@@ -2637,7 +2635,7 @@ mod tests {
         );
         // What is known is what the next version with the same bytes reads: mark it, and the
         // mark comes back.
-        let (_, _, kept) = known.labels.as_mut().expect("labels known");
+        let kept = &mut known.labels.as_mut().expect("labels known").read;
         *kept.slot("app.kubernetes.io/instance").expect("a kept key") = Some("marked".into());
         let again = read_with(&rollout_with(labels), &mut known, rollout).expect("read");
         assert_eq!(
