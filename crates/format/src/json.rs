@@ -14,13 +14,19 @@ pub struct Invalid;
 /// The bytes of `w` (little-endian) that are a quote, a backslash or a control character, as
 /// their high bits. Bits above the lowest may be false (a borrow carries into the next byte), so
 /// only the lowest is used: it is exact.
+///
+/// A byte below 0x80 is a quote when it minus 1 borrows after `^ '"'` makes it 0, a backslash
+/// likewise, a control character when it minus 0x20 borrows; a byte from 0x80 is none of them,
+/// and its high bit is the same after each `^` (both characters are ASCII): one `& !w` keeps the
+/// three tests' bytes below 0x80, in one pass, where a test each took three more instructions.
 #[inline(always)]
 fn specials(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\'))) | below_space
+    let quote = (w ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
+    let backslash = (w ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
+    let control = w.wrapping_sub(ONES * 0x20);
+    (quote | backslash | control) & !w & HIGH
 }
 
 /// The index of the first byte at or after `i` that is not whitespace. The API server writes
@@ -382,6 +388,39 @@ mod tests {
         }
         assert_eq!(string_end(br#""a\"b" x"#, 1), Ok((5, true)));
         assert_eq!(string_end(br#""abcdefghij" x"#, 1), Ok((11, false)));
+    }
+
+    /// The lowest byte [`specials`] flags is the first quote, backslash or control character of
+    /// the word, byte by byte, whatever the other bytes are: every byte value at every place
+    /// among bytes on both sides of each class (and the high ones, which are none of them).
+    #[test]
+    fn the_first_special_byte_of_a_word_is_the_one_flagged() {
+        let first = |w: [u8; 8]| w.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+        let flagged = |w: [u8; 8]| match specials(u64::from_le_bytes(w)) {
+            0 => None,
+            m => Some((m.trailing_zeros() / 8) as usize),
+        };
+        let fillers = [
+            0x00, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa0, 0xa2, 0xdc,
+            0xff,
+        ];
+        let mut checked = 0;
+        for at in 0..8 {
+            for c in 0..=255u8 {
+                for &fill in &fillers {
+                    for &after in &fillers {
+                        let mut w = [fill; 8];
+                        w[at] = c;
+                        for b in w.iter_mut().skip(at + 1) {
+                            *b = after;
+                        }
+                        assert_eq!(flagged(w), first(w), "{w:02x?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 256 * fillers.len() * fillers.len());
     }
 
     #[test]
