@@ -411,6 +411,8 @@ impl<'a> Json<'a> {
     }
 
     /// A key without escapes (serde would unescape it before matching: left to serde).
+    /// Inline, as [`string_body`](Json::string_body) is: every member's key is read here.
+    #[inline(always)]
     fn key(&mut self) -> R<&'a str> {
         let (text, escaped) = self.string_body()?;
         if escaped {
@@ -434,6 +436,7 @@ impl<'a> Json<'a> {
     }
 
     /// A string, borrowed unless it has escapes.
+    #[inline]
     fn str(&mut self) -> R<Cow<'a, str>> {
         self.ws();
         let (text, escaped) = self.string_body()?;
