@@ -436,7 +436,7 @@ impl<'a> Json<'a> {
     }
 
     /// A string, borrowed unless it has escapes.
-    #[inline]
+    #[inline(always)]
     fn str(&mut self) -> R<Cow<'a, str>> {
         self.ws();
         let (text, escaped) = self.string_body()?;
@@ -483,7 +483,10 @@ impl<'a> Json<'a> {
             self.i += 1;
         }
         let digits = self.i;
-        while let Some(b'0'..=b'9') = self.b.get(self.i) {
+        // Its value as the digits are passed (at most 18 of them are kept: no overflow).
+        let mut value = 0i64;
+        while let Some(&c @ b'0'..=b'9') = self.b.get(self.i) {
+            value = value.wrapping_mul(10).wrapping_add(i64::from(c - b'0'));
             self.i += 1;
         }
         let n = self.i - digits;
@@ -494,7 +497,7 @@ impl<'a> Json<'a> {
         if let Some(b'.' | b'e' | b'E') = self.b.get(self.i) {
             return Err(Bail);
         }
-        self.s[start..self.i].parse().map_err(|_| Bail)
+        Ok(if digits > start { -value } else { value })
     }
 
     /// `lenient_int` of the views: an integer, or a string of one; `null` or a string that is
@@ -521,7 +524,9 @@ impl<'a> Json<'a> {
     /// Skips one value, checking it as serde_json would: one loop over the bytes, with the
     /// open containers as bits (1: object, 0: array). A string or other scalar, most of the
     /// values skipped, is checked here (what [`skip_value_with`] does for one, without setting
-    /// up its loop).
+    /// up its loop). Inline: it is the end of every object's reading of the members it does
+    /// not read.
+    #[inline(always)]
     fn skip(&mut self) -> R<()> {
         self.ws();
         match self.b.get(self.i) {
@@ -1847,6 +1852,57 @@ mod tests {
     use rf_format::{Kind, Record};
     use serde::de::DeserializeOwned;
     use std::collections::BTreeSet;
+
+    /// An integer is read as its value wherever it is plain and at most 18 digits long, as the
+    /// standard parse reads it; any other number is left to serde.
+    #[test]
+    fn integers_read_as_their_value_and_others_left_to_serde() {
+        let mut texts: Vec<String> = [
+            "0",
+            "7",
+            "-7",
+            "10",
+            "-0",
+            "01",
+            "-01",
+            "00",
+            "1.5",
+            "1e3",
+            "1E3",
+            "-",
+            "",
+            "12a",
+            "999999999999999999",
+            "-999999999999999999",
+            "1000000000000000000",
+            "9223372036854775807",
+            "-9223372036854775808",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = (x >> (x % 64)) as i64 * if x % 3 == 0 { -1 } else { 1 };
+            texts.push(v.to_string());
+        }
+        let mut read = 0;
+        for text in &texts {
+            let plain = text.trim_start_matches('-');
+            let digits = plain.len();
+            let expected = (digits > 0
+                && digits <= 18
+                && plain.bytes().all(|c| c.is_ascii_digit())
+                && (plain == "0" && !text.starts_with('-') || !plain.starts_with('0')))
+            .then(|| text.parse::<i64>().expect("a plain integer"));
+            assert_eq!(super::read(text, Json::int), expected, "{text}");
+            read += usize::from(expected.is_some());
+        }
+        assert!(read > 1500, "{read} read");
+    }
 
     #[test]
     fn escaped_strings_read_as_serde_reads_them() {
