@@ -37,7 +37,7 @@
 //! `HEAD` while another source pins the release inline (Helm parameters or values): the image and
 //! the values commit then reach the cluster as two renders.
 
-use std::collections::HashMap;
+use crate::base::HashMap;
 
 use rf_format::{Kind, Timestamp};
 

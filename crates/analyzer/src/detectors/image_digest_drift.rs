@@ -23,7 +23,7 @@
 //! # Remedy
 //! Decide which build should run, pin it, roll out again; make release tags immutable.
 
-use std::collections::HashMap;
+use crate::base::HashMap;
 
 use rf_format::{Kind, Timestamp};
 
@@ -173,7 +173,7 @@ impl Detector for ImageDigestDrift {
     /// remembered here, or that no pod pulled the tag.
     fn amender(&self) -> Option<crate::report::end::Amender> {
         let mut pulled: HashMap<String, HashMap<String, crate::detectors::image_not_pinned::Pulled>> =
-            HashMap::new();
+            HashMap::default();
         let mut note = |ns: &str, owner: String, images: &RecentImages<ImageDigests>| {
             let by_image = pulled.entry(ns.to_owned()).or_default().entry(owner).or_default();
             for (image, known) in images.iter() {

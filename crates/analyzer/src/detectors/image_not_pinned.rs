@@ -24,7 +24,7 @@
 //! `lint` reads every container and init container image of a rendered Rollout, Deployment,
 //! StatefulSet or DaemonSet.
 
-use std::collections::HashMap;
+use crate::base::HashMap;
 
 use crate::detectors::{DeploymentScene, Detector, RecentImages, argo};
 use crate::base::HASH_LABEL;
