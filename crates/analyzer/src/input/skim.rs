@@ -227,7 +227,7 @@ impl Seen {
     const SETS: usize = 256;
     const WAYS: usize = 4;
     const PREFIX: usize = 32;
-    const MIN: usize = 64;
+    const MIN: usize = 32;
     const MAX: usize = 4096;
 
     /// The tag of a text that starts with `prefix`.
