@@ -436,7 +436,7 @@ impl<'a> Json<'a> {
     }
 
     /// A string, borrowed unless it has escapes.
-    #[inline(always)]
+    #[inline]
     fn str(&mut self) -> R<Cow<'a, str>> {
         self.ws();
         let (text, escaped) = self.string_body()?;
@@ -524,9 +524,9 @@ impl<'a> Json<'a> {
     /// Skips one value, checking it as serde_json would: one loop over the bytes, with the
     /// open containers as bits (1: object, 0: array). A string or other scalar, most of the
     /// values skipped, is checked here (what [`skip_value_with`] does for one, without setting
-    /// up its loop). Inline: it is the end of every object's reading of the members it does
-    /// not read.
-    #[inline(always)]
+    /// up its loop). Not inlined: it ends every object's reading of the members it does not
+    /// read, and a copy at each of those places cost more in instruction-cache misses (counted
+    /// by cachegrind) than the call it saves.
     fn skip(&mut self) -> R<()> {
         self.ws();
         match self.b.get(self.i) {
