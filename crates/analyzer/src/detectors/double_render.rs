@@ -38,6 +38,7 @@
 //! the values commit then reach the cluster as two renders.
 
 use crate::base::HashMap;
+use crate::base::by_name::ByName;
 
 use rf_format::{Kind, Timestamp};
 
@@ -84,7 +85,9 @@ pub(crate) fn detector(_snapshot: bool) -> Box<dyn crate::detectors::Detector> {
 
 #[derive(Debug, Default)]
 pub(crate) struct DoubleRender {
-    pending: Vec<Pending>,
+    /// Renders waiting to be judged, by namespace and rollout, in the order they were made: a
+    /// look at a rollout visits its own only (this runs on every look at every rollout).
+    pending: ByName<Vec<Pending>>,
     /// Rollout renders reported, by namespace and rollout: the times of the second renders,
     /// the latest [`KEEP_FIRED`]. Per rollout, so that a look costs the same however many
     /// renders were reported before, and what is kept does not grow with them.
@@ -373,28 +376,27 @@ impl DoubleRender {
             let n = app.history.len();
             // The window first: it is a subtraction, the change words are formatted (this runs
             // on every look at the rollout).
-            if h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS
-                || h2.changes_from(h1).is_empty()
-            {
+            if h2.deployed_at.0 - h1.deployed_at.0 > WINDOW_SECONDS * NS {
                 continue;
             }
+            // Then whether they were reported (a lookup), before the syncs' changes are worked
+            // out: once reported, the pair is looked at again at every look until a third sync.
             let reported = self
                 .fired_apps
                 .get(&app.namespace)
                 .and_then(|by_name| by_name.get(&app.name))
                 .is_some_and(|(rev, at)| *rev == h2.revision && *at == h2.deployed_at.0);
-            if reported {
+            if reported || h2.changes_from(h1).is_empty() {
                 continue;
             }
             let lo = h1.deployed_at.0 - 5 * NS;
             let hi = h2.deployed_at.0 + WINDOW_SECONDS * NS;
             let in_window = |t: i64| t >= lo && t <= hi;
             if self.fired_within(track.namespace(), track.name(), lo, hi)
-                || self.pending.iter().any(|p| {
-                    p.namespace == track.namespace()
-                        && p.rollout == track.name()
-                        && in_window(p.second.pos.at.0)
-                })
+                || self
+                    .pending
+                    .get(track.namespace(), track.name())
+                    .is_some_and(|mine| mine.iter().any(|p| in_window(p.second.pos.at.0)))
             {
                 continue;
             }
@@ -562,12 +564,16 @@ impl Detector for DoubleRender {
         if last.pos.at.0 - first.pos.at.0 > WINDOW_SECONDS * NS {
             return;
         }
-        self.pending.push(Pending {
+        let p = Pending {
             namespace: track.namespace().to_owned(),
             rollout: track.name().to_owned(),
             first: first.clone(),
             second: last.clone(),
-        });
+        };
+        match self.pending.get_mut(track.namespace(), track.name()) {
+            Some(mine) => mine.push(p),
+            None => self.pending.set(track.namespace(), track.name(), vec![p]),
+        }
     }
 
     fn on_world(
@@ -578,25 +584,31 @@ impl Detector for DoubleRender {
     ) -> Option<Timestamp> {
         let track = s.track;
         let mut due: Option<Timestamp> = None;
-        let mut i = 0;
-        while i < self.pending.len() {
-            let p = &self.pending[i];
-            if p.namespace != track.namespace() || p.rollout != track.name() {
-                i += 1;
-                continue;
-            }
-            let known =
-                Appliers::of_rollout(s.world, track).know(p.first.pos.at, p.second.pos.at);
-            let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
-            if known || waited || s.end || s.snapshot {
-                let p = self.pending.remove(i);
-                if self.fire(&p.namespace, &p.rollout, p.second.pos.at.0) {
-                    self.emit(&p, s.world, track, out);
+        let (ns, name) = (track.namespace(), track.name());
+        // Taken out while judged (emitting needs the detector); the entry goes with the last.
+        if let Some(mut mine) = self.pending.get_mut(ns, name).map(std::mem::take) {
+            let mut i = 0;
+            while i < mine.len() {
+                let p = &mine[i];
+                let known =
+                    Appliers::of_rollout(s.world, track).know(p.first.pos.at, p.second.pos.at);
+                let waited = s.now.at.0 - p.second.pos.at.0 >= WAIT_FOR_APP_SECONDS * NS;
+                if known || waited || s.end || s.snapshot {
+                    let p = mine.remove(i);
+                    if self.fire(&p.namespace, &p.rollout, p.second.pos.at.0) {
+                        self.emit(&p, s.world, track, out);
+                    }
+                } else {
+                    let t = Timestamp(p.second.pos.at.0 + WAIT_FOR_APP_SECONDS * NS);
+                    due = Some(due.map_or(t, |d| d.min(t)));
+                    i += 1;
                 }
-            } else {
-                let t = Timestamp(p.second.pos.at.0 + WAIT_FOR_APP_SECONDS * NS);
-                due = Some(due.map_or(t, |d| d.min(t)));
-                i += 1;
+            }
+            match self.pending.get_mut(ns, name) {
+                Some(slot) if !mine.is_empty() => *slot = mine,
+                _ => {
+                    self.pending.remove(ns, name);
+                }
             }
         }
         self.check_apps(s, out);

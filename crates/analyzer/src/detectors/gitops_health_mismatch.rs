@@ -76,12 +76,18 @@ impl Detector for GitopsHealthMismatch {
             let sync = app.sync.as_deref().unwrap_or("");
             let rollout_degraded = cur.phase.as_deref() == Some("Degraded");
             let by_design = cur.at_pause_step() && !cur.abort && !rollout_degraded;
-            let not_adopted = facts.not_adopted(track, hash);
+            let green = health == "Healthy" && sync == "Synced";
+            // Asked of a green Application only (a scan of every rollout's facts).
+            let not_adopted = if green && !rollout_degraded {
+                facts.not_adopted(track, hash)
+            } else {
+                None
+            };
             let kind: &'static str = if by_design && matches!(health, "Suspended" | "Degraded") {
                 "red-while-paused"
-            } else if health == "Healthy" && sync == "Synced" && rollout_degraded {
+            } else if green && rollout_degraded {
                 "green-while-degraded"
-            } else if health == "Healthy" && sync == "Synced" && not_adopted.is_some() {
+            } else if not_adopted.is_some() {
                 "green-while-not-adopted"
             } else {
                 continue;

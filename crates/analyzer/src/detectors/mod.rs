@@ -193,8 +193,10 @@ impl<K: Ord + Clone + RolloutKey> Settling<K> {
     pub fn holds(&mut self, key: &K, now: At) -> Option<At> {
         self.seen.insert(key.clone());
         if self.fired.contains(key) {
-            // Reported, stopped holding, and holds again.
-            if self.active.insert(key.clone()) {
+            // Reported, stopped holding, and holds again (while it goes on holding, as at most
+            // looks, nothing is copied).
+            if !self.active.contains(key) {
+                self.active.insert(key.clone());
                 self.count(key, true);
                 self.change(key.clone(), true, now);
             }
@@ -352,7 +354,12 @@ impl<K: Ord + Clone + RolloutKey> Settling<K> {
 pub(crate) fn rollout_keys<K>(name: &str, least: impl Fn(String) -> K) -> (Bound<K>, Bound<K>) {
     (
         Bound::Included(least(name.to_owned())),
-        Bound::Excluded(least(format!("{name}\0"))),
+        Bound::Excluded(least({
+            let mut past = String::with_capacity(name.len() + 1);
+            past.push_str(name);
+            past.push('\0');
+            past
+        })),
     )
 }
 
