@@ -77,6 +77,11 @@ impl<V> ByName<V> {
         self.by_ns.values().map(BTreeMap::len).sum()
     }
 
+    /// True when it holds no entry (a namespace is dropped with its last).
+    pub fn is_empty(&self) -> bool {
+        self.by_ns.is_empty()
+    }
+
     /// The namespaces' maps, in namespace order.
     fn ordered(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, V>)> {
         self.order

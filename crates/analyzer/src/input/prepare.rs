@@ -54,7 +54,8 @@ fn parse<T: DeserializeOwned>(
 }
 
 /// What this thread last read of each object ([`skim::Known`]): the pod templates of Rollouts,
-/// ReplicaSets and Deployments in one store, the endpoints of EndpointSlices in another.
+/// ReplicaSets and Deployments in one store, the endpoints of EndpointSlices in another, the
+/// sync histories and resources of Applications in a third.
 struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
     /// The bytes of the templates held.
@@ -75,6 +76,10 @@ const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 /// namespace of 200 Services of 100 pods each holds about 6 MiB of them.
 const KEEP_SLICE_BYTES: usize = 8 * 1024 * 1024;
 
+/// The bytes of Applications' sync histories and resource lists kept per thread, apart from
+/// the others: 200 Applications of ten syncs and a dozen resources hold about 1 MiB of them.
+const KEEP_APP_BYTES: usize = 4 * 1024 * 1024;
+
 thread_local! {
     static TEMPLATES: RefCell<Templates> = RefCell::new(Templates {
         by_object: HashMap::default(),
@@ -87,6 +92,13 @@ thread_local! {
         by_object: HashMap::default(),
         bytes: 0,
         keep: KEEP_SLICE_BYTES,
+        key: Vec::new(),
+    });
+    /// The sync history and resources last read of each Application.
+    static APPS: RefCell<Templates> = RefCell::new(Templates {
+        by_object: HashMap::default(),
+        bytes: 0,
+        keep: KEEP_APP_BYTES,
         key: Vec::new(),
     });
 }
@@ -106,6 +118,7 @@ fn parse_known<T: DeserializeOwned>(
 enum Store {
     Templates,
     Slices,
+    Apps,
 }
 
 /// Runs `f` on `store` of this thread.
@@ -113,6 +126,7 @@ fn with_store<T>(store: Store, f: impl FnOnce(&RefCell<Templates>) -> T) -> T {
     match store {
         Store::Templates => TEMPLATES.with(f),
         Store::Slices => SLICES.with(f),
+        Store::Apps => APPS.with(f),
     }
 }
 
@@ -268,6 +282,8 @@ impl Prepared {
             _ if deleted => {
                 if rec.kind == Kind::Rollout || rf_format::api::DEPLOYMENT.is(&rec.kind) {
                     forget(Store::Templates, rec);
+                } else if rec.kind == Kind::Application {
+                    forget(Store::Apps, rec);
                 }
                 Parsed::Nothing
             }
@@ -275,7 +291,7 @@ impl Prepared {
             Kind::Service => parse(rec, skim::service, Parsed::Service),
             Kind::EndpointSlice => parse_kept(Store::Slices, rec, skim::slice, Parsed::Slice),
             Kind::Pod => parse(rec, skim::pod, Parsed::Pod),
-            Kind::Application => parse(rec, skim::application, Parsed::App),
+            Kind::Application => parse_kept(Store::Apps, rec, skim::application, Parsed::App),
             _ if rf_format::api::DEPLOYMENT.is(&rec.kind) => {
                 parse_known(rec, skim::deployment, Parsed::Deployment)
             }
@@ -448,6 +464,79 @@ mod tests {
         let deleted = Prepared::of(&record_of(Kind::EndpointSlice, "web-x", gone, slice));
         assert!(matches!(deleted.0, Parsed::Nothing));
         assert!(!held("web-x"));
+    }
+
+    /// An Application's refresh rewrites its status; a history and resource list that did
+    /// not change are the ones read before (shared), one that did is read anew, and a
+    /// deletion forgets them.
+    #[test]
+    fn an_applications_unchanged_history_and_resources_are_shared() {
+        let held = || {
+            APPS.with(|t| {
+                let mut key = Vec::new();
+                record_of(Kind::Application, "shop", Op::Modified, b"").identity_into(&mut key);
+                t.borrow().by_object.contains_key(key.as_slice())
+            })
+        };
+        let sync = |rev: &str, at: &str| {
+            format!(
+                r#"{{"revision":"{rev}","deployedAt":"{at}","id":1,"source":{{"repoURL":"git"}}}}"#
+            )
+        };
+        let app = |health: &str, history: &[String]| {
+            let text = format!(
+                r#"{{"metadata":{{"name":"shop","namespace":"argocd"}},"status":{{"health":{{"status":"{health}"}},"history":[{}],"resources":[{{"kind":"Rollout","namespace":"team","name":"web"}}],"reconciledAt":"{health}"}}}}"#,
+                history.join(",")
+            );
+            match Prepared::of(&record_of(
+                Kind::Application,
+                "shop",
+                Op::Modified,
+                text.as_bytes(),
+            ))
+            .0
+            {
+                Parsed::App(v) => v,
+                other => panic!("not read as an Application: {other:?}"),
+            }
+        };
+        let one = [sync("aaa", "2026-03-14T13:00:00Z")];
+        let first = app("Healthy", &one);
+        let refresh = app("Progressing", &one);
+        assert_eq!(refresh.status.health.status.as_deref(), Some("Progressing"));
+        assert!(std::sync::Arc::ptr_eq(
+            &first.status.history,
+            &refresh.status.history
+        ));
+        assert!(std::sync::Arc::ptr_eq(
+            &first.status.resources,
+            &refresh.status.resources
+        ));
+        assert!(held());
+        let two = [one[0].clone(), sync("bbb", "2026-03-14T13:05:00Z")];
+        let synced = app("Healthy", &two);
+        assert!(!std::sync::Arc::ptr_eq(
+            &first.status.history,
+            &synced.status.history
+        ));
+        let revisions: Vec<_> = synced
+            .status
+            .history
+            .iter()
+            .map(|h| h.revision.clone())
+            .collect();
+        assert_eq!(format!("{revisions:?}"), r#"[Some("aaa"), Some("bbb")]"#);
+        // The resources did not change with the history: still shared.
+        assert!(std::sync::Arc::ptr_eq(
+            &first.status.resources,
+            &synced.status.resources
+        ));
+        let gone = Op::Deleted { inferred: false };
+        assert!(matches!(
+            Prepared::of(&record_of(Kind::Application, "shop", gone, b"{}")).0,
+            Parsed::Nothing
+        ));
+        assert!(!held());
     }
 
     fn record_of(kind: Kind, name: &str, op: Op, object: &[u8]) -> Record {

@@ -109,6 +109,10 @@ pub(crate) struct Known {
     labels: Option<Item<Kept<crate::input::view::Labels>>>,
     /// The object's annotations last read.
     annotations: Option<Item<Kept<crate::input::view::Annotations>>>,
+    /// An Application's `status.history` last read.
+    app_history: Option<Item<Arc<Vec<AppHistory>>>>,
+    /// An Application's `status.resources` last read.
+    app_resources: Option<Item<Arc<Vec<AppResource>>>>,
 }
 
 impl Known {
@@ -132,6 +136,8 @@ impl Known {
             + self.endpoints.bytes()
             + known_bytes(&self.labels)
             + known_bytes(&self.annotations)
+            + known_bytes(&self.app_history)
+            + known_bytes(&self.app_resources)
     }
 }
 
@@ -1666,8 +1672,8 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
             })?;
             health
         },
-        "history" => s.history => j.vec(app_history)?,
-        "resources" => s.resources => j.vec(app_resource)?,
+        "history" => s.history => j.known_value(|k| &mut k.app_history, |j| j.vec(app_history).map(Arc::new))?,
+        "resources" => s.resources => j.known_value(|k| &mut k.app_resources, |j| j.vec(app_resource).map(Arc::new))?,
         "operationState" => s.operation_state => j.opt(|j| {
             let mut o = AppOperationState::default();
             fields!(j, {

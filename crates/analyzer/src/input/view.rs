@@ -1379,8 +1379,10 @@ pub(crate) struct ApplicationView {
 pub(crate) struct AppStatus {
     pub sync: AppSync,
     pub health: AppHealth,
-    pub history: Vec<AppHistory>,
-    pub resources: Vec<AppResource>,
+    /// Shared with the Application's last version when the same (most records of an
+    /// Application are refreshes that change neither list).
+    pub history: std::sync::Arc<Vec<AppHistory>>,
+    pub resources: std::sync::Arc<Vec<AppResource>>,
     pub operation_state: Option<AppOperationState>,
 }
 

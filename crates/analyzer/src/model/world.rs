@@ -7,6 +7,7 @@
 //! the number of live objects, not the number of records.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::base::HashMap;
 
@@ -723,9 +724,13 @@ pub(crate) struct AppObj {
     pub health: Option<Str>,
     pub revision: Option<Str>,
     /// The last few syncs, oldest first.
-    pub history: Vec<Sync>,
+    pub history: Arc<Vec<Sync>>,
     /// The Rollouts it manages (`status.resources[]`): (namespace, name).
     pub rollouts: Vec<Key>,
+    /// The `status.history` and `status.resources` its syncs and rollouts were read from: a
+    /// record that shares them (the reader shares what did not change) changes neither.
+    history_read: Arc<Vec<crate::input::view::AppHistory>>,
+    resources_read: Arc<Vec<crate::input::view::AppResource>>,
     pub pos: At,
     /// What its last record changed, in words, for the timelines of its rollouts: its sync
     /// status, its health, each new sync of its history, each self-heal.
@@ -1326,7 +1331,8 @@ fn index(index: &mut HashMap<String, BTreeSet<String>>, key: &str, name: &str) {
 #[derive(Debug, Default)]
 pub(crate) struct World {
     namespaces: HashMap<String, Namespace>,
-    apps: BTreeMap<Key, AppObj>,
+    /// By namespace and name: looked up at every look at a rollout an Application manages.
+    apps: crate::base::by_name::ByName<AppObj>,
     /// The Applications that list each Rollout in `status.resources`, by the Rollout's
     /// namespace and name: [`apps_of`](World::apps_of) runs for every change around a rollout
     /// that an Application manages, and scanning every Application's resources there made
@@ -2052,31 +2058,46 @@ impl World {
         let key = (rec.namespace.clone(), rec.name.clone());
         if deleted {
             self.unindex_app(&key);
-            self.apps.remove(&key);
+            self.apps.remove(&key.0, &key.1);
         } else {
             let Parsed::App(mut v) = parsed else {
                 self.unindex_app(&key);
                 return None;
             };
-            let mut history: Vec<Sync> = v.status.history.iter().filter_map(Sync::of).collect();
-            history.sort_by_key(|h| h.deployed_at);
-            if history.len() > KEEP_SYNCS {
-                history.drain(..history.len() - KEEP_SYNCS);
-            }
-            let rollouts: Vec<Key> = v
-                .status
-                .resources
-                .iter()
-                .filter(|r| r.kind == "Rollout")
-                .map(|r| (r.namespace.to_string(), r.name.to_string()))
-                .collect();
-            // Argo CD rewrites an Application's status at every refresh; the rollouts it lists
-            // rarely change, and only then is it indexed again.
-            if self
-                .apps
-                .get(&key)
-                .is_none_or(|old| old.rollouts != rollouts)
-            {
+            let old = self.apps.get(&key.0, &key.1);
+            // Argo CD rewrites an Application's status at every refresh; its history and the
+            // rollouts it lists rarely change: read again only when they did.
+            let same_history = old.is_some_and(|o| Arc::ptr_eq(&o.history_read, &v.status.history));
+            let history = match old {
+                Some(o) if same_history => Arc::clone(&o.history),
+                _ => {
+                    let mut history: Vec<Sync> =
+                        v.status.history.iter().filter_map(Sync::of).collect();
+                    history.sort_by_key(|h| h.deployed_at);
+                    if history.len() > KEEP_SYNCS {
+                        history.drain(..history.len() - KEEP_SYNCS);
+                    }
+                    Arc::new(history)
+                }
+            };
+            let (rollouts, listed_again) = match old {
+                Some(o) if Arc::ptr_eq(&o.resources_read, &v.status.resources) => {
+                    (o.rollouts.clone(), false)
+                }
+                _ => {
+                    let rollouts: Vec<Key> = v
+                        .status
+                        .resources
+                        .iter()
+                        .filter(|r| r.kind == "Rollout")
+                        .map(|r| (r.namespace.to_string(), r.name.to_string()))
+                        .collect();
+                    let again = old.is_none_or(|old| old.rollouts != rollouts);
+                    (rollouts, again)
+                }
+            };
+            // Indexed again only when the rollouts it lists changed.
+            if listed_again {
                 self.unindex_app(&key);
                 for (ns, name) in &rollouts {
                     self.listing
@@ -2094,7 +2115,7 @@ impl World {
             let failing = FailedSync::of(v.status.operation_state.as_mut());
             let self_heal = SelfHeal::of(v.status.operation_state.take());
             let mut changes = Vec::new();
-            if let Some(old) = self.apps.get(&key) {
+            if let Some(old) = self.apps.get(&key.0, &key.1) {
                 if let Some(f) = failing
                     .as_ref()
                     .filter(|f| old.failing.as_ref() != Some(*f))
@@ -2127,7 +2148,7 @@ impl World {
                     ));
                 }
                 for (i, sync) in history.iter().enumerate() {
-                    if old.history.contains(sync) {
+                    if same_history || old.history.contains(sync) {
                         continue;
                     }
                     let what = sync_changes(&history, i)
@@ -2135,8 +2156,9 @@ impl World {
                     changes.push(format!("{}: {what}", sync.words()));
                 }
             }
-            self.apps.insert(
-                key,
+            self.apps.set(
+                &key.0,
+                &key.1,
                 AppObj {
                     namespace: rec.namespace.clone(),
                     name: rec.name.clone(),
@@ -2145,6 +2167,8 @@ impl World {
                     revision: v.status.sync.revision,
                     history,
                     rollouts,
+                    history_read: v.status.history,
+                    resources_read: v.status.resources,
                     pos,
                     changes,
                     self_heal,
@@ -2217,7 +2241,7 @@ impl World {
 
     /// Drops the Application `key` (if known) from the indexes of the Applications.
     fn unindex_app(&mut self, key: &Key) {
-        let Some(old) = self.apps.get(key) else {
+        let Some(old) = self.apps.get(&key.0, &key.1) else {
             return;
         };
         for (ns, name) in &old.rollouts {
@@ -2242,7 +2266,7 @@ impl World {
     }
 
     pub fn app(&self, ns: &str, name: &str) -> Option<&AppObj> {
-        self.apps.get(&(ns.to_owned(), name.to_owned()))
+        self.apps.get(ns, name)
     }
 
     /// The Applications that manage rollout `ns`/`name` (the Rollouts of their
@@ -2277,7 +2301,7 @@ impl World {
             (Some(_), _) => a.next(),
             (None, _) => b.next(),
         })
-        .filter_map(|key| self.apps.get(key))
+        .filter_map(|key| self.apps.get(&key.0, &key.1))
     }
 
     /// The Applications named `app` (a tracking id or instance label names no namespace).
@@ -2286,7 +2310,7 @@ impl World {
             .get(app)
             .into_iter()
             .flatten()
-            .filter_map(|key| self.apps.get(key))
+            .filter_map(|key| self.apps.get(&key.0, &key.1))
     }
 
     /// The Deployments held, each by (namespace, name).
@@ -2741,6 +2765,54 @@ mod tests {
             Kind::Application,
             (ns, name),
             rollouts.map(|_| object),
+        );
+    }
+
+    /// A refresh that shares the history read before changes no sync of it (its words say
+    /// only what changed), and a new sync is told as before.
+    #[test]
+    fn an_applications_syncs_are_read_again_only_when_its_history_changed() {
+        let mut world = World::default();
+        let sync = |id: i64, rev: &str, at: &str| serde_json::json!({"id": id, "revision": rev, "deployedAt": at, "source": {"repoURL": "git"}});
+        let mut put = |seq: u64, health: &str, history: &[serde_json::Value]| {
+            let object = serde_json::json!({"metadata": {"name": "shop", "namespace": "argocd"},
+                "status": {"health": {"status": health}, "history": history,
+                    "resources": [{"kind": "Rollout", "namespace": "team", "name": "web"}]}});
+            apply_object(
+                &mut world,
+                seq,
+                Kind::Application,
+                ("argocd", "shop"),
+                Some(object),
+            );
+            world
+                .app("argocd", "shop")
+                .cloned()
+                .expect("the Application")
+        };
+        let one = [sync(1, "aaa", "2026-03-14T13:00:00Z")];
+        let first = put(1, "Healthy", &one);
+        assert_eq!(first.history.len(), 1);
+        let refresh = put(2, "Degraded", &one);
+        assert!(Arc::ptr_eq(&first.history, &refresh.history));
+        assert_eq!(refresh.changes, ["health Healthy -> Degraded"]);
+        assert_eq!(refresh.rollouts, [("team".to_owned(), "web".to_owned())]);
+        let two = [one[0].clone(), sync(2, "bbb", "2026-03-14T13:05:00Z")];
+        let synced = put(3, "Degraded", &two);
+        assert_eq!(synced.history.len(), 2);
+        assert_eq!(synced.changes.len(), 1, "{:?}", synced.changes);
+        assert!(
+            synced.changes[0].starts_with("sync 2 at 2026-03-14T13:05:00Z: "),
+            "{:?}",
+            synced.changes
+        );
+        let app = world.app("argocd", "shop").expect("the Application");
+        assert_eq!(
+            world
+                .apps_of(&RolloutTrack::new("team", "web", false))
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>(),
+            [app.name.as_str()]
         );
     }
 
