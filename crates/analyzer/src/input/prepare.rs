@@ -466,9 +466,9 @@ mod tests {
         assert!(!held("web-x"));
     }
 
-    /// An Application's refresh rewrites its status; a history and resource list that did
-    /// not change are the ones read before (shared), one that did is read anew, and a
-    /// deletion forgets them.
+    /// An Application's refresh rewrites its status; a history, resource list and last
+    /// operation that did not change are the ones read before (shared), one that did is read
+    /// anew, and a deletion forgets them.
     #[test]
     fn an_applications_unchanged_history_and_resources_are_shared() {
         let held = || {
@@ -485,7 +485,7 @@ mod tests {
         };
         let app = |health: &str, history: &[String]| {
             let text = format!(
-                r#"{{"metadata":{{"name":"shop","namespace":"argocd"}},"status":{{"health":{{"status":"{health}"}},"history":[{}],"resources":[{{"kind":"Rollout","namespace":"team","name":"web"}}],"reconciledAt":"{health}"}}}}"#,
+                r#"{{"metadata":{{"name":"shop","namespace":"argocd"}},"status":{{"health":{{"status":"{health}"}},"history":[{}],"resources":[{{"kind":"Rollout","namespace":"team","name":"web"}}],"operationState":{{"phase":"Succeeded"}},"reconciledAt":"{health}"}}}}"#,
                 history.join(",")
             );
             match Prepared::of(&record_of(
@@ -511,6 +511,11 @@ mod tests {
         assert!(std::sync::Arc::ptr_eq(
             &first.status.resources,
             &refresh.status.resources
+        ));
+        let operation = |v: &crate::input::view::ApplicationView| v.status.operation_state.clone();
+        assert!(matches!(
+            (operation(&first), operation(&refresh)),
+            (Some(a), Some(b)) if std::sync::Arc::ptr_eq(&a, &b)
         ));
         assert!(held());
         let two = [one[0].clone(), sync("bbb", "2026-03-14T13:05:00Z")];

@@ -113,6 +113,8 @@ pub(crate) struct Known {
     app_history: Option<Item<Arc<Vec<AppHistory>>>>,
     /// An Application's `status.resources` last read.
     app_resources: Option<Item<Arc<Vec<AppResource>>>>,
+    /// An Application's `status.operationState` last read.
+    app_operation: Option<Item<Option<Arc<AppOperationState>>>>,
 }
 
 impl Known {
@@ -138,6 +140,7 @@ impl Known {
             + known_bytes(&self.annotations)
             + known_bytes(&self.app_history)
             + known_bytes(&self.app_resources)
+            + known_bytes(&self.app_operation)
     }
 }
 
@@ -1674,7 +1677,7 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
         },
         "history" => s.history => j.known_value(|k| &mut k.app_history, |j| j.vec(app_history).map(Arc::new))?,
         "resources" => s.resources => j.known_value(|k| &mut k.app_resources, |j| j.vec(app_resource).map(Arc::new))?,
-        "operationState" => s.operation_state => j.opt(|j| {
+        "operationState" => s.operation_state => j.known_value(|k| &mut k.app_operation, |j| j.opt(|j| {
             let mut o = AppOperationState::default();
             fields!(j, {
                 "operation" => o.operation => j.opt(|j| {
@@ -1714,7 +1717,7 @@ fn app_status(j: &mut Json<'_>) -> R<AppStatus> {
                 })?,
             })?;
             Ok(o)
-        })?,
+        }).map(|o| o.map(Arc::new)))?,
     })?;
     Ok(s)
 }

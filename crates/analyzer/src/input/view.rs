@@ -1383,7 +1383,7 @@ pub(crate) struct AppStatus {
     /// Application are refreshes that change neither list).
     pub history: std::sync::Arc<Vec<AppHistory>>,
     pub resources: std::sync::Arc<Vec<AppResource>>,
-    pub operation_state: Option<AppOperationState>,
+    pub operation_state: Option<std::sync::Arc<AppOperationState>>,
 }
 
 /// `status.operationState`: the last sync operation, as far as telling a self-heal and a

@@ -731,6 +731,8 @@ pub(crate) struct AppObj {
     /// record that shares them (the reader shares what did not change) changes neither.
     history_read: Arc<Vec<crate::input::view::AppHistory>>,
     resources_read: Arc<Vec<crate::input::view::AppResource>>,
+    /// The `status.operationState` its `failing` and `self_heal` were read from.
+    operation_read: Option<Arc<crate::input::view::AppOperationState>>,
     pub pos: At,
     /// What its last record changed, in words, for the timelines of its rollouts: its sync
     /// status, its health, each new sync of its history, each self-heal.
@@ -753,15 +755,15 @@ pub(crate) struct FailedSync {
 }
 
 impl FailedSync {
-    fn of(state: Option<&mut crate::input::view::AppOperationState>) -> Option<FailedSync> {
+    fn of(state: Option<&crate::input::view::AppOperationState>) -> Option<FailedSync> {
         let state = state?;
-        let phase = state.phase.take().unwrap_or_default();
+        let phase = state.phase.clone().unwrap_or_default();
         let failed: Vec<String> = state
             .sync_result
-            .take()
-            .map(|r| r.resources)
+            .as_ref()
+            .map(|r| r.resources.as_slice())
             .unwrap_or_default()
-            .into_iter()
+            .iter()
             .map(|r| {
                 let what = match (&r.hook_type, &r.hook_phase) {
                     (Some(hook), Some(p)) => format!("{hook} hook {} {} {p}", r.kind, r.name),
@@ -785,7 +787,7 @@ impl FailedSync {
             phase: phase.to_string(),
             message: state
                 .message
-                .take()
+                .as_ref()
                 .map(|m| m.to_string())
                 .unwrap_or_default(),
             failed,
@@ -815,15 +817,16 @@ pub(crate) struct SelfHeal {
 }
 
 impl SelfHeal {
-    fn of(state: Option<crate::input::view::AppOperationState>) -> Option<SelfHeal> {
-        let sync = state?.operation?.sync?;
+    fn of(state: Option<&crate::input::view::AppOperationState>) -> Option<SelfHeal> {
+        let sync = state?.operation.as_ref()?.sync.as_ref()?;
         let attempts = sync.auto_heal_attempts_count.filter(|n| *n > 0)?;
         Some(SelfHeal {
             attempts,
             resources: sync
                 .resources
+                .as_deref()
                 .unwrap_or_default()
-                .into_iter()
+                .iter()
                 .map(|r| (r.kind.to_string(), r.name.to_string()))
                 .collect(),
         })
@@ -2060,13 +2063,14 @@ impl World {
             self.unindex_app(&key);
             self.apps.remove(&key.0, &key.1);
         } else {
-            let Parsed::App(mut v) = parsed else {
+            let Parsed::App(v) = parsed else {
                 self.unindex_app(&key);
                 return None;
             };
             let old = self.apps.get(&key.0, &key.1);
-            // Argo CD rewrites an Application's status at every refresh; its history and the
-            // rollouts it lists rarely change: read again only when they did.
+            // Argo CD rewrites an Application's status at every refresh; its history, the
+            // rollouts it lists and its last operation rarely change: each is worked out again
+            // only when it did (the reader shares what it read before otherwise).
             let same_history = old.is_some_and(|o| Arc::ptr_eq(&o.history_read, &v.status.history));
             let history = match old {
                 Some(o) if same_history => Arc::clone(&o.history),
@@ -2078,6 +2082,21 @@ impl World {
                         history.drain(..history.len() - KEEP_SYNCS);
                     }
                     Arc::new(history)
+                }
+            };
+            // The last operation, as the last record had it: what was worked out of it stands.
+            let (failing, self_heal) = match old {
+                Some(o)
+                    if match (&o.operation_read, &v.status.operation_state) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (a, b) => a.is_none() && b.is_none(),
+                    } =>
+                {
+                    (o.failing.clone(), o.self_heal.clone())
+                }
+                _ => {
+                    let state = v.status.operation_state.as_deref();
+                    (FailedSync::of(state), SelfHeal::of(state))
                 }
             };
             let (rollouts, listed_again) = match old {
@@ -2112,8 +2131,6 @@ impl World {
                     .or_default()
                     .insert(key.clone());
             }
-            let failing = FailedSync::of(v.status.operation_state.as_mut());
-            let self_heal = SelfHeal::of(v.status.operation_state.take());
             let mut changes = Vec::new();
             if let Some(old) = self.apps.get(&key.0, &key.1) {
                 if let Some(f) = failing
@@ -2169,6 +2186,7 @@ impl World {
                     rollouts,
                     history_read: v.status.history,
                     resources_read: v.status.resources,
+                    operation_read: v.status.operation_state,
                     pos,
                     changes,
                     self_heal,
@@ -2768,38 +2786,47 @@ mod tests {
         );
     }
 
-    /// A refresh that shares the history read before changes no sync of it (its words say
-    /// only what changed), and a new sync is told as before.
+    /// A refresh that shares the history and the operation read before changes no sync and
+    /// no failure of them (its words say only what changed), and a new sync is told as before.
     #[test]
     fn an_applications_syncs_are_read_again_only_when_its_history_changed() {
         let mut world = World::default();
         let sync = |id: i64, rev: &str, at: &str| serde_json::json!({"id": id, "revision": rev, "deployedAt": at, "source": {"repoURL": "git"}});
-        let mut put = |seq: u64, health: &str, history: &[serde_json::Value]| {
-            let object = serde_json::json!({"metadata": {"name": "shop", "namespace": "argocd"},
-                "status": {"health": {"status": health}, "history": history,
+        let failed = serde_json::json!({"phase": "Failed", "message": "one or more objects failed",
+            "syncResult": {"resources": [{"kind": "Job", "name": "gate", "hookType": "PreSync",
+                "hookPhase": "Failed", "message": "refused"}]}});
+        let succeeded = serde_json::json!({"phase": "Succeeded", "syncResult": {"resources": []}});
+        let mut put =
+            |seq: u64, health: &str, history: &[serde_json::Value], op: &serde_json::Value| {
+                let object = serde_json::json!({"metadata": {"name": "shop", "namespace": "argocd"},
+                "status": {"health": {"status": health}, "history": history, "operationState": op,
                     "resources": [{"kind": "Rollout", "namespace": "team", "name": "web"}]}});
-            apply_object(
-                &mut world,
-                seq,
-                Kind::Application,
-                ("argocd", "shop"),
-                Some(object),
-            );
-            world
-                .app("argocd", "shop")
-                .cloned()
-                .expect("the Application")
-        };
+                apply_object(
+                    &mut world,
+                    seq,
+                    Kind::Application,
+                    ("argocd", "shop"),
+                    Some(object),
+                );
+                world
+                    .app("argocd", "shop")
+                    .cloned()
+                    .expect("the Application")
+            };
         let one = [sync(1, "aaa", "2026-03-14T13:00:00Z")];
-        let first = put(1, "Healthy", &one);
+        let first = put(1, "Healthy", &one, &failed);
         assert_eq!(first.history.len(), 1);
-        let refresh = put(2, "Degraded", &one);
+        let failing = first.failing.clone().expect("the failed sync");
+        assert_eq!(failing.failed, ["PreSync hook Job gate Failed: refused"]);
+        let refresh = put(2, "Degraded", &one, &failed);
         assert!(Arc::ptr_eq(&first.history, &refresh.history));
         assert_eq!(refresh.changes, ["health Healthy -> Degraded"]);
+        assert_eq!(refresh.failing, Some(failing));
         assert_eq!(refresh.rollouts, [("team".to_owned(), "web".to_owned())]);
         let two = [one[0].clone(), sync(2, "bbb", "2026-03-14T13:05:00Z")];
-        let synced = put(3, "Degraded", &two);
+        let synced = put(3, "Degraded", &two, &succeeded);
         assert_eq!(synced.history.len(), 2);
+        assert_eq!(synced.failing, None);
         assert_eq!(synced.changes.len(), 1, "{:?}", synced.changes);
         assert!(
             synced.changes[0].starts_with("sync 2 at 2026-03-14T13:05:00Z: "),
