@@ -586,13 +586,7 @@ impl Detector for DoubleRender {
         let mut due: Option<Timestamp> = None;
         let (ns, name) = (track.namespace(), track.name());
         // Taken out while judged (emitting needs the detector); the entry goes with the last.
-        // Most looks find no render pending anywhere, and look nothing up.
-        let mine = if self.pending.is_empty() {
-            None
-        } else {
-            self.pending.get_mut(ns, name).map(std::mem::take)
-        };
-        if let Some(mut mine) = mine {
+        if let Some(mut mine) = self.pending.get_mut(ns, name).map(std::mem::take) {
             let mut i = 0;
             while i < mine.len() {
                 let p = &mine[i];

@@ -55,7 +55,7 @@ fn parse<T: DeserializeOwned>(
 
 /// What this thread last read of each object ([`skim::Known`]): the pod templates of Rollouts,
 /// ReplicaSets and Deployments in one store, the endpoints of EndpointSlices in another, the
-/// sync histories and resources of Applications in a third.
+/// sync histories, resources and last operations of Applications in a third.
 struct Templates {
     by_object: HashMap<Box<[u8]>, skim::Known>,
     /// The bytes of the templates held.
@@ -76,8 +76,9 @@ const KEEP_TEMPLATE_BYTES: usize = 2 * 1024 * 1024;
 /// namespace of 200 Services of 100 pods each holds about 6 MiB of them.
 const KEEP_SLICE_BYTES: usize = 8 * 1024 * 1024;
 
-/// The bytes of Applications' sync histories and resource lists kept per thread, apart from
-/// the others: 200 Applications of ten syncs and a dozen resources hold about 1 MiB of them.
+/// The bytes of Applications' sync histories, resource lists and last operations kept per
+/// thread, apart from the others: 200 Applications of ten syncs and a dozen resources hold
+/// about 1 MiB of them.
 const KEEP_APP_BYTES: usize = 4 * 1024 * 1024;
 
 thread_local! {
@@ -94,7 +95,7 @@ thread_local! {
         keep: KEEP_SLICE_BYTES,
         key: Vec::new(),
     });
-    /// The sync history and resources last read of each Application.
+    /// The sync history, resources and last operation last read of each Application.
     static APPS: RefCell<Templates> = RefCell::new(Templates {
         by_object: HashMap::default(),
         bytes: 0,

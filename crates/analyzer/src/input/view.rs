@@ -1379,8 +1379,8 @@ pub(crate) struct ApplicationView {
 pub(crate) struct AppStatus {
     pub sync: AppSync,
     pub health: AppHealth,
-    /// Shared with the Application's last version when the same (most records of an
-    /// Application are refreshes that change neither list).
+    /// These three are shared with the Application's last version when the same (most records
+    /// of an Application are refreshes that change none of them).
     pub history: std::sync::Arc<Vec<AppHistory>>,
     pub resources: std::sync::Arc<Vec<AppResource>>,
     pub operation_state: Option<std::sync::Arc<AppOperationState>>,

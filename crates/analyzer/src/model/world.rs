@@ -2072,6 +2072,12 @@ impl World {
             // rollouts it lists and its last operation rarely change: each is worked out again
             // only when it did (the reader shares what it read before otherwise).
             let same_history = old.is_some_and(|o| Arc::ptr_eq(&o.history_read, &v.status.history));
+            let same_operation =
+                old.is_some_and(|o| match (&o.operation_read, &v.status.operation_state) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                });
             let history = match old {
                 Some(o) if same_history => Arc::clone(&o.history),
                 _ => {
@@ -2086,53 +2092,14 @@ impl World {
             };
             // The last operation, as the last record had it: what was worked out of it stands.
             let (failing, self_heal) = match old {
-                Some(o)
-                    if match (&o.operation_read, &v.status.operation_state) {
-                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                        (a, b) => a.is_none() && b.is_none(),
-                    } =>
-                {
-                    (o.failing.clone(), o.self_heal.clone())
-                }
+                Some(o) if same_operation => (o.failing.clone(), o.self_heal.clone()),
                 _ => {
                     let state = v.status.operation_state.as_deref();
                     (FailedSync::of(state), SelfHeal::of(state))
                 }
             };
-            let (rollouts, listed_again) = match old {
-                Some(o) if Arc::ptr_eq(&o.resources_read, &v.status.resources) => {
-                    (o.rollouts.clone(), false)
-                }
-                _ => {
-                    let rollouts: Vec<Key> = v
-                        .status
-                        .resources
-                        .iter()
-                        .filter(|r| r.kind == "Rollout")
-                        .map(|r| (r.namespace.to_string(), r.name.to_string()))
-                        .collect();
-                    let again = old.is_none_or(|old| old.rollouts != rollouts);
-                    (rollouts, again)
-                }
-            };
-            // Indexed again only when the rollouts it lists changed.
-            if listed_again {
-                self.unindex_app(&key);
-                for (ns, name) in &rollouts {
-                    self.listing
-                        .entry(ns.clone())
-                        .or_default()
-                        .entry(name.clone())
-                        .or_default()
-                        .insert(key.clone());
-                }
-                self.named
-                    .entry(rec.name.clone())
-                    .or_default()
-                    .insert(key.clone());
-            }
             let mut changes = Vec::new();
-            if let Some(old) = self.apps.get(&key.0, &key.1) {
+            if let Some(old) = old {
                 if let Some(f) = failing
                     .as_ref()
                     .filter(|f| old.failing.as_ref() != Some(*f))
@@ -2165,6 +2132,7 @@ impl World {
                     ));
                 }
                 for (i, sync) in history.iter().enumerate() {
+                    // A shared history holds no sync the last record did not.
                     if same_history || old.history.contains(sync) {
                         continue;
                     }
@@ -2172,6 +2140,38 @@ impl World {
                         .unwrap_or_else(|| "the same revisions and parameters".to_owned());
                     changes.push(format!("{}: {what}", sync.words()));
                 }
+            }
+            let (rollouts, listed_again) = match old {
+                Some(o) if Arc::ptr_eq(&o.resources_read, &v.status.resources) => {
+                    (o.rollouts.clone(), false)
+                }
+                _ => {
+                    let rollouts: Vec<Key> = v
+                        .status
+                        .resources
+                        .iter()
+                        .filter(|r| r.kind == "Rollout")
+                        .map(|r| (r.namespace.to_string(), r.name.to_string()))
+                        .collect();
+                    let again = old.is_none_or(|old| old.rollouts != rollouts);
+                    (rollouts, again)
+                }
+            };
+            // Indexed again only when the rollouts it lists changed.
+            if listed_again {
+                self.unindex_app(&key);
+                for (ns, name) in &rollouts {
+                    self.listing
+                        .entry(ns.clone())
+                        .or_default()
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(key.clone());
+                }
+                self.named
+                    .entry(rec.name.clone())
+                    .or_default()
+                    .insert(key.clone());
             }
             self.apps.set(
                 &key.0,
